@@ -1,0 +1,140 @@
+import { EngramError } from './errors.js';
+import type { ArtifactRecord } from './model/artifact.js';
+import type { EventInput, EventRecord, SessionRecord } from './model/event.js';
+import type { ArtifactId, EventId, SessionId } from './model/ids.js';
+import { ARTIFACT_ID_PREFIX, EVENT_ID_PREFIX } from './model/ids.js';
+import { createGptTokenizer } from './providers/gpt-tokenizer.js';
+import type { Tokenizer } from './providers/tokenizer.js';
+import { decodeArtifact } from './memory/artifact-codec.js';
+import type { ImportFileOptions, ImportReport, ImportSourceFile } from './memory/import-runner.js';
+import { runImport } from './memory/import-runner.js';
+import type { IngestOptions } from './memory/ingest.js';
+import { Ingestor } from './memory/ingest.js';
+import type { RecallOptions, RecallResult } from './memory/recall.js';
+import { Recaller } from './memory/recall.js';
+import type { AppendOutcome, ListEventsQuery, StorageBackend, StoreStats } from './store/backend.js';
+import type { StoreLocation } from './store/open-store.js';
+import { openStore } from './store/open-store.js';
+import { LruCache } from './memory/lru-cache.js';
+
+export interface OpenEngramOptions extends StoreLocation {
+  /** Use this backend instead of opening one from `db`. The engine closes it on {@link Engram.close}. */
+  backend?: StorageBackend;
+  tokenizer?: Tokenizer;
+  ingest?: IngestOptions;
+}
+
+export interface ArtifactContent {
+  record: ArtifactRecord;
+  bytes: Buffer;
+}
+
+// Decompressed artifact texts kept for recall excerpts: repeated recalls over the same logs are common.
+const ARTIFACT_TEXT_CACHE_CHARS = 64 * 1024 * 1024;
+
+/** Opens an Engram store (SQLite at `.engram/engram.db` by default) and wires the engine around it. */
+export async function openEngram(options: OpenEngramOptions = {}): Promise<Engram> {
+  const store = options.backend ?? (await openStore(options));
+  return new Engram(store, options.tokenizer ?? createGptTokenizer(), options.ingest ?? {});
+}
+
+/** The engine: wiring only. Each capability lives in its own module under memory/, context/, bus/. */
+export class Engram {
+  readonly ingestor: Ingestor;
+  private readonly recaller: Recaller;
+  private readonly artifactTexts = new LruCache<string, string>(ARTIFACT_TEXT_CACHE_CHARS, (s) => s.length);
+
+  constructor(
+    readonly store: StorageBackend,
+    readonly tokenizer: Tokenizer,
+    ingestOptions: IngestOptions = {},
+  ) {
+    this.ingestor = new Ingestor(store, ingestOptions);
+    this.recaller = new Recaller(store, tokenizer, (id) => this.readArtifactText(id));
+  }
+
+  /** Appends one event or a batch to a session (created on first use), in one transaction. */
+  async append(sessionId: string, events: EventInput | EventInput[]): Promise<AppendOutcome[]> {
+    return this.ingestor.append(sessionId, Array.isArray(events) ? events : [events]);
+  }
+
+  recall(query: string, options: RecallOptions = {}): Promise<RecallResult> {
+    return this.recaller.recall(query, options);
+  }
+
+  /** Imports a transcript file (generic JSONL, OpenAI, Anthropic or Claude Code). */
+  importFile(source: ImportSourceFile, options: ImportFileOptions = {}): Promise<ImportReport> {
+    return runImport(this.ingestor, source, options);
+  }
+
+  /** An event by id or unique id prefix. */
+  async getEvent(idOrPrefix: string): Promise<EventRecord> {
+    const id = (await this.resolveId('event', idOrPrefix)) as EventId;
+    const event = await this.store.getEvent(id);
+    if (!event) throw new EngramError('NOT_FOUND', `no event ${idOrPrefix}`, { field: 'id', id: idOrPrefix });
+    return event;
+  }
+
+  /** An artifact's full original bytes, by id or unique id prefix. */
+  async readArtifact(idOrPrefix: string): Promise<ArtifactContent> {
+    const id = (await this.resolveId('artifact', idOrPrefix)) as ArtifactId;
+    const stored = await this.store.getArtifact(id);
+    if (!stored) throw new EngramError('NOT_FOUND', `no artifact ${idOrPrefix}`, { field: 'id', id: idOrPrefix });
+    return { record: stored.record, bytes: decodeArtifact(stored.stored, stored.record.encoding) };
+  }
+
+  async readArtifactText(id: ArtifactId): Promise<string> {
+    const cached = this.artifactTexts.get(id);
+    if (cached !== undefined) return cached;
+    const text = (await this.readArtifact(id)).bytes.toString('utf8');
+    this.artifactTexts.set(id, text);
+    return text;
+  }
+
+  /** Which kind of object an id (or unique prefix) names. */
+  async resolve(idOrPrefix: string): Promise<{ kind: 'event' | 'artifact'; id: string }> {
+    if (idOrPrefix.startsWith(EVENT_ID_PREFIX)) return { kind: 'event', id: await this.resolveId('event', idOrPrefix) };
+    if (idOrPrefix.startsWith(ARTIFACT_ID_PREFIX)) return { kind: 'artifact', id: await this.resolveId('artifact', idOrPrefix) };
+    throw new EngramError('INVALID_INPUT', `id: "${idOrPrefix}" is neither an event id (evt_...) nor an artifact id (art_...)`, { field: 'id' });
+  }
+
+  listEvents(query: ListEventsQuery): Promise<EventRecord[]> {
+    return this.store.listEvents(query);
+  }
+
+  async getSession(id: string): Promise<SessionRecord> {
+    const session = await this.store.getSession(id as SessionId);
+    if (!session) throw new EngramError('NOT_FOUND', `no session ${id}`, { field: 'session', id });
+    return session;
+  }
+
+  listSessions(options: { limit?: number } = {}): Promise<SessionRecord[]> {
+    return this.store.listSessions(options);
+  }
+
+  stats(): Promise<StoreStats> {
+    return this.store.stats();
+  }
+
+  close(): Promise<void> {
+    return this.store.close();
+  }
+
+  private async resolveId(kind: 'event' | 'artifact', idOrPrefix: string): Promise<string> {
+    const prefix = kind === 'event' ? EVENT_ID_PREFIX : ARTIFACT_ID_PREFIX;
+    const fullLength = prefix.length + (kind === 'event' ? 26 : 64);
+    if (!idOrPrefix.startsWith(prefix)) {
+      throw new EngramError('INVALID_INPUT', `id: "${idOrPrefix}" is not an ${kind} id (${prefix}...)`, { field: 'id' });
+    }
+    if (idOrPrefix.length === fullLength) return idOrPrefix;
+    if (idOrPrefix.length < prefix.length + 4) {
+      throw new EngramError('INVALID_INPUT', `id: give at least 4 characters after ${prefix}`, { field: 'id' });
+    }
+    const matches = await this.store.findIdsByPrefix(kind, idOrPrefix, 2);
+    if (matches.length === 0) throw new EngramError('NOT_FOUND', `no ${kind} with id ${idOrPrefix}`, { field: 'id', id: idOrPrefix });
+    if (matches.length > 1) {
+      throw new EngramError('AMBIGUOUS_ID', `${idOrPrefix} matches several ${kind}s; give more characters`, { field: 'id', matches });
+    }
+    return matches[0]!;
+  }
+}

@@ -1,0 +1,70 @@
+import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { Engram } from '../../../engine.js';
+import type { ImportReport } from '../../../memory/import-runner.js';
+import type { ImportFormat } from '../../../memory/importers/types.js';
+import { EXIT } from '../exit-codes.js';
+import type { Io } from '../output.js';
+import { formatPairs, printJson } from '../output.js';
+import { createProgress } from '../progress.js';
+
+export interface IngestArgs {
+  file: string;
+  session?: string;
+  format?: ImportFormat;
+  skipInvalid?: boolean;
+  json?: boolean;
+}
+
+/** `engram ingest FILE|-`: imports a transcript; `-` reads standard input (spooled to a temp file first). */
+export async function ingestCommand(mem: Engram, args: IngestArgs, io: Io): Promise<number> {
+  let path = args.file;
+  let tempDir: string | undefined;
+  if (args.file === '-') {
+    // Strict imports read the source twice (validate, then store), so stdin is spooled to disk once.
+    tempDir = mkdtempSync(join(tmpdir(), 'engram-stdin-'));
+    path = join(tempDir, 'stdin');
+    await pipeline(process.stdin, createWriteStream(path));
+  }
+  const progress = createProgress(io);
+  try {
+    const report = await mem.importFile(
+      { path, displayName: args.file === '-' ? 'stdin' : args.file },
+      {
+        ...(args.format ? { format: args.format } : {}),
+        ...(args.session ? { sessionId: args.session } : {}),
+        skipInvalid: args.skipInvalid ?? false,
+        onProgress: (p) => progress.update(p.bytesRead, p.totalBytes, p.phase, p.events),
+      },
+    );
+    progress.stop();
+    if (args.json) printJson(io, report);
+    else io.out(renderReport(report));
+    return report.issueCount > 0 ? EXIT.PARTIAL : EXIT.OK;
+  } finally {
+    progress.stop();
+    if (tempDir) rmSync(tempDir, { recursive: true, force: true });
+  }
+}
+
+function renderReport(r: ImportReport): string {
+  const lines = [
+    formatPairs([
+      ['file', r.file],
+      ['format', r.format],
+      ['stored', r.stored],
+      ['already stored', r.duplicates],
+      ['sessions', r.sessions.map((s) => `${s.id} (${s.stored} new)`).join(', ') || '-'],
+    ]),
+  ];
+  const skipped = Object.entries(r.skipped);
+  if (skipped.length > 0) lines.push(`skipped records: ${skipped.map(([why, n]) => `${n} ${why}`).join('; ')}`);
+  if (r.issueCount > 0) {
+    lines.push(`${r.issueCount} invalid record(s) were left out:`);
+    for (const i of r.issues) lines.push(`  line ${i.line}: ${i.message}`);
+    if (r.issueCount > r.issues.length) lines.push(`  ... and ${r.issueCount - r.issues.length} more`);
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,63 @@
+import type { Engram } from '../../../engine.js';
+import type { EventRecord } from '../../../model/event.js';
+import type { Io } from '../output.js';
+import { formatBytes, printJson } from '../output.js';
+
+export interface ShowArgs {
+  id: string;
+  json?: boolean;
+  /** For artifacts: write the original bytes to stdout unchanged. */
+  raw?: boolean;
+}
+
+/** `engram show ID`: an event with its metadata, or an artifact's full content. */
+export async function showCommand(mem: Engram, args: ShowArgs, io: Io, writeRaw: (bytes: Buffer) => void): Promise<number> {
+  const target = await mem.resolve(args.id);
+  if (target.kind === 'event') {
+    const event = await mem.getEvent(target.id);
+    if (args.json) printJson(io, event);
+    else io.out(renderEvent(event));
+    return 0;
+  }
+  const { record, bytes } = await mem.readArtifact(target.id);
+  if (args.raw) {
+    writeRaw(bytes);
+    return 0;
+  }
+  const isText = isUtf8Text(bytes);
+  if (args.json) {
+    printJson(io, { record, ...(isText ? { text: bytes.toString('utf8') } : { base64: bytes.toString('base64') }) });
+  } else if (isText) {
+    io.out(bytes.toString('utf8'));
+  } else {
+    io.out(`${record.id}\n${record.mediaType}, ${formatBytes(record.sizeBytes)} (binary: use --raw > FILE to save it)`);
+  }
+  return 0;
+}
+
+function renderEvent(e: EventRecord): string {
+  const head = [`${e.id}  session ${e.sessionId}  turn ${e.turn}  ${e.kind}${e.toolName ? ` (${e.toolName})` : ''}  ${e.ts}`];
+  if (e.taskId) head.push(`task: ${e.taskId}`);
+  if (e.premiseRef) head.push(`premise: ${e.premiseRef}`);
+  if (e.tags.length > 0) head.push(`tags: ${e.tags.join(', ')}`);
+  if (e.supersedes) head.push(`supersedes: ${e.supersedes}`);
+  if (e.toolCallId) head.push(`tool call: ${e.toolCallId}`);
+  if (e.key) head.push(`key: ${e.key}`);
+  if (e.artifact) {
+    head.push(
+      `artifact: ${e.artifact.id} (${e.artifact.mediaType}, ${formatBytes(e.artifact.sizeBytes)}, ${e.artifact.previewKind} preview below; full content: engram show ${e.artifact.id})`,
+    );
+  }
+  if (e.meta) head.push(`meta: ${JSON.stringify(e.meta)}`);
+  return `${head.join('\n')}\n---\n${e.content}`;
+}
+
+function isUtf8Text(bytes: Buffer): boolean {
+  if (bytes.includes(0)) return false;
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    return true;
+  } catch {
+    return false;
+  }
+}

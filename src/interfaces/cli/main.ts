@@ -1,0 +1,165 @@
+import { Command, CommanderError, Option } from 'commander';
+import { resolve } from 'node:path';
+import { openEngram, type Engram } from '../../engine.js';
+import { EngramError, isEngramError } from '../../errors.js';
+import { EVENT_KINDS } from '../../model/event.js';
+import { IMPORT_FORMATS } from '../../memory/importers/types.js';
+import { DEFAULT_DB_PATH } from '../../store/open-store.js';
+import { ingestCommand } from './commands/ingest.js';
+import { parseInteger, recallCommand } from './commands/recall.js';
+import { showCommand } from './commands/show.js';
+import { sessionsCommand, statsCommand } from './commands/stats.js';
+import { EXIT, exitCodeFor } from './exit-codes.js';
+import type { Io } from './output.js';
+import { formatPairs, processIo } from './output.js';
+
+interface GlobalOptions {
+  db?: string;
+  json?: boolean;
+}
+
+const VERSION = '0.1.0';
+
+/**
+ * The `engram` command line. Parses arguments, opens the store, calls the engine, and maps errors to
+ * exit codes in one place ({@link exitCodeFor}). Returns the exit code instead of calling process.exit,
+ * so pending writes finish and the store closes cleanly.
+ */
+export async function main(argv: string[], io: Io = processIo): Promise<number> {
+  let exitCode: number = EXIT.OK;
+  let mem: Engram | undefined;
+  const dbPath = (opts: GlobalOptions): string => resolve(opts.db || process.env.ENGRAM_DB || DEFAULT_DB_PATH);
+  const withStore =
+    <A extends GlobalOptions>(run: (mem: Engram, args: A) => Promise<number>, create = false) =>
+    async (args: A): Promise<void> => {
+      mem = await openEngram({ db: dbPath(args), sqlite: { create } });
+      exitCode = await run(mem, args);
+    };
+  // Subcommand options merged with the program's global ones (--db, --json may stand anywhere).
+  const merged = <A>(fn: (args: A & GlobalOptions) => Promise<void>) =>
+    function (this: Command, ...rest: unknown[]): Promise<void> {
+      const cmd = rest[rest.length - 1] as Command;
+      const positional = rest.slice(0, -2);
+      return fn({ ...cmd.optsWithGlobals(), ...positionalArgs(cmd, positional) } as A & GlobalOptions);
+    };
+
+  const program = new Command()
+    .name('engram')
+    .description('Lossless memory and context engine for LLM agents.')
+    .version(VERSION)
+    .option('--db <path>', `SQLite store (default: $ENGRAM_DB or ${DEFAULT_DB_PATH})`)
+    .option('--json', 'machine-readable output on stdout')
+    .configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, '')), writeErr: (s) => io.err(s.replace(/\n$/, '')) })
+    .exitOverride()
+    .showHelpAfterError('(run engram --help for usage)');
+
+  program
+    .command('init')
+    .description('create the store (if missing) and print where it is')
+    .action(
+      merged(
+        withStore(async (m, args: GlobalOptions) => {
+          const stats = await m.stats();
+          if (args.json) io.out(JSON.stringify({ db: dbPath(args), ...stats }, null, 2));
+          else io.out(`Engram store ready at ${dbPath(args)} (${stats.events} events in ${stats.sessions} sessions)`);
+          return EXIT.OK;
+        }, true),
+      ),
+    );
+
+  program
+    .command('ingest')
+    .description('import a transcript (generic JSONL, OpenAI messages, Anthropic messages, Claude Code session)')
+    .argument('<file>', 'transcript file, or - for standard input')
+    .option('-s, --session <id>', 'import into this session (default: the session ids in the file, else the file name)')
+    .addOption(new Option('-f, --format <format>', 'input format (default: detected)').choices([...IMPORT_FORMATS]))
+    .option('--skip-invalid', 'store the valid records and list invalid ones (default: reject the whole file)')
+    .action(merged(withStore((m, args: Parameters<typeof ingestCommand>[1] & GlobalOptions) => ingestCommand(m, args, io), true)));
+
+  program
+    .command('recall')
+    .description('search everything stored: exact strings, identifiers, words; prints quoted evidence with provenance')
+    .argument('<query...>', 'what to look for')
+    .option('-s, --session <id...>', 'only these sessions')
+    .addOption(new Option('--kind <kind...>', 'only these event kinds').choices([...EVENT_KINDS]))
+    .option('--since <time>', 'only events at or after: ISO-8601, or an age like 12h, 7d')
+    .option('--until <time>', 'only events at or before: ISO-8601, or an age')
+    .option('--task <id>', 'only events bound to this task')
+    .option('-k, --k <n>', 'most hits (default 10)')
+    .option('-b, --budget <tokens>', 'token budget of the pack (default 2000)')
+    .action(merged(withStore((m, args: Parameters<typeof recallCommand>[1] & GlobalOptions) => recallCommand(m, args, io))));
+
+  program
+    .command('show')
+    .description('print an event (evt_...) or the full content of an artifact (art_...); unique prefixes work')
+    .argument('<id>', 'event or artifact id, or a unique prefix of at least 4 characters after the underscore')
+    .option('--raw', 'artifact: write the original bytes to stdout')
+    .action(
+      merged(
+        withStore((m, args: Parameters<typeof showCommand>[1] & GlobalOptions) =>
+          showCommand(m, args, io, (bytes) => process.stdout.write(bytes)),
+        ),
+      ),
+    );
+
+  program
+    .command('stats')
+    .description('counts of sessions, events by kind and artifacts')
+    .action(merged(withStore((m, args: GlobalOptions) => statsCommand(m, args, io))));
+
+  program
+    .command('sessions')
+    .description('list sessions, most recent first')
+    .option('-n, --limit <n>', 'at most this many')
+    .action(
+      merged(
+        withStore((m, args: GlobalOptions & { limit?: string }) => {
+          const { limit, ...rest } = args;
+          return sessionsCommand(m, { ...rest, ...(limit !== undefined ? { limit: parseInteger(limit, 'limit') } : {}) }, io);
+        }),
+      ),
+    );
+
+  program.addHelpText(
+    'after',
+    `
+Exit codes:
+${formatPairs(Object.entries(EXIT).map(([name, code]) => [`  ${code}`, name.toLowerCase().replace(/_/g, ' ')]))}
+
+Examples:
+  engram ingest ~/.claude/projects/my-app/5f1e....jsonl
+  engram recall "ECONNREFUSED" --session 5f1e...
+  engram recall why did we pick postgres --json
+  engram show evt_01jc...`,
+  );
+
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    exitCode = reportError(err, io, argv.includes('--json'));
+  } finally {
+    await mem?.close();
+  }
+  return exitCode;
+}
+
+function positionalArgs(cmd: Command, values: unknown[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  cmd.registeredArguments.forEach((arg, i) => {
+    out[arg.name()] = values[i];
+  });
+  return out;
+}
+
+/** Prints an error and returns its exit code. The one place CLI errors are mapped. */
+function reportError(err: unknown, io: Io, asJson: boolean): number {
+  if (err instanceof CommanderError) {
+    // Help and version "errors" are normal exits; commander already printed the message.
+    if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return EXIT.OK;
+    return EXIT.INVALID_INPUT;
+  }
+  const e = isEngramError(err) ? err : new EngramError('INTERNAL', err instanceof Error ? (err.stack ?? err.message) : String(err));
+  if (asJson) io.err(JSON.stringify({ error: e.toJSON() }));
+  else io.err(`engram: ${e.code}: ${e.message}`);
+  return exitCodeFor(e.code);
+}

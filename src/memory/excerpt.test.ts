@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { cutExcerpt } from './excerpt.js';
+
+describe('cutExcerpt', () => {
+  it('returns short texts whole', () => {
+    expect(cutExcerpt('short text', ['text'], [])).toBe('short text');
+  });
+
+  it('centres on the identifier deep inside a long log', () => {
+    const lines = Array.from({ length: 400 }, (_, i) => `line ${i}: compiling module ${i}`);
+    lines[300] = 'Error: connect ECONNREFUSED 127.0.0.1:5432';
+    const excerpt = cutExcerpt(lines.join('\n'), ['connect'], ['ECONNREFUSED'], { maxChars: 200 });
+    expect(excerpt).toContain('ECONNREFUSED 127.0.0.1:5432');
+    expect(excerpt.startsWith('…')).toBe(true);
+    expect(excerpt.length).toBeLessThanOrEqual(202);
+  });
+
+  it('prefers the window holding more distinct terms', () => {
+    const filler = 'x'.repeat(1000);
+    const text = `alpha here ${filler} alpha beta gamma together ${filler} gamma`;
+    const excerpt = cutExcerpt(text, ['alpha', 'beta', 'gamma'], [], { maxChars: 100 });
+    expect(excerpt).toContain('alpha beta gamma together');
+  });
+
+  it('falls back to the head when nothing matches', () => {
+    const text = 'abc '.repeat(500);
+    const excerpt = cutExcerpt(text, ['zzz'], [], { maxChars: 50 });
+    expect(excerpt.startsWith('abc')).toBe(true);
+    expect(excerpt.endsWith('…')).toBe(true);
+  });
+});

@@ -1,0 +1,72 @@
+/**
+ * Cuts the part of a text that best shows why it matched: the window of at most `maxChars` that covers
+ * the most distinct query tokens (identifiers count double), snapped to line starts where possible.
+ */
+export interface ExcerptOptions {
+  /** Longest excerpt in characters, ellipses excluded. Default 600. */
+  maxChars?: number;
+}
+
+const DEFAULT_MAX_CHARS = 600;
+
+interface Needle {
+  text: string;
+  weight: number;
+}
+
+export function cutExcerpt(text: string, needles: string[], identifiers: string[], options: ExcerptOptions = {}): string {
+  const maxChars = options.maxChars ?? DEFAULT_MAX_CHARS;
+  if (text.length <= maxChars) return text;
+  const lower = text.toLowerCase();
+  const list: Needle[] = [];
+  for (const id of identifiers) if (id.length > 0) list.push({ text: id.toLowerCase(), weight: 3 });
+  for (const n of needles) {
+    for (const part of n.toLowerCase().split(/[^\p{L}\p{N}]+/u)) {
+      // Word stems: "retries" should find "retry"; a 5-char prefix is a cheap, language-agnostic stem.
+      if (part.length >= 2) list.push({ text: part.length > 6 ? part.slice(0, 5) : part, weight: 1 });
+    }
+  }
+  // Every occurrence of every needle, capped per needle so one frequent word cannot dominate the scan.
+  const hits: Array<{ pos: number; needle: number; weight: number }> = [];
+  list.forEach((needle, i) => {
+    let from = 0;
+    for (let count = 0; count < 200; count++) {
+      const pos = lower.indexOf(needle.text, from);
+      if (pos < 0) break;
+      hits.push({ pos, needle: i, weight: needle.weight });
+      from = pos + needle.text.length;
+    }
+  });
+  if (hits.length === 0) return clip(text, 0, maxChars);
+  hits.sort((a, b) => a.pos - b.pos);
+
+  // Sliding window over the hits: maximise the summed weight of distinct needles inside maxChars.
+  let best = { score: -1, start: hits[0]!.pos };
+  const counts = new Map<number, number>();
+  let score = 0;
+  let left = 0;
+  for (let right = 0; right < hits.length; right++) {
+    const h = hits[right]!;
+    const c = counts.get(h.needle) ?? 0;
+    if (c === 0) score += h.weight;
+    counts.set(h.needle, c + 1);
+    while (h.pos - hits[left]!.pos > maxChars * 0.8) {
+      const l = hits[left]!;
+      const lc = counts.get(l.needle)! - 1;
+      counts.set(l.needle, lc);
+      if (lc === 0) score -= l.weight;
+      left++;
+    }
+    if (score > best.score) best = { score, start: hits[left]!.pos };
+  }
+  // Start a little before the first hit, at a line start if one is near.
+  let start = Math.max(0, best.start - Math.floor(maxChars * 0.2));
+  const lineStart = text.lastIndexOf('\n', best.start);
+  if (lineStart >= start) start = lineStart + 1;
+  return clip(text, start, maxChars);
+}
+
+function clip(text: string, start: number, maxChars: number): string {
+  const end = Math.min(text.length, start + maxChars);
+  return `${start > 0 ? '…' : ''}${text.slice(start, end)}${end < text.length ? '…' : ''}`;
+}

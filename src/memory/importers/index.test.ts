@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { detectFormat, IMPORT_FORMATS, parseImport } from './index.js';
+import { jsonl, sourceOf } from './test-support.js';
+
+describe('detectFormat', () => {
+  it('detects Claude Code JSONL from a summary, user or assistant first line', () => {
+    expect(detectFormat(jsonl({ type: 'summary', summary: 's', leafUuid: 'u1' }))).toBe('claude-code');
+    expect(detectFormat(jsonl({ type: 'user', uuid: 'u1', sessionId: 's', message: { role: 'user', content: 'x' } }))).toBe('claude-code');
+  });
+
+  it('looks past leading Claude Code records of other types', () => {
+    const text = jsonl({ type: 'file-history-snapshot', messageId: 'm', snapshot: {} }, { type: 'assistant', uuid: 'u2', sessionId: 's' });
+    expect(detectFormat(text)).toBe('claude-code');
+  });
+
+  it('detects Engram JSONL by kind, even when the chunk ends mid-line', () => {
+    expect(detectFormat(`${jsonl({ kind: 'user', content: 'a' })}{"kind": "ass`)).toBe('jsonl');
+  });
+
+  it('detects an OpenAI chat by tool calls, tool roles or traj', () => {
+    expect(detectFormat(JSON.stringify({ messages: [{ role: 'system', content: 'x' }, { role: 'user', content: 'y' }] }, null, 2))).toBe('openai');
+    const calls = [{ role: 'user', content: 'x' }, { role: 'assistant', content: null, tool_calls: [] }];
+    expect(detectFormat(JSON.stringify(calls))).toBe('openai');
+    // A tau-bench file cut off mid-document, as a first chunk is.
+    const tau = JSON.stringify([{ task_id: 0, info: { task: { instruction: 'fly' } }, traj: [{ role: 'system', content: 'policy' }] }], null, 2);
+    expect(detectFormat(tau.slice(0, tau.length - 20))).toBe('openai');
+  });
+
+  it('detects an Anthropic chat by content blocks or a top-level system field', () => {
+    const blocks = [
+      { role: 'user', content: 'x' },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 't', name: 'n', input: {} }] },
+    ];
+    expect(detectFormat(JSON.stringify(blocks, null, 2))).toBe('anthropic');
+    expect(detectFormat(JSON.stringify({ system: 'be brief', messages: [{ role: 'user', content: 'x' }] }))).toBe('anthropic');
+  });
+
+  it('calls a chat with only plain text turns openai', () => {
+    expect(detectFormat(JSON.stringify([{ role: 'user', content: 'x' }, { role: 'assistant', content: 'y' }]))).toBe('openai');
+  });
+
+  it('returns null for what it does not recognise', () => {
+    expect(detectFormat('')).toBeNull();
+    expect(detectFormat('hello world')).toBeNull();
+    expect(detectFormat(jsonl({ a: 1 }, { b: 2 }))).toBeNull();
+    expect(detectFormat('[1, 2, 3]')).toBeNull();
+  });
+});
+
+describe('parseImport', () => {
+  it('accepts every listed format', async () => {
+    for (const format of IMPORT_FORMATS) {
+      const items = [];
+      for await (const item of parseImport(sourceOf(''), format)) items.push(item);
+      expect(items).toEqual([{ type: 'issue', value: { line: 0, message: 'the file is empty' } }]);
+    }
+  });
+
+  it('reads from a plain async iterable of strings', async () => {
+    const source = {
+      stream: async function* () {
+        yield '{"kind": "user", "cont';
+        yield 'ent": "é"}\n';
+      },
+    };
+    const items = [];
+    for await (const item of parseImport(source, 'jsonl')) items.push(item);
+    expect(items).toMatchObject([{ type: 'event', value: { line: 1, event: { kind: 'user', content: 'é' } } }]);
+  });
+});

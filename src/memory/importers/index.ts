@@ -1,0 +1,130 @@
+import { parseAnthropic } from './anthropic-importer.js';
+import { parseClaudeCode } from './claude-code-importer.js';
+import { isRecord } from './import-item.js';
+import { parseJsonl } from './jsonl-importer.js';
+import { parseOpenAi } from './openai-importer.js';
+import type { ImportFormat, ImportItem, ImportOptions, ImportSource } from './types.js';
+
+export { IMPORT_FORMATS, MAX_DOCUMENT_BYTES, MAX_TOOL_USE_RESULT_BYTES, CONVERSATION_SESSION_SEPARATOR } from './types.js';
+export type { ImportFormat, ImportItem, ImportOptions, ImportSource, ImportedEvent, ImportIssue, ImportSkip } from './types.js';
+export { parseJsonl } from './jsonl-importer.js';
+export { parseOpenAi } from './openai-importer.js';
+export { parseAnthropic } from './anthropic-importer.js';
+export { parseClaudeCode } from './claude-code-importer.js';
+
+/** How much of the start of a file {@link detectFormat} wants to see, in bytes. */
+export const DETECT_FORMAT_BYTES = 64 * 1024;
+
+const CLAUDE_CODE_TYPES = new Set(['user', 'assistant', 'summary', 'system']);
+const CLAUDE_CODE_ID_FIELDS = ['uuid', 'sessionId', 'leafUuid'];
+/** JSONL lines looked at before giving up. */
+const DETECT_FORMAT_MAX_LINES = 50;
+
+// Shape hints for a whole-JSON chat document, looked for in raw text because the first chunk is
+// usually cut off mid-document and cannot be parsed.
+const OPENAI_HINTS = [
+  /"traj"\s*:/,
+  /"tool_calls"\s*:/,
+  /"tool_call_id"\s*:/,
+  /"function_call"\s*:/,
+  /"role"\s*:\s*"(?:system|developer|tool|function)"/,
+  /"type"\s*:\s*"(?:image_url|input_audio)"/,
+];
+const ANTHROPIC_HINTS = [
+  /"type"\s*:\s*"(?:tool_use|tool_result|thinking|redacted_thinking|image|document)"/,
+  /"tool_use_id"\s*:/,
+  /"stop_reason"\s*:/,
+  /^\s*\{[^]*?"system"\s*:/, // a top-level-looking `system` field; OpenAI puts the system prompt in a message
+];
+
+/**
+ * Guesses the format from the start of a file (pass at least the first DETECT_FORMAT_BYTES, decoded).
+ * Returns null when nothing fits.
+ *
+ * - JSON Lines (the first line parses as an object on its own, without `messages` or `traj`): the first
+ *   line with a string `kind` → `jsonl`; with a string `type` of `user`, `assistant`, `summary` or `system`
+ *   and a `uuid`, `sessionId` or `leafUuid` → `claude-code`. Lines that fit neither (newer Claude Code
+ *   files can start with `file-history-snapshot` records) are passed over, up to 50 lines.
+ * - A JSON document (starts with `[` or `{` but the first line is not a complete object): an OpenAI or
+ *   Anthropic chat if the text mentions `messages`, `role` or `traj`. Shape hints decide which: OpenAI
+ *   has `tool_calls`, `role: "tool"`, `tool_call_id`, system/developer roles, `traj`; Anthropic has
+ *   `tool_use`/`tool_result`/`thinking`/`image` blocks, `tool_use_id`, a top-level `system` field. When both
+ *   kinds of hint appear the earliest wins; when neither does (plain text turns, which both formats read
+ *   the same way apart from their keys) it is `openai`.
+ *
+ * A plain-text Anthropic conversation is therefore detected as `openai`, and detected again as `anthropic`
+ * once tool blocks appear in its first chunk; keys differ between the two, so pass the format explicitly
+ * when importing such a file more than once.
+ */
+export function detectFormat(firstChunk: string): ImportFormat | null {
+  const text = firstChunk.replace(/^\uFEFF/, '').trimStart();
+  if (text === '') return null;
+  if (text.startsWith('{')) {
+    const lines = text.split('\n');
+    const first = parseObject(lines[0]!);
+    if (first !== null && !('messages' in first) && !('traj' in first)) {
+      // JSON Lines. Records of other types (a Claude Code file-history-snapshot) may come first: look on.
+      for (const line of lines.slice(0, DETECT_FORMAT_MAX_LINES)) {
+        const record = line.trim() === '' ? null : parseObject(line);
+        if (record === null) continue;
+        const format = jsonlFormatOf(record);
+        if (format !== null) return format;
+      }
+      return null;
+    }
+  } else if (!text.startsWith('[')) {
+    return null;
+  }
+  if (!/"(?:messages|role|traj)"\s*:/.test(text)) return null;
+  const openAiAt = earliest(text, OPENAI_HINTS);
+  const anthropicAt = earliest(text, ANTHROPIC_HINTS);
+  return anthropicAt < openAiAt ? 'anthropic' : 'openai';
+}
+
+function jsonlFormatOf(record: Record<string, unknown>): ImportFormat | null {
+  if (typeof record.kind === 'string') return 'jsonl';
+  if (typeof record.type !== 'string') return null;
+  const hasId = CLAUDE_CODE_ID_FIELDS.some((f) => typeof record[f] === 'string');
+  return CLAUDE_CODE_TYPES.has(record.type) && hasId ? 'claude-code' : null;
+}
+
+function parseObject(line: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(line);
+    return isRecord(value) ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+function earliest(text: string, patterns: readonly RegExp[]): number {
+  let best = Infinity;
+  for (const pattern of patterns) {
+    const match = pattern.exec(text);
+    if (match !== null) best = Math.min(best, match.index + match[0].length);
+  }
+  return best;
+}
+
+/**
+ * Reads a transcript as a stream of items: events to append, issues (what could not be read, with the
+ * line) and skips (what was recognised and deliberately not stored). JSONL formats are read line by
+ * line; whole-JSON formats (openai, anthropic) are read whole, up to MAX_DOCUMENT_BYTES. Every event
+ * carries a deterministic idempotency key, so importing the same file again, or after it grew, stores
+ * each event once.
+ *
+ * Iterating may throw EngramError INVALID_INPUT for bad options (see {@link ImportOptions.sessionId});
+ * I/O errors of the source are thrown as they come.
+ */
+export function parseImport(source: ImportSource, format: ImportFormat, options: ImportOptions = {}): AsyncIterable<ImportItem> {
+  switch (format) {
+    case 'jsonl':
+      return parseJsonl(source, options);
+    case 'openai':
+      return parseOpenAi(source, options);
+    case 'anthropic':
+      return parseAnthropic(source, options);
+    case 'claude-code':
+      return parseClaudeCode(source, options);
+  }
+}

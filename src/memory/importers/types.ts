@@ -1,0 +1,73 @@
+import type { EventInput } from '../../model/event.js';
+
+/** Transcript formats the importers read. */
+export const IMPORT_FORMATS = ['jsonl', 'openai', 'anthropic', 'claude-code'] as const;
+export type ImportFormat = (typeof IMPORT_FORMATS)[number];
+
+/**
+ * Largest whole-JSON document (openai, anthropic) read into memory, in bytes. Those formats are one JSON
+ * value, so they cannot be streamed line by line; past this size the importer refuses with an issue.
+ */
+export const MAX_DOCUMENT_BYTES = 256 * 1024 * 1024;
+
+/**
+ * Largest Claude Code `toolUseResult` kept in `meta.toolUseResult`, as UTF-8 bytes of its JSON. The same
+ * result text is always kept in the event content; the structured copy is extra, and the meta object as a
+ * whole is capped at MAX_META_JSON_CHARS.
+ */
+export const MAX_TOOL_USE_RESULT_BYTES = 16 * 1024;
+
+/** One event read from a transcript. */
+export interface ImportedEvent {
+  /** 1-based source line: the line of the record (JSONL) or where its message starts (whole JSON). */
+  line: number;
+  /** The session the event belongs to, when the source or the caller names one. */
+  sessionId?: string;
+  event: EventInput;
+}
+
+/** Something in the source that could not be turned into an event. */
+export interface ImportIssue {
+  /** 1-based source line; 0 for the file as a whole. */
+  line: number;
+  message: string;
+  /** Path of the offending field inside the record, e.g. `message.content[2].type`. */
+  field?: string;
+}
+
+/** Something recognised but intentionally not stored (e.g. a Claude Code `file-history-snapshot` record). */
+export interface ImportSkip {
+  line: number;
+  reason: string;
+}
+
+export type ImportItem =
+  | { type: 'event'; value: ImportedEvent }
+  | { type: 'issue'; value: ImportIssue }
+  | { type: 'skip'; value: ImportSkip };
+
+/** Where the bytes come from. `stream` is a factory so a caller can sniff the format and then read again. */
+export interface ImportSource {
+  /** For progress: total bytes, if known. */
+  sizeBytes?: number;
+  /** The bytes. String chunks are taken as already-decoded text (invalid UTF-8 can no longer be detected). */
+  stream: () => NodeJS.ReadableStream | AsyncIterable<Buffer | string>;
+}
+
+export interface ImportOptions {
+  /** Called after each chunk read from the source with the total bytes read so far. */
+  onBytes?: (bytesRead: number) => void;
+  /**
+   * The session to import into. It overrides the session ids named in the source (Claude Code
+   * `sessionId`, a JSONL line's `sessionId`). For a document holding an array of conversations it is the
+   * base: conversation `i` goes to `<sessionId>:<i>` (see CONVERSATION_SESSION_SEPARATOR), and such a
+   * document cannot be imported without it.
+   */
+  sessionId?: string;
+}
+
+/**
+ * Joins the base session id and a conversation index. `#` would read better but SESSION_ID_PATTERN does not
+ * allow it, so every session id built with it would be rejected by the store.
+ */
+export const CONVERSATION_SESSION_SEPARATOR = ':';

@@ -1,0 +1,214 @@
+import { EngramError, invalidInputFromZod } from '../errors.js';
+import type { ArtifactDraft } from '../model/artifact.js';
+import type { EventArtifactRef, ValidEventInput } from '../model/event.js';
+import { eventInputSchema, sessionIdSchema, toEpochMs } from '../model/event.js';
+import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
+import { artifactIdFromSha256, newEventId } from '../model/ids.js';
+import type { AppendOutcome, EventDraft, StorageBackend } from '../store/backend.js';
+import { encodeArtifact, sha256Hex } from './artifact-codec.js';
+import { buildPreview, sniffMediaType } from './preview.js';
+
+export interface IngestOptions {
+  /**
+   * Tool results larger than this many UTF-8 bytes are stored as artifacts with a preview inline.
+   * Default 4096 (about 1,000 tokens): larger outputs are what floods a window (ENGRAM §1.3).
+   */
+  artifactThresholdBytes?: number;
+  /**
+   * Most characters of one artifact's text put in the full-text index. Beyond it the index keeps the
+   * head (20 %) and the tail (80 %, where errors cluster); the full text stays stored and readable.
+   * Default 2,000,000.
+   */
+  maxIndexedChars?: number;
+  /** Longest preview kept inline, in characters. Default 1200. */
+  previewMaxChars?: number;
+}
+
+const DEFAULTS = {
+  artifactThresholdBytes: 4096,
+  maxIndexedChars: 2_000_000,
+  previewMaxChars: 1200,
+} as const;
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** Validates one event input; errors name the field, prefixed with `field` (e.g. `events[3]`). */
+export function validateEventInput(input: unknown, field = 'event'): ValidEventInput {
+  const parsed = eventInputSchema.safeParse(input);
+  if (!parsed.success) throw invalidInputFromZod(parsed.error.issues, field);
+  const value = parsed.data;
+  if (value.binary && !BASE64.test(value.binary.base64.replace(/\s+/g, ''))) {
+    throw new EngramError('INVALID_INPUT', `${field}.binary.base64: not valid base64`, { field: `${field}.binary.base64` });
+  }
+  return value;
+}
+
+export function validateSessionId(sessionId: unknown, field = 'sessionId'): SessionId {
+  const parsed = sessionIdSchema.safeParse(sessionId);
+  if (!parsed.success) throw invalidInputFromZod(parsed.error.issues, field);
+  return parsed.data as SessionId;
+}
+
+/**
+ * The write path (ENGRAM Annex A.1): validate, cut large tool results into content-addressed artifacts
+ * with a structure-aware preview, and hand the store one transaction per call. Append-only and
+ * idempotent by event key.
+ */
+export class Ingestor {
+  private readonly opts: Required<IngestOptions>;
+
+  constructor(
+    private readonly store: StorageBackend,
+    options: IngestOptions = {},
+  ) {
+    this.opts = { ...DEFAULTS, ...options };
+  }
+
+  async append(sessionIdInput: string, inputs: readonly unknown[]): Promise<AppendOutcome[]> {
+    const sessionId = validateSessionId(sessionIdInput);
+    const valid = inputs.map((input, i) => validateEventInput(input, `events[${i}]`));
+    if (valid.length === 0) return [];
+    await this.checkSupersedes(valid);
+
+    const hashes = valid.map(canonicalHash);
+    // Retried writes are answered from the store without redoing the artifact work. The store checks
+    // keys again inside its transaction, which covers a concurrent writer racing this one.
+    const keys = valid.flatMap((v) => (v.key === undefined ? [] : [v.key]));
+    const existing = new Map((await this.store.getEventsByKeys(sessionId, keys)).map((e) => [e.record.key!, e]));
+    valid.forEach((v, i) => {
+      const prior = v.key === undefined ? undefined : existing.get(v.key);
+      if (prior && prior.inputHash !== hashes[i]) {
+        // A key reused for other content is a caller bug, not a retry: refuse it loudly.
+        throw new EngramError(
+          'IDEMPOTENCY_CONFLICT',
+          `event key "${v.key}" was already used in session ${sessionId} for different content (event ${prior.record.id})`,
+          { field: `events[${i}].key`, key: v.key, existingEventId: prior.record.id },
+        );
+      }
+    });
+
+    const nowMs = Date.now();
+    const drafts: EventDraft[] = [];
+    const draftIndex: number[] = [];
+    const artifacts = new Map<ArtifactId, { bytes: Uint8Array; mediaType: string }>();
+    valid.forEach((v, i) => {
+      if (v.key !== undefined && existing.has(v.key)) return;
+      drafts.push(this.draft(v, hashes[i]!, nowMs, artifacts));
+      draftIndex.push(i);
+    });
+
+    const already = await this.store.hasArtifacts([...artifacts.keys()]);
+    const artifactDrafts: ArtifactDraft[] = [];
+    for (const [id, a] of artifacts) {
+      if (already.has(id)) continue;
+      const { encoding, stored } = encodeArtifact(a.bytes);
+      artifactDrafts.push({
+        record: {
+          id,
+          sha256: id.slice(4),
+          sizeBytes: a.bytes.byteLength,
+          storedBytes: stored.byteLength,
+          encoding,
+          mediaType: a.mediaType,
+          createdAt: new Date(nowMs).toISOString(),
+        },
+        stored,
+      });
+    }
+
+    const stored = drafts.length > 0 ? await this.store.appendEvents(sessionId, drafts, artifactDrafts) : [];
+    const out: AppendOutcome[] = new Array<AppendOutcome>(valid.length);
+    draftIndex.forEach((inputIndex, j) => {
+      out[inputIndex] = stored[j]!;
+    });
+    valid.forEach((v, i) => {
+      if (!out[i]) out[i] = { record: existing.get(v.key!)!.record, isDuplicate: true };
+    });
+    return out;
+  }
+
+  private draft(
+    v: ValidEventInput,
+    inputHash: string,
+    nowMs: number,
+    artifacts: Map<ArtifactId, { bytes: Uint8Array; mediaType: string }>,
+  ): EventDraft {
+    const tags = v.tags ?? [];
+    let content = v.content;
+    let searchText = v.content;
+    let artifact: EventArtifactRef | undefined;
+
+    if (v.binary) {
+      const bytes = Buffer.from(v.binary.base64.replace(/\s+/g, ''), 'base64');
+      const id = artifactIdFromSha256(sha256Hex(bytes));
+      const previewOptions = { mediaType: v.binary.mediaType, maxChars: this.opts.previewMaxChars, ...(v.binary.caption ? { caption: v.binary.caption } : {}) };
+      const preview = buildPreview(bytes, previewOptions);
+      artifacts.set(id, { bytes, mediaType: v.binary.mediaType });
+      artifact = { id, mediaType: v.binary.mediaType, sizeBytes: bytes.byteLength, previewKind: preview.kind };
+      content = v.content.length > 0 ? `${preview.text}\n${v.content}` : preview.text;
+      searchText = [v.content, v.binary.caption ?? ''].join('\n');
+    } else if (v.kind === 'tool_result' && Buffer.byteLength(v.content, 'utf8') > this.opts.artifactThresholdBytes) {
+      const bytes = Buffer.from(v.content, 'utf8');
+      const id = artifactIdFromSha256(sha256Hex(bytes));
+      const hints = { maxChars: this.opts.previewMaxChars, ...(v.toolName ? { toolName: v.toolName } : {}) };
+      const mediaType = sniffMediaType(v.content, hints);
+      const preview = buildPreview(v.content, { ...hints, mediaType });
+      artifacts.set(id, { bytes, mediaType });
+      artifact = { id, mediaType, sizeBytes: bytes.byteLength, previewKind: preview.kind };
+      content = preview.text;
+      searchText = capForIndex(v.content, this.opts.maxIndexedChars);
+    }
+
+    const draft: EventDraft = {
+      id: newEventId(nowMs),
+      kind: v.kind,
+      tsMs: toEpochMs(v.ts, nowMs),
+      content,
+      inputHash,
+      tags,
+      searchText,
+      searchMeta: [v.kind.replace('_', ' '), v.toolName ?? '', ...tags].join(' ').trim(),
+    };
+    if (artifact) draft.artifact = artifact;
+    if (v.key !== undefined) draft.key = v.key;
+    if (v.taskId !== undefined) draft.taskId = v.taskId;
+    if (v.premiseRef !== undefined) draft.premiseRef = v.premiseRef;
+    if (v.supersedes !== undefined) draft.supersedes = v.supersedes as EventId;
+    if (v.toolName !== undefined) draft.toolName = v.toolName;
+    if (v.toolCallId !== undefined) draft.toolCallId = v.toolCallId;
+    if (v.meta !== undefined) draft.meta = v.meta;
+    return draft;
+  }
+
+  private async checkSupersedes(valid: ValidEventInput[]): Promise<void> {
+    const ids = [...new Set(valid.flatMap((v) => (v.supersedes ? [v.supersedes as EventId] : [])))];
+    if (ids.length === 0) return;
+    const found = new Set((await this.store.getEvents(ids)).map((e) => e.id));
+    const i = valid.findIndex((v) => v.supersedes !== undefined && !found.has(v.supersedes as EventId));
+    if (i >= 0) {
+      throw new EngramError('INVALID_INPUT', `events[${i}].supersedes: no event ${valid[i]!.supersedes} exists`, {
+        field: `events[${i}].supersedes`,
+      });
+    }
+  }
+}
+
+/** sha256 of the input as the caller gave it (keys sorted), so a retry hashes the same. */
+export function canonicalHash(v: ValidEventInput): string {
+  return sha256Hex(stableStringify(v));
+}
+
+function stableStringify(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableStringify(v)}`).join(',')}}`;
+}
+
+function capForIndex(text: string, maxChars: number): string {
+  if (text.length <= maxChars) return text;
+  const head = Math.floor(maxChars * 0.2);
+  return `${text.slice(0, head)}\n…\n${text.slice(text.length - (maxChars - head))}`;
+}

@@ -1,0 +1,3 @@
+export * from './ids.js';
+export * from './event.js';
+export * from './artifact.js';

@@ -1,0 +1,162 @@
+import type { ArtifactDraft, ArtifactRecord } from '../model/artifact.js';
+import type { EventArtifactRef, EventKind, EventRecord, SessionRecord } from '../model/event.js';
+import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
+
+/**
+ * What a backend can do. The core reads these flags instead of checking which backend it has.
+ * Defaults for a new backend are in {@link DEFAULT_CAPABILITIES}.
+ */
+export interface BackendCapabilities {
+  /** The full-text engine behind {@link StorageBackend.searchText}. */
+  fullText: 'fts5' | 'tsvector';
+  /** Whether several processes or servers may write to the same store at once. */
+  supportsConcurrentWriters: boolean;
+  /** Whether events are durable against power loss when an append returns (not only against a crash). */
+  isPowerLossDurable: boolean;
+}
+
+export const DEFAULT_CAPABILITIES: BackendCapabilities = {
+  fullText: 'fts5',
+  supportsConcurrentWriters: false,
+  isPowerLossDurable: false,
+};
+
+/** An event prepared by the core for storage: id chosen, artifact cut out, search text extracted. */
+export interface EventDraft {
+  id: EventId;
+  kind: EventKind;
+  tsMs: number;
+  content: string;
+  artifact?: EventArtifactRef;
+  key?: string;
+  /** sha256 of the canonical input: a reused `key` with another hash is an IDEMPOTENCY_CONFLICT. */
+  inputHash: string;
+  taskId?: string;
+  premiseRef?: string;
+  tags: string[];
+  supersedes?: EventId;
+  toolName?: string;
+  toolCallId?: string;
+  meta?: Record<string, unknown>;
+  /** Text for the full-text index: the content, or the artifact's text (possibly capped). */
+  searchText: string;
+  /** Extra words indexed with a lower weight: kind, tool name, tags. */
+  searchMeta: string;
+}
+
+export interface AppendOutcome {
+  record: EventRecord;
+  /** True when an event with the same key already existed and nothing was written. */
+  isDuplicate: boolean;
+}
+
+export interface KeyedEvent {
+  record: EventRecord;
+  /** The stored {@link EventDraft.inputHash}. */
+  inputHash: string;
+}
+
+export interface EventFilter {
+  sessionIds?: SessionId[];
+  kinds?: EventKind[];
+  /** Inclusive lower bound, epoch ms. */
+  fromMs?: number;
+  /** Inclusive upper bound, epoch ms. */
+  toMs?: number;
+  taskId?: string;
+}
+
+/**
+ * A full-text query in backend-neutral form. Each term is a word or a phrase, given as the user wrote it
+ * (`--max-retries=7`, `src/app.ts`); the backend tokenizes it with its own index tokenizer, so a term of
+ * several tokens matches them adjacent and in order.
+ */
+export interface SearchTerm {
+  /** A word, identifier or phrase as the user wrote it. */
+  text: string;
+  /** Match any token starting with the term's last token (hash prefixes such as `a3f9c2`). */
+  isPrefix?: boolean;
+}
+
+export interface TextSearchQuery {
+  terms: SearchTerm[];
+  filter?: EventFilter;
+  /** Most hits to return, best first. */
+  limit: number;
+}
+
+export interface TextHit {
+  eventId: EventId;
+  /** Relevance on the backend's own scale, higher is better; only comparable within one result list. */
+  relevance: number;
+}
+
+export interface ListEventsQuery {
+  sessionId: SessionId;
+  /** Only turns greater than this. */
+  afterTurn?: number;
+  /** Only turns up to and including this. */
+  toTurn?: number;
+  kinds?: EventKind[];
+  limit?: number;
+  /** Default `asc` (oldest first). */
+  order?: 'asc' | 'desc';
+}
+
+export interface StoredArtifact {
+  record: ArtifactRecord;
+  stored: Uint8Array;
+}
+
+export interface StoreStats {
+  sessions: number;
+  events: number;
+  eventsByKind: Partial<Record<EventKind, number>>;
+  artifacts: number;
+  /** Sum of original artifact sizes. */
+  artifactBytes: number;
+  /** Sum of stored (compressed) artifact sizes. */
+  artifactStoredBytes: number;
+  schemaVersion: number;
+  backend: string;
+}
+
+/**
+ * The storage seam. Every method is async so that network databases fit; implementations translate
+ * driver errors into {@link EngramError} codes. Events are append-only: no method updates or deletes one.
+ */
+export interface StorageBackend {
+  /** `sqlite`, `postgres`. For display and reports only: branch on {@link capabilities} instead. */
+  readonly name: string;
+  readonly capabilities: BackendCapabilities;
+
+  /**
+   * Appends events to a session in one transaction, creating the session if needed. Turns are assigned
+   * gap-free in array order; artifacts are stored once per id. Events whose key already exists in the
+   * session are not written again: their stored record is returned with `isDuplicate: true`.
+   * Either every event is stored or none is.
+   */
+  appendEvents(sessionId: SessionId, drafts: EventDraft[], artifacts: ArtifactDraft[]): Promise<AppendOutcome[]>;
+
+  getEvent(id: EventId): Promise<EventRecord | null>;
+  /** Events for the ids that exist, in the order of `ids`. */
+  getEvents(ids: EventId[]): Promise<EventRecord[]>;
+  listEvents(query: ListEventsQuery): Promise<EventRecord[]>;
+  /** Events of a session by their idempotency keys (absent keys are skipped), with their input hashes. */
+  getEventsByKeys(sessionId: SessionId, keys: string[]): Promise<KeyedEvent[]>;
+
+  getSession(id: SessionId): Promise<SessionRecord | null>;
+  listSessions(options?: { limit?: number }): Promise<SessionRecord[]>;
+
+  getArtifact(id: ArtifactId): Promise<StoredArtifact | null>;
+  /** Which of these artifact ids are already stored (so the core can skip compressing them again). */
+  hasArtifacts(ids: ArtifactId[]): Promise<Set<ArtifactId>>;
+
+  /** Ids of the given kind starting with `prefix`, at most `limit` of them. */
+  findIdsByPrefix(kind: 'event' | 'artifact', prefix: string, limit: number): Promise<string[]>;
+
+  searchText(query: TextSearchQuery): Promise<TextHit[]>;
+
+  stats(): Promise<StoreStats>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,98 @@
+/**
+ * Versioned schema migrations for the SQLite store. `PRAGMA user_version` holds the applied version;
+ * each step runs in its own transaction. Migrations only add: no step drops or rewrites stored events.
+ */
+export interface SqliteMigration {
+  version: number;
+  description: string;
+  sql: string;
+}
+
+/** `PRAGMA application_id` of every Engram SQLite store: "Engr" in ASCII. */
+export const ENGRAM_APPLICATION_ID = 0x456e6772;
+
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
+  {
+    version: 1,
+    description: 'sessions, events, artifacts, full-text index',
+    sql: `
+      CREATE TABLE store_meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+      ) STRICT;
+
+      CREATE TABLE sessions (
+        id          TEXT PRIMARY KEY,
+        created_ms  INTEGER NOT NULL,
+        last_turn   INTEGER NOT NULL DEFAULT 0,
+        event_count INTEGER NOT NULL DEFAULT 0,
+        first_ms    INTEGER,
+        last_ms     INTEGER
+      ) STRICT;
+
+      CREATE TABLE artifacts (
+        id           TEXT PRIMARY KEY,
+        sha256       TEXT NOT NULL,
+        size_bytes   INTEGER NOT NULL,
+        stored_bytes INTEGER NOT NULL,
+        encoding     TEXT NOT NULL,
+        media_type   TEXT NOT NULL,
+        created_ms   INTEGER NOT NULL,
+        data         BLOB NOT NULL
+      ) STRICT;
+
+      -- rowid is the full-text index's rowid; id is the public id.
+      CREATE TABLE events (
+        rowid            INTEGER PRIMARY KEY,
+        id               TEXT NOT NULL UNIQUE,
+        session_id       TEXT NOT NULL REFERENCES sessions(id),
+        turn             INTEGER NOT NULL,
+        kind             TEXT NOT NULL,
+        ts_ms            INTEGER NOT NULL,
+        content          TEXT NOT NULL,
+        artifact_id      TEXT REFERENCES artifacts(id),
+        artifact_media   TEXT,
+        artifact_size    INTEGER,
+        preview_kind     TEXT,
+        event_key        TEXT,
+        input_hash       TEXT NOT NULL,
+        task_id          TEXT,
+        premise_ref      TEXT,
+        tags             TEXT,
+        supersedes       TEXT,
+        tool_name        TEXT,
+        tool_call_id     TEXT,
+        meta             TEXT,
+        UNIQUE (session_id, turn),
+        UNIQUE (session_id, event_key)
+      ) STRICT;
+      CREATE INDEX events_session_ts ON events (session_id, ts_ms);
+      CREATE INDEX events_task ON events (task_id) WHERE task_id IS NOT NULL;
+      CREATE INDEX events_artifact ON events (artifact_id) WHERE artifact_id IS NOT NULL;
+
+      -- Lossless by construction: the database itself refuses to change or drop an event.
+      CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+      BEGIN SELECT RAISE(ABORT, 'engram: events are immutable'); END;
+      CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+      BEGIN SELECT RAISE(ABORT, 'engram: events are never deleted'); END;
+      CREATE TRIGGER artifacts_no_update BEFORE UPDATE ON artifacts
+      BEGIN SELECT RAISE(ABORT, 'engram: artifacts are immutable'); END;
+      CREATE TRIGGER artifacts_no_delete BEFORE DELETE ON artifacts
+      BEGIN SELECT RAISE(ABORT, 'engram: artifacts are never deleted'); END;
+
+      -- Contentless: the text lives in events/artifacts; the index keeps only postings.
+      -- porter + unicode61 finds word forms; identifiers such as --max-retries=7 or src/app.ts:42 are
+      -- matched as phrases of their tokens (see fts5-query.ts), and hex prefixes as prefix queries.
+      CREATE VIRTUAL TABLE events_fts USING fts5 (
+        body,
+        meta,
+        content = '',
+        contentless_delete = 1,
+        tokenize = 'porter unicode61 remove_diacritics 2'
+      );
+      CREATE VIRTUAL TABLE events_fts_vocab USING fts5vocab (events_fts, 'row');
+    `,
+  },
+];
+
+export const LATEST_SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS[SQLITE_MIGRATIONS.length - 1]!.version;

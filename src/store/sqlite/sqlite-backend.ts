@@ -1,0 +1,553 @@
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { EngramError, isEngramError } from '../../errors.js';
+import type { ArtifactDraft } from '../../model/artifact.js';
+import type { EventKind, EventRecord, SessionRecord } from '../../model/event.js';
+import type { ArtifactId, EventId, SessionId } from '../../model/ids.js';
+import type { PreviewKind } from '../../model/artifact.js';
+import type {
+  AppendOutcome,
+  BackendCapabilities,
+  EventDraft,
+  KeyedEvent,
+  ListEventsQuery,
+  StorageBackend,
+  StoreStats,
+  StoredArtifact,
+  TextHit,
+  TextSearchQuery,
+} from '../backend.js';
+import { DEFAULT_CAPABILITIES } from '../backend.js';
+import { compileFts5Match } from './fts5-query.js';
+import { ENGRAM_APPLICATION_ID, LATEST_SQLITE_SCHEMA_VERSION, SQLITE_MIGRATIONS } from './migrations.js';
+
+type Db = Database.Database;
+
+export interface SqliteBackendOptions {
+  /**
+   * `normal` (default): in WAL mode a commit survives a process crash or kill; a power loss may drop the last
+   * few commits but never corrupts the store. `full`: fsync on every commit, survives power loss too, slower.
+   */
+  durability?: 'normal' | 'full';
+  /** How long a writer waits for another process's lock before failing with STORAGE_ERROR. Default 5000 ms. */
+  busyTimeoutMs?: number;
+  /** Open without writing anything (no migrations); appends fail. */
+  readonly?: boolean;
+  /** Create the file when it does not exist. Default true; false fails with NOT_FOUND instead. */
+  create?: boolean;
+}
+
+// Another process (a CLI ingest while `engram serve` runs) may hold the write lock briefly.
+const DEFAULT_BUSY_TIMEOUT_MS = 5000;
+
+interface EventRow {
+  rowid: number;
+  id: string;
+  session_id: string;
+  turn: number;
+  kind: string;
+  ts_ms: number;
+  content: string;
+  artifact_id: string | null;
+  artifact_media: string | null;
+  artifact_size: number | null;
+  preview_kind: string | null;
+  event_key: string | null;
+  input_hash: string;
+  task_id: string | null;
+  premise_ref: string | null;
+  tags: string | null;
+  supersedes: string | null;
+  tool_name: string | null;
+  tool_call_id: string | null;
+  meta: string | null;
+}
+
+interface SessionRow {
+  id: string;
+  created_ms: number;
+  last_turn: number;
+  event_count: number;
+  first_ms: number | null;
+  last_ms: number | null;
+}
+
+/** Opens (creating if needed) an Engram store in a SQLite file. */
+export async function openSqliteBackend(path: string, options: SqliteBackendOptions = {}): Promise<SqliteBackend> {
+  return SqliteBackend.open(path, options);
+}
+
+export class SqliteBackend implements StorageBackend {
+  readonly name = 'sqlite';
+  readonly capabilities: BackendCapabilities;
+  private readonly stmts: ReturnType<typeof prepareStatements>;
+  private isClosed = false;
+
+  private constructor(
+    private readonly db: Db,
+    readonly path: string,
+    durability: 'normal' | 'full',
+  ) {
+    this.capabilities = {
+      ...DEFAULT_CAPABILITIES,
+      fullText: 'fts5',
+      supportsConcurrentWriters: false,
+      isPowerLossDurable: durability === 'full',
+    };
+    this.stmts = prepareStatements(db);
+  }
+
+  static open(path: string, options: SqliteBackendOptions = {}): SqliteBackend {
+    const isMemory = path === ':memory:';
+    if (!isMemory) {
+      if (existsSync(path)) {
+        if (statSync(path).isDirectory()) {
+          throw new EngramError('INVALID_INPUT', `${path} is a directory, not a database file`, { field: 'db', path });
+        }
+        checkExistingFile(path);
+      } else {
+        if (options.readonly || options.create === false) {
+          throw new EngramError('NOT_FOUND', `no Engram store at ${path} (create one with: engram init, or engram ingest FILE)`, {
+            field: 'db',
+            path,
+          });
+        }
+        mkdirSync(dirname(path), { recursive: true });
+      }
+    }
+    let db: Db;
+    try {
+      db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+    } catch (err) {
+      throw translateSqliteError(err, `cannot open ${path}`);
+    }
+    try {
+      const durability = options.durability ?? 'normal';
+      db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS}`);
+      if (!options.readonly) {
+        db.pragma('journal_mode = WAL');
+        db.pragma(`synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}`);
+      }
+      db.pragma('foreign_keys = ON');
+      db.pragma('cache_size = -65536'); // 64 MiB page cache
+      if (!options.readonly) migrate(db);
+      else if (readVersion(db) !== LATEST_SQLITE_SCHEMA_VERSION) {
+        throw new EngramError('STORAGE_ERROR', `store at ${path} needs a migration; open it once without readonly`, { path });
+      }
+      return new SqliteBackend(db, path, durability);
+    } catch (err) {
+      db.close();
+      throw isEngramError(err) ? err : translateSqliteError(err, `cannot open ${path}`);
+    }
+  }
+
+  async appendEvents(sessionId: SessionId, drafts: EventDraft[], artifacts: ArtifactDraft[]): Promise<AppendOutcome[]> {
+    this.assertOpen();
+    const s = this.stmts;
+    const run = this.db.transaction((): AppendOutcome[] => {
+      for (const artifact of artifacts) {
+        const r = artifact.record;
+        s.insertArtifact.run(r.id, r.sha256, r.sizeBytes, r.storedBytes, r.encoding, r.mediaType, Date.parse(r.createdAt), artifact.stored);
+      }
+      const nowMs = Date.now();
+      s.ensureSession.run(sessionId, nowMs);
+      const outcomes: AppendOutcome[] = [];
+      for (const d of drafts) {
+        if (d.key !== undefined) {
+          const existing = s.eventByKey.get(sessionId, d.key) as EventRow | undefined;
+          if (existing) {
+            if (existing.input_hash !== d.inputHash) {
+              throw new EngramError(
+                'IDEMPOTENCY_CONFLICT',
+                `event key "${d.key}" was already used in session ${sessionId} for different content (event ${existing.id})`,
+                { field: 'key', key: d.key, existingEventId: existing.id },
+              );
+            }
+            outcomes.push({ record: rowToEvent(existing), isDuplicate: true });
+            continue;
+          }
+        }
+        const { last_turn: turn } = s.nextTurn.get(d.tsMs, d.tsMs, d.tsMs, d.tsMs, sessionId) as { last_turn: number };
+        const info = s.insertEvent.run(
+          d.id,
+          sessionId,
+          turn,
+          d.kind,
+          d.tsMs,
+          d.content,
+          d.artifact?.id ?? null,
+          d.artifact?.mediaType ?? null,
+          d.artifact?.sizeBytes ?? null,
+          d.artifact?.previewKind ?? null,
+          d.key ?? null,
+          d.inputHash,
+          d.taskId ?? null,
+          d.premiseRef ?? null,
+          d.tags.length > 0 ? JSON.stringify(d.tags) : null,
+          d.supersedes ?? null,
+          d.toolName ?? null,
+          d.toolCallId ?? null,
+          d.meta !== undefined ? JSON.stringify(d.meta) : null,
+        );
+        s.insertFts.run(info.lastInsertRowid, d.searchText, d.searchMeta);
+        outcomes.push({ record: draftToRecord(d, sessionId, turn), isDuplicate: false });
+      }
+      return outcomes;
+    });
+    try {
+      return run.immediate();
+    } catch (err) {
+      throw isEngramError(err) ? err : translateSqliteError(err, 'append failed');
+    }
+  }
+
+  async getEvent(id: EventId): Promise<EventRecord | null> {
+    this.assertOpen();
+    const row = this.stmts.eventById.get(id) as EventRow | undefined;
+    return row ? rowToEvent(row) : null;
+  }
+
+  async getEvents(ids: EventId[]): Promise<EventRecord[]> {
+    this.assertOpen();
+    if (ids.length === 0) return [];
+    const byId = new Map<string, EventRecord>();
+    for (const chunk of chunks(ids, 500)) {
+      const rows = this.db
+        .prepare(`SELECT * FROM events WHERE id IN (${chunk.map(() => '?').join(',')})`)
+        .all(...chunk) as EventRow[];
+      for (const row of rows) byId.set(row.id, rowToEvent(row));
+    }
+    return ids.flatMap((id) => byId.get(id) ?? []);
+  }
+
+  async getEventsByKeys(sessionId: SessionId, keys: string[]): Promise<KeyedEvent[]> {
+    this.assertOpen();
+    const out: KeyedEvent[] = [];
+    for (const key of keys) {
+      const row = this.stmts.eventByKey.get(sessionId, key) as EventRow | undefined;
+      if (row) out.push({ record: rowToEvent(row), inputHash: row.input_hash });
+    }
+    return out;
+  }
+
+  async listEvents(query: ListEventsQuery): Promise<EventRecord[]> {
+    this.assertOpen();
+    const where = ['session_id = ?'];
+    const params: unknown[] = [query.sessionId];
+    if (query.afterTurn !== undefined) {
+      where.push('turn > ?');
+      params.push(query.afterTurn);
+    }
+    if (query.toTurn !== undefined) {
+      where.push('turn <= ?');
+      params.push(query.toTurn);
+    }
+    if (query.kinds && query.kinds.length > 0) {
+      where.push(`kind IN (${query.kinds.map(() => '?').join(',')})`);
+      params.push(...query.kinds);
+    }
+    const order = query.order === 'desc' ? 'DESC' : 'ASC';
+    const limit = query.limit ?? -1;
+    const rows = this.db
+      .prepare(`SELECT * FROM events WHERE ${where.join(' AND ')} ORDER BY turn ${order} LIMIT ?`)
+      .all(...params, limit) as EventRow[];
+    return rows.map(rowToEvent);
+  }
+
+  async getSession(id: SessionId): Promise<SessionRecord | null> {
+    this.assertOpen();
+    const row = this.stmts.sessionById.get(id) as SessionRow | undefined;
+    return row ? rowToSession(row) : null;
+  }
+
+  async listSessions(options: { limit?: number } = {}): Promise<SessionRecord[]> {
+    this.assertOpen();
+    const rows = this.db
+      .prepare('SELECT * FROM sessions ORDER BY COALESCE(last_ms, created_ms) DESC, id LIMIT ?')
+      .all(options.limit ?? -1) as SessionRow[];
+    return rows.map(rowToSession);
+  }
+
+  async getArtifact(id: ArtifactId): Promise<StoredArtifact | null> {
+    this.assertOpen();
+    const row = this.stmts.artifactById.get(id) as
+      | { id: string; sha256: string; size_bytes: number; stored_bytes: number; encoding: string; media_type: string; created_ms: number; data: Buffer }
+      | undefined;
+    if (!row) return null;
+    return {
+      record: {
+        id: row.id as ArtifactId,
+        sha256: row.sha256,
+        sizeBytes: row.size_bytes,
+        storedBytes: row.stored_bytes,
+        encoding: row.encoding as 'br' | 'identity',
+        mediaType: row.media_type,
+        createdAt: new Date(row.created_ms).toISOString(),
+      },
+      stored: row.data,
+    };
+  }
+
+  async hasArtifacts(ids: ArtifactId[]): Promise<Set<ArtifactId>> {
+    this.assertOpen();
+    const found = new Set<ArtifactId>();
+    for (const id of ids) if (this.stmts.artifactExists.get(id)) found.add(id);
+    return found;
+  }
+
+  async findIdsByPrefix(kind: 'event' | 'artifact', prefix: string, limit: number): Promise<string[]> {
+    this.assertOpen();
+    const table = kind === 'event' ? 'events' : 'artifacts';
+    // Range scan on the unique index instead of LIKE, which would not use it for a parameter.
+    const rows = this.db
+      .prepare(`SELECT id FROM ${table} WHERE id >= ? AND id < ? ORDER BY id LIMIT ?`)
+      .all(prefix, `${prefix}\uffff`, limit) as Array<{ id: string }>;
+    return rows.map((r) => r.id);
+  }
+
+  async searchText(query: TextSearchQuery): Promise<TextHit[]> {
+    this.assertOpen();
+    const match = compileFts5Match(query.terms);
+    if (match === null || query.limit <= 0) return [];
+    const where = ['events_fts MATCH ?'];
+    const params: unknown[] = [match];
+    const f = query.filter ?? {};
+    if (f.sessionIds && f.sessionIds.length > 0) {
+      where.push(`e.session_id IN (${f.sessionIds.map(() => '?').join(',')})`);
+      params.push(...f.sessionIds);
+    }
+    if (f.kinds && f.kinds.length > 0) {
+      where.push(`e.kind IN (${f.kinds.map(() => '?').join(',')})`);
+      params.push(...f.kinds);
+    }
+    if (f.fromMs !== undefined) {
+      where.push('e.ts_ms >= ?');
+      params.push(f.fromMs);
+    }
+    if (f.toMs !== undefined) {
+      where.push('e.ts_ms <= ?');
+      params.push(f.toMs);
+    }
+    if (f.taskId !== undefined) {
+      where.push('e.task_id = ?');
+      params.push(f.taskId);
+    }
+    // bm25 is lower-is-better in FTS5; the body column weighs 4x the kind/tool/tags column.
+    const sql = `SELECT e.id AS id, bm25(events_fts, 1.0, 0.25) AS score
+      FROM events_fts JOIN events e ON e.rowid = events_fts.rowid
+      WHERE ${where.join(' AND ')}
+      ORDER BY score LIMIT ?`;
+    try {
+      const rows = this.db.prepare(sql).all(...params, query.limit) as Array<{ id: string; score: number }>;
+      return rows.map((r) => ({ eventId: r.id as EventId, relevance: -r.score }));
+    } catch (err) {
+      throw translateSqliteError(err, 'full-text search failed');
+    }
+  }
+
+  async stats(): Promise<StoreStats> {
+    this.assertOpen();
+    const kinds = this.db.prepare('SELECT kind, COUNT(*) AS n FROM events GROUP BY kind').all() as Array<{ kind: EventKind; n: number }>;
+    const art = this.db
+      .prepare('SELECT COUNT(*) AS n, COALESCE(SUM(size_bytes),0) AS size, COALESCE(SUM(stored_bytes),0) AS stored FROM artifacts')
+      .get() as { n: number; size: number; stored: number };
+    const sessions = (this.db.prepare('SELECT COUNT(*) AS n FROM sessions').get() as { n: number }).n;
+    const eventsByKind: Partial<Record<EventKind, number>> = {};
+    let events = 0;
+    for (const k of kinds) {
+      eventsByKind[k.kind] = k.n;
+      events += k.n;
+    }
+    return {
+      sessions,
+      events,
+      eventsByKind,
+      artifacts: art.n,
+      artifactBytes: art.size,
+      artifactStoredBytes: art.stored,
+      schemaVersion: readVersion(this.db),
+      backend: `sqlite ${this.path}`,
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.db.close();
+  }
+
+  private assertOpen(): void {
+    if (this.isClosed) throw new EngramError('STORAGE_ERROR', 'the store is closed');
+  }
+}
+
+function prepareStatements(db: Db) {
+  return {
+    insertArtifact: db.prepare(
+      `INSERT INTO artifacts (id, sha256, size_bytes, stored_bytes, encoding, media_type, created_ms, data)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+    ),
+    ensureSession: db.prepare('INSERT INTO sessions (id, created_ms) VALUES (?, ?) ON CONFLICT (id) DO NOTHING'),
+    nextTurn: db.prepare(
+      `UPDATE sessions SET last_turn = last_turn + 1, event_count = event_count + 1,
+         first_ms = CASE WHEN first_ms IS NULL OR first_ms > ? THEN ? ELSE first_ms END,
+         last_ms = CASE WHEN last_ms IS NULL OR last_ms < ? THEN ? ELSE last_ms END
+       WHERE id = ? RETURNING last_turn`,
+    ),
+    insertEvent: db.prepare(
+      `INSERT INTO events (id, session_id, turn, kind, ts_ms, content, artifact_id, artifact_media, artifact_size,
+         preview_kind, event_key, input_hash, task_id, premise_ref, tags, supersedes, tool_name, tool_call_id, meta)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    insertFts: db.prepare('INSERT INTO events_fts (rowid, body, meta) VALUES (?, ?, ?)'),
+    eventById: db.prepare('SELECT * FROM events WHERE id = ?'),
+    eventByKey: db.prepare('SELECT * FROM events WHERE session_id = ? AND event_key = ?'),
+    sessionById: db.prepare('SELECT * FROM sessions WHERE id = ?'),
+    artifactById: db.prepare('SELECT * FROM artifacts WHERE id = ?'),
+    artifactExists: db.prepare('SELECT 1 FROM artifacts WHERE id = ?'),
+  };
+}
+
+/**
+ * Refuses, before anything is written, a file that is not an Engram store or was written by a newer
+ * Engram. Opening read-only first matters: switching to WAL would already modify a foreign file.
+ */
+function checkExistingFile(path: string): void {
+  if (statSync(path).size === 0) return; // an empty file is a new store
+  let db: Db | undefined;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true });
+    const appId = db.pragma('application_id', { simple: true }) as number;
+    const version = db.pragma('user_version', { simple: true }) as number;
+    const tables = (db.prepare("SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number }).n;
+    if (appId !== ENGRAM_APPLICATION_ID && !(appId === 0 && tables === 0)) {
+      throw new EngramError('NOT_AN_ENGRAM_STORE', `${path} is a SQLite database but not an Engram store; nothing was changed`, {
+        path,
+        applicationId: appId,
+      });
+    }
+    if (version > LATEST_SQLITE_SCHEMA_VERSION) {
+      throw new EngramError(
+        'SCHEMA_TOO_NEW',
+        `${path} has schema version ${version}, newer than this Engram supports (${LATEST_SQLITE_SCHEMA_VERSION}); upgrade Engram to open it`,
+        { path, storeVersion: version, supportedVersion: LATEST_SQLITE_SCHEMA_VERSION },
+      );
+    }
+  } catch (err) {
+    if (isEngramError(err)) throw err;
+    const code = (err as { code?: string }).code;
+    if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
+      throw new EngramError('NOT_AN_ENGRAM_STORE', `${path} is not a SQLite database (and so not an Engram store); nothing was changed`, {
+        path,
+      });
+    }
+    throw translateSqliteError(err, `cannot read ${path}`);
+  } finally {
+    db?.close();
+  }
+}
+
+function readVersion(db: Db): number {
+  return db.pragma('user_version', { simple: true }) as number;
+}
+
+function migrate(db: Db): void {
+  const current = readVersion(db);
+  if (current > LATEST_SQLITE_SCHEMA_VERSION) {
+    throw new EngramError('SCHEMA_TOO_NEW', `store has schema version ${current}; this Engram supports ${LATEST_SQLITE_SCHEMA_VERSION}`, {
+      storeVersion: current,
+      supportedVersion: LATEST_SQLITE_SCHEMA_VERSION,
+    });
+  }
+  for (const m of SQLITE_MIGRATIONS) {
+    if (m.version <= current) continue;
+    db.transaction(() => {
+      db.exec(m.sql);
+      if (m.version === 1) {
+        db.pragma(`application_id = ${ENGRAM_APPLICATION_ID}`);
+        db.prepare('INSERT INTO store_meta (key, value) VALUES (?, ?)').run('created_at', new Date().toISOString());
+      }
+      db.pragma(`user_version = ${m.version}`);
+    }).immediate();
+  }
+}
+
+function rowToEvent(row: EventRow): EventRecord {
+  const rec: EventRecord = {
+    id: row.id as EventId,
+    sessionId: row.session_id as SessionId,
+    turn: row.turn,
+    kind: row.kind as EventKind,
+    ts: new Date(row.ts_ms).toISOString(),
+    content: row.content,
+    tags: row.tags ? (JSON.parse(row.tags) as string[]) : [],
+  };
+  if (row.artifact_id) {
+    rec.artifact = {
+      id: row.artifact_id as ArtifactId,
+      mediaType: row.artifact_media ?? 'application/octet-stream',
+      sizeBytes: row.artifact_size ?? 0,
+      previewKind: (row.preview_kind ?? 'tail') as PreviewKind,
+    };
+  }
+  if (row.event_key !== null) rec.key = row.event_key;
+  if (row.task_id !== null) rec.taskId = row.task_id;
+  if (row.premise_ref !== null) rec.premiseRef = row.premise_ref;
+  if (row.supersedes !== null) rec.supersedes = row.supersedes as EventId;
+  if (row.tool_name !== null) rec.toolName = row.tool_name;
+  if (row.tool_call_id !== null) rec.toolCallId = row.tool_call_id;
+  if (row.meta !== null) rec.meta = JSON.parse(row.meta) as Record<string, unknown>;
+  return rec;
+}
+
+function draftToRecord(d: EventDraft, sessionId: SessionId, turn: number): EventRecord {
+  const rec: EventRecord = {
+    id: d.id,
+    sessionId,
+    turn,
+    kind: d.kind,
+    ts: new Date(d.tsMs).toISOString(),
+    content: d.content,
+    tags: d.tags,
+  };
+  if (d.artifact) rec.artifact = d.artifact;
+  if (d.key !== undefined) rec.key = d.key;
+  if (d.taskId !== undefined) rec.taskId = d.taskId;
+  if (d.premiseRef !== undefined) rec.premiseRef = d.premiseRef;
+  if (d.supersedes !== undefined) rec.supersedes = d.supersedes;
+  if (d.toolName !== undefined) rec.toolName = d.toolName;
+  if (d.toolCallId !== undefined) rec.toolCallId = d.toolCallId;
+  if (d.meta !== undefined) rec.meta = d.meta;
+  return rec;
+}
+
+function rowToSession(row: SessionRow): SessionRecord {
+  const rec: SessionRecord = {
+    id: row.id as SessionId,
+    createdAt: new Date(row.created_ms).toISOString(),
+    eventCount: row.event_count,
+    lastTurn: row.last_turn,
+  };
+  if (row.first_ms !== null) rec.firstTs = new Date(row.first_ms).toISOString();
+  if (row.last_ms !== null) rec.lastTs = new Date(row.last_ms).toISOString();
+  return rec;
+}
+
+/** Maps better-sqlite3 errors (which carry SQLite result codes in `code`) to Engram codes. */
+function translateSqliteError(err: unknown, context: string): EngramError {
+  const code = (err as { code?: string }).code ?? '';
+  const message = err instanceof Error ? err.message : String(err);
+  if (code === 'SQLITE_NOTADB') return new EngramError('NOT_AN_ENGRAM_STORE', `${context}: not a database`, { sqliteCode: code }, { cause: err });
+  if (code.startsWith('SQLITE_BUSY')) {
+    return new EngramError('STORAGE_ERROR', `${context}: the store is locked by another process (${message})`, { sqliteCode: code, retryable: true }, { cause: err });
+  }
+  if (code === 'SQLITE_ERROR' && /fts5/i.test(message)) {
+    return new EngramError('INVALID_INPUT', `${context}: the search query could not be parsed (${message})`, { field: 'query', sqliteCode: code }, { cause: err });
+  }
+  return new EngramError('STORAGE_ERROR', `${context}: ${message}`, { sqliteCode: code }, { cause: err });
+}
+
+function* chunks<T>(items: T[], size: number): Generator<T[]> {
+  for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
+}

@@ -1,0 +1,191 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+const BIN = resolve('bin/engram.js');
+const DEMO = resolve('examples/demo-session.jsonl');
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'engram-cli-'));
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function engram(args: string[], options: { input?: string; env?: Record<string, string> } = {}) {
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    cwd: dir,
+    input: options.input,
+    env: { ...process.env, ENGRAM_DB: '', ...options.env },
+    encoding: 'utf8',
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** A small Claude Code session in the documented JSONL shape. */
+function claudeCodeTranscript(): string {
+  const base = { sessionId: 'cc-session-1', cwd: '/repo', version: '1.0.98', gitBranch: 'main', isSidechain: false, userType: 'external' };
+  const lines = [
+    { type: 'summary', summary: 'Fix flaky payment test', leafUuid: 'u4' },
+    { ...base, type: 'user', uuid: 'u1', parentUuid: null, timestamp: '2026-11-20T10:00:00.000Z', message: { role: 'user', content: 'run the payment tests' } },
+    {
+      ...base,
+      type: 'assistant',
+      uuid: 'u2',
+      parentUuid: 'u1',
+      timestamp: '2026-11-20T10:00:05.000Z',
+      message: { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_01', name: 'Bash', input: { command: 'pytest tests/payments -x' } }] },
+    },
+    {
+      ...base,
+      type: 'user',
+      uuid: 'u3',
+      parentUuid: 'u2',
+      timestamp: '2026-11-20T10:00:30.000Z',
+      message: {
+        role: 'user',
+        content: [{ type: 'tool_result', tool_use_id: 'toolu_01', content: 'FAILED tests/payments/test_capture.py::test_refund - AssertionError: expected 4999 got 5000\nsha 7c4a8d09ca3762af61e59520943dc26494f8941b' }],
+      },
+    },
+    {
+      ...base,
+      type: 'assistant',
+      uuid: 'u4',
+      parentUuid: 'u3',
+      timestamp: '2026-11-20T10:01:00.000Z',
+      message: { role: 'assistant', content: [{ type: 'text', text: 'The refund rounds half-up in src/payments/refund.py:131.' }] },
+    },
+  ];
+  return lines.map((l) => JSON.stringify(l)).join('\n') + '\n';
+}
+
+describe('engram CLI', () => {
+  it('prints help and exits 0', () => {
+    const r = engram(['--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('recall');
+    expect(r.stdout).toContain('Exit codes');
+  });
+
+  it('creates the default store under .engram/ with init', () => {
+    const r = engram(['init']);
+    expect(r.code).toBe(0);
+    expect(existsSync(join(dir, '.engram/engram.db'))).toBe(true);
+  });
+
+  it('ingests the demo session and recalls an exact error, path and hash', () => {
+    expect(engram(['ingest', DEMO]).code).toBe(0);
+    const err = engram(['recall', 'ECONNREFUSED']);
+    expect(err.code).toBe(0);
+    expect(err.stdout).toContain('ECONNREFUSED 10.0.4.12:5433');
+    expect(engram(['recall', 'src/api/client.ts:88']).stdout).toContain('src/api/client.ts:88');
+    expect(engram(['recall', 'e3b0c44']).stdout).toContain('e3b0c44 fix(db)');
+    // The build log was large enough to become an artifact; its error line is still found.
+    const build = JSON.parse(engram(['recall', 'TS2345', '--kind', 'tool_result', '--json']).stdout);
+    expect(build.hits[0].artifactId).toMatch(/^art_/);
+    expect(build.hits[0].excerpt).toContain('TS2345');
+  });
+
+  it('imports a Claude Code transcript into its own session and finds a hash from it', () => {
+    writeFileSync(join(dir, 'cc.jsonl'), claudeCodeTranscript());
+    const r = engram(['ingest', 'cc.jsonl', '--json']);
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.stdout);
+    expect(report.format).toBe('claude-code');
+    expect(report.sessions.map((s: { id: string }) => s.id)).toEqual(['cc-session-1']);
+    const hit = JSON.parse(engram(['recall', '7c4a8d09ca37', '--json']).stdout).hits[0];
+    expect(hit.sessionId).toBe('cc-session-1');
+    expect(hit.kind).toBe('tool_result');
+    expect(hit.toolName).toBe('Bash');
+  });
+
+  it('stores nothing twice when the same file is ingested again', () => {
+    engram(['ingest', DEMO]);
+    const again = JSON.parse(engram(['ingest', DEMO, '--json']).stdout);
+    expect(again.stored).toBe(0);
+    expect(again.duplicates).toBe(15);
+    expect(JSON.parse(engram(['stats', '--json']).stdout).events).toBe(15);
+  });
+
+  it('reads standard input with -', () => {
+    const r = engram(['ingest', '-', '--session', 'piped', '--json'], { input: '{"kind":"user","content":"from a pipe zanzibar"}\n' });
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).sessions[0].id).toBe('piped');
+    expect(engram(['recall', 'zanzibar', '--session', 'piped']).stdout).toContain('from a pipe zanzibar');
+  });
+
+  it('rejects a file with a malformed line, naming the line, and stores nothing', () => {
+    engram(['ingest', DEMO]);
+    writeFileSync(join(dir, 'bad.jsonl'), '{"kind":"user","content":"ok"}\n{"kind":"user", oops}\n{"kind":"user","content":"ok too"}\n');
+    const r = engram(['ingest', 'bad.jsonl']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('line 2');
+    expect(r.stderr).toContain('nothing was imported');
+    expect(JSON.parse(engram(['stats', '--json']).stdout).events).toBe(15);
+  });
+
+  it('stores the valid lines with --skip-invalid, lists the rest and exits 7', () => {
+    writeFileSync(join(dir, 'mixed.jsonl'), '{"kind":"user","content":"ok"}\n{"kind":"yell","content":"x"}\n{"kind":"user","content":"fine"}\n');
+    const r = engram(['ingest', 'mixed.jsonl', '--skip-invalid', '--json']);
+    expect(r.code).toBe(7);
+    const report = JSON.parse(r.stdout);
+    expect(report.stored).toBe(2);
+    expect(report.issues[0].line).toBe(2);
+  });
+
+  it('rejects an empty file', () => {
+    writeFileSync(join(dir, 'empty.jsonl'), '');
+    const r = engram(['ingest', 'empty.jsonl']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('empty');
+  });
+
+  it('shows an event and the full content of its artifact', () => {
+    engram(['ingest', DEMO]);
+    const hit = JSON.parse(engram(['recall', 'webpack compiled with 1 error', '--json']).stdout).hits[0];
+    const event = engram(['show', hit.eventId]);
+    expect(event.code).toBe(0);
+    expect(event.stdout).toContain(`artifact: ${hit.artifactId}`);
+    const artifact = engram(['show', hit.artifactId.slice(0, 12)]);
+    expect(artifact.stdout).toContain('[webpack]   1/160 compiled');
+    expect(artifact.stdout).toContain('webpack 5.97.1 compiled with 1 error');
+  });
+
+  it('uses --db and ENGRAM_DB', () => {
+    expect(engram(['--db', 'custom/a.db', 'ingest', DEMO]).code).toBe(0);
+    expect(existsSync(join(dir, 'custom/a.db'))).toBe(true);
+    const viaEnv = engram(['stats', '--json'], { env: { ENGRAM_DB: join(dir, 'custom/a.db') } });
+    expect(JSON.parse(viaEnv.stdout).events).toBe(15);
+  });
+
+  it('exits 3 for read verbs when there is no store yet', () => {
+    const r = engram(['recall', 'anything']);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain('engram init');
+    expect(existsSync(join(dir, '.engram/engram.db'))).toBe(false);
+  });
+
+  it('exits 4 for a file that is not an Engram store', () => {
+    writeFileSync(join(dir, 'x.db'), 'plain text');
+    const r = engram(['--db', 'x.db', 'stats']);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain('NOT_AN_ENGRAM_STORE');
+  });
+
+  it('exits 2 on unknown commands and bad option values', () => {
+    expect(engram(['frobnicate']).code).toBe(2);
+    engram(['init']);
+    const r = engram(['recall', 'x', '--k', 'ten']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--k');
+  });
+
+  it('prints errors as JSON with --json', () => {
+    const r = engram(['show', 'evt_0000', '--json'], { env: {} });
+    expect(r.code).toBe(3);
+    expect(JSON.parse(r.stderr).error.code).toBe('NOT_FOUND');
+  });
+});

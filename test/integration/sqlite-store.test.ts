@@ -1,0 +1,137 @@
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openEngram } from '../../src/engine.js';
+import { isEngramError } from '../../src/errors.js';
+import type { EventId } from '../../src/model/ids.js';
+import { SqliteBackend } from '../../src/store/sqlite/sqlite-backend.js';
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'engram-sqlite-'));
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const digest = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
+
+describe('opening a SQLite file', () => {
+  it('refuses a file that is not a database and leaves it unchanged', async () => {
+    const path = join(dir, 'notes.db');
+    writeFileSync(path, 'these are my notes, not a database\n'.repeat(200));
+    const before = digest(path);
+    const err = await openEngram({ db: path }).catch((e: unknown) => e);
+    expect(isEngramError(err, 'NOT_AN_ENGRAM_STORE')).toBe(true);
+    expect(digest(path)).toBe(before);
+  });
+
+  it("refuses another application's SQLite database without writing to it", async () => {
+    const path = join(dir, 'other.db');
+    const other = new Database(path);
+    other.exec("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers (name) VALUES ('ada');");
+    other.close();
+    const before = digest(path);
+    const err = await openEngram({ db: path }).catch((e: unknown) => e);
+    expect(isEngramError(err, 'NOT_AN_ENGRAM_STORE')).toBe(true);
+    expect(digest(path)).toBe(before);
+    expect(existsSync(`${path}-wal`)).toBe(false);
+  });
+
+  it('refuses a store written by a newer schema version and keeps its data', async () => {
+    const path = join(dir, 'engram.db');
+    const mem = await openEngram({ db: path });
+    await mem.append('s', { kind: 'user', content: 'keep me' });
+    await mem.close();
+    const raw = new Database(path);
+    raw.pragma('user_version = 99');
+    raw.close();
+    const before = digest(path);
+    const err = await openEngram({ db: path }).catch((e: unknown) => e);
+    expect(isEngramError(err, 'SCHEMA_TOO_NEW')).toBe(true);
+    expect((err as { data: { storeVersion: number } }).data.storeVersion).toBe(99);
+    expect(digest(path)).toBe(before);
+  });
+
+  it('initialises an empty file as a new store', async () => {
+    const path = join(dir, 'empty.db');
+    writeFileSync(path, '');
+    const mem = await openEngram({ db: path });
+    expect((await mem.stats()).events).toBe(0);
+    await mem.close();
+  });
+
+  it('keeps events across close and reopen', async () => {
+    const path = join(dir, 'engram.db');
+    const mem = await openEngram({ db: path });
+    const [out] = await mem.append('s', { kind: 'note', content: 'survives restarts' });
+    await mem.close();
+    const again = await openEngram({ db: path });
+    expect((await again.getEvent(out!.record.id)).content).toBe('survives restarts');
+    expect((await again.recall('survives restarts')).hits).toHaveLength(1);
+    await again.close();
+  });
+
+  it('does not create a store when told not to', async () => {
+    const path = join(dir, 'missing.db');
+    const err = await openEngram({ db: path, sqlite: { create: false } }).catch((e: unknown) => e);
+    expect(isEngramError(err, 'NOT_FOUND')).toBe(true);
+    expect(existsSync(path)).toBe(false);
+  });
+
+  it('enforces immutability in the database itself', async () => {
+    const path = join(dir, 'engram.db');
+    const backend = SqliteBackend.open(path);
+    const mem = await openEngram({ backend });
+    await mem.append('s', { kind: 'user', content: 'original' });
+    await mem.close();
+    const raw = new Database(path);
+    expect(() => raw.prepare("UPDATE events SET content = 'tampered'").run()).toThrow(/immutable/);
+    expect(() => raw.prepare('DELETE FROM events').run()).toThrow(/never deleted/);
+    raw.close();
+  });
+});
+
+describe('crash safety', () => {
+  it('loses no acknowledged event when the process is killed mid-ingest', async () => {
+    const path = join(dir, 'crash.db');
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/ingest-child.ts', path, '100000'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const acked: Array<{ id: string; i: number }> = [];
+    let buffer = '';
+    await new Promise<void>((resolvePromise, reject) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        buffer += chunk.toString();
+        const lines = buffer.split('\n');
+        buffer = lines.pop()!;
+        for (const line of lines) {
+          const [id, i] = line.split(' ');
+          acked.push({ id: id!, i: Number(i) });
+        }
+        if (acked.length >= 400 && !child.killed) child.kill('SIGKILL');
+      });
+      child.on('exit', () => resolvePromise());
+      child.on('error', reject);
+    });
+    expect(acked.length).toBeGreaterThanOrEqual(400);
+
+    const mem = await openEngram({ db: path });
+    const stored = await mem.store.getEvents(acked.map((a) => a.id as EventId));
+    expect(stored).toHaveLength(acked.length);
+    for (const [n, e] of stored.entries()) {
+      expect(e.turn).toBe(n + 1);
+      if (acked[n]!.i % 50 !== 7) expect(e.content).toBe(`event number ${acked[n]!.i} payload-${acked[n]!.i}`);
+      else expect((await mem.readArtifact(e.artifact!.id)).bytes.toString()).toContain(`big ${acked[n]!.i}`);
+    }
+    // The store is consistent after the crash: appending continues the turn sequence without gaps.
+    const session = await mem.getSession('crash');
+    const [next] = await mem.append('crash', { kind: 'user', content: 'after crash' });
+    expect(next!.record.turn).toBe(session.lastTurn + 1);
+    await mem.close();
+  });
+});
