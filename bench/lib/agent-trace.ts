@@ -6,14 +6,61 @@ import { Prng } from './prng.js';
  * listings, test runs, stack traces, grep output and dialogue. Events average about 120 words; about 4 %
  * of tool results are large enough to become artifacts. Deterministic for a seed.
  */
-const WORDS = `the a to of and in is for that it on with as this be are was by at from or an not we can have will should
-  config service request response handler module function build test deploy cache queue worker retry timeout connection
-  database migration schema index query user session token auth payment order invoice customer product inventory search
-  release branch commit merge review pipeline container cluster node pod memory cpu latency throughput error warning debug
-  refactor rename extract interface type generic promise async await stream buffer file path directory import export
-  parser lexer compiler bundle chunk asset style layout render component state props hook effect reducer store action`
+/** Function words: about a third of the tokens of English prose, as in real agent dialogue. */
+const FUNCTION_WORDS = `the a to of and in is for that it on with as this be are was by at from or an not we can have will
+  should if then so but all do does did has had you i our they them which when what there their would could been also just`
   .split(/\s+/)
   .filter(Boolean);
+const DOMAIN_WORDS = `config service request response handler module function build test deploy cache queue worker retry
+  timeout connection database migration schema index query user session token auth payment order invoice customer product
+  inventory search release branch commit merge review pipeline container cluster node pod memory cpu latency throughput error
+  warning debug refactor rename extract interface type generic promise async await stream buffer file path directory import
+  export parser lexer compiler bundle chunk asset style layout render component state props hook effect reducer store action`
+  .split(/\s+/)
+  .filter(Boolean);
+const SYLLABLES = 'ka lo mi ren tas vor pel dun sik ra ba tel mon fi gor nu xal pre cit dor lem sa vin tro'.split(' ');
+
+/**
+ * Content vocabulary with a Zipf(1.0) frequency: the domain words are the most frequent, followed by
+ * 6,000 generated words. Real text has this long tail; a small uniform vocabulary would put every
+ * word in a third of all events and make every query scan huge posting lists.
+ */
+const CONTENT_WORDS: string[] = (() => {
+  const words = [...DOMAIN_WORDS];
+  const seen = new Set(words);
+  for (let i = 0; words.length < DOMAIN_WORDS.length + 6000; i++) {
+    let n = i;
+    let w = '';
+    do {
+      w += SYLLABLES[n % SYLLABLES.length];
+      n = Math.floor(n / SYLLABLES.length);
+    } while (n > 0);
+    if (w.length >= 4 && !seen.has(w)) {
+      seen.add(w);
+      words.push(w);
+    }
+  }
+  return words;
+})();
+const ZIPF_CDF: number[] = (() => {
+  const weights = CONTENT_WORDS.map((_, r) => 1 / (r + 1));
+  const total = weights.reduce((a, b) => a + b, 0);
+  let acc = 0;
+  return weights.map((w) => (acc += w / total));
+})();
+
+function contentWord(rng: Prng, minRank = 0): string {
+  const u = rng.next();
+  let lo = 0;
+  let hi = ZIPF_CDF.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (ZIPF_CDF[mid]! < u) lo = mid + 1;
+    else hi = mid;
+  }
+  return CONTENT_WORDS[Math.max(lo, minRank)]!;
+}
+
 const MODULES = ['api', 'db', 'auth', 'payments', 'search', 'orders', 'ui', 'worker', 'cache', 'billing', 'cli', 'core'];
 const FILES = ['client', 'pool', 'router', 'handler', 'schema', 'index', 'utils', 'config', 'service', 'model', 'types', 'queue'];
 const ERRORS = ['ECONNREFUSED', 'ETIMEDOUT', 'ECONNRESET', 'ENOENT', 'EADDRINUSE', 'EACCES', 'TS2345', 'TS2322', 'E11000'];
@@ -67,7 +114,8 @@ function sentence(rng: Prng, words: number): string {
     if (r < 0.04) out.push(`${path(rng)}:${rng.int(1, 400)}`);
     else if (r < 0.06) out.push(rng.hex(7));
     else if (r < 0.07) out.push(rng.pick(ERRORS));
-    else out.push(rng.pick(WORDS));
+    else if (r < 0.4) out.push(rng.pick(FUNCTION_WORDS));
+    else out.push(contentWord(rng));
   }
   return `${out.join(' ')}.`;
 }
@@ -79,14 +127,14 @@ function toolCall(rng: Prng, tool: string): string {
     case 'Read':
       return JSON.stringify({ file_path: path(rng) });
     case 'Grep':
-      return JSON.stringify({ pattern: rng.pick(WORDS), path: `src/${rng.pick(MODULES)}` });
+      return JSON.stringify({ pattern: contentWord(rng), path: `src/${rng.pick(MODULES)}` });
     default:
       return JSON.stringify({ file_path: path(rng), old_string: sentence(rng, 12), new_string: sentence(rng, 14) });
   }
 }
 
 function toolResult(rng: Prng, large: boolean): string {
-  const lines = large ? rng.int(150, 600) : rng.int(4, 14);
+  const lines = large ? rng.int(150, 600) : rng.int(8, 24);
   const kind = rng.int(0, 4);
   const out: string[] = [];
   if (kind === 0) {
@@ -121,7 +169,7 @@ export function recallQueries(count: number, seed = 7): string[] {
     const r = rng.next();
     if (r < 0.25) out.push(`${rng.pick(ERRORS)} in ${rng.pick(MODULES)}`);
     else if (r < 0.45) out.push(`${path(rng)}:${rng.int(1, 400)}`);
-    else out.push(Array.from({ length: rng.int(3, 5) }, () => rng.pick(WORDS.slice(20))).join(' '));
+    else out.push(`${rng.pick(['how did we fix the', 'what about', 'why the', 'find'])} ${Array.from({ length: rng.int(3, 5) }, () => contentWord(rng, 10)).join(' ')}`);
   }
   return out;
 }

@@ -6,7 +6,7 @@ import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
 import { artifactIdFromSha256, newEventId } from '../model/ids.js';
 import type { AppendOutcome, EventDraft, StorageBackend } from '../store/backend.js';
 import { encodeArtifact, sha256Hex } from './artifact-codec.js';
-import { buildPreview, sniffMediaType } from './preview.js';
+import { previewArtifact } from './preview.js';
 
 export interface IngestOptions {
   /**
@@ -70,7 +70,7 @@ export class Ingestor {
     if (valid.length === 0) return [];
     await this.checkSupersedes(valid);
 
-    const hashes = valid.map(canonicalHash);
+    const hashes = valid.map((v) => (v.key === undefined ? undefined : canonicalHash(v)));
     // Retried writes are answered from the store without redoing the artifact work. The store checks
     // keys again inside its transaction, which covers a concurrent writer racing this one.
     const keys = valid.flatMap((v) => (v.key === undefined ? [] : [v.key]));
@@ -93,7 +93,7 @@ export class Ingestor {
     const artifacts = new Map<ArtifactId, { bytes: Uint8Array; mediaType: string }>();
     valid.forEach((v, i) => {
       if (v.key !== undefined && existing.has(v.key)) return;
-      drafts.push(this.draft(v, hashes[i]!, nowMs, artifacts));
+      drafts.push(this.draft(v, hashes[i], nowMs, artifacts));
       draftIndex.push(i);
     });
 
@@ -129,7 +129,7 @@ export class Ingestor {
 
   private draft(
     v: ValidEventInput,
-    inputHash: string,
+    inputHash: string | undefined,
     nowMs: number,
     artifacts: Map<ArtifactId, { bytes: Uint8Array; mediaType: string }>,
   ): EventDraft {
@@ -142,7 +142,7 @@ export class Ingestor {
       const bytes = Buffer.from(v.binary.base64.replace(/\s+/g, ''), 'base64');
       const id = artifactIdFromSha256(sha256Hex(bytes));
       const previewOptions = { mediaType: v.binary.mediaType, maxChars: this.opts.previewMaxChars, ...(v.binary.caption ? { caption: v.binary.caption } : {}) };
-      const preview = buildPreview(bytes, previewOptions);
+      const { preview } = previewArtifact(bytes, previewOptions);
       artifacts.set(id, { bytes, mediaType: v.binary.mediaType });
       artifact = { id, mediaType: v.binary.mediaType, sizeBytes: bytes.byteLength, previewKind: preview.kind };
       content = v.content.length > 0 ? `${preview.text}\n${v.content}` : preview.text;
@@ -151,8 +151,7 @@ export class Ingestor {
       const bytes = Buffer.from(v.content, 'utf8');
       const id = artifactIdFromSha256(sha256Hex(bytes));
       const hints = { maxChars: this.opts.previewMaxChars, ...(v.toolName ? { toolName: v.toolName } : {}) };
-      const mediaType = sniffMediaType(v.content, hints);
-      const preview = buildPreview(v.content, { ...hints, mediaType });
+      const { preview, mediaType } = previewArtifact(v.content, hints);
       artifacts.set(id, { bytes, mediaType });
       artifact = { id, mediaType, sizeBytes: bytes.byteLength, previewKind: preview.kind };
       content = preview.text;
@@ -164,13 +163,13 @@ export class Ingestor {
       kind: v.kind,
       tsMs: toEpochMs(v.ts, nowMs),
       content,
-      inputHash,
       tags,
       searchText,
       searchMeta: [v.kind.replace('_', ' '), v.toolName ?? '', ...tags].join(' ').trim(),
     };
     if (artifact) draft.artifact = artifact;
     if (v.key !== undefined) draft.key = v.key;
+    if (inputHash !== undefined) draft.inputHash = inputHash;
     if (v.taskId !== undefined) draft.taskId = v.taskId;
     if (v.premiseRef !== undefined) draft.premiseRef = v.premiseRef;
     if (v.supersedes !== undefined) draft.supersedes = v.supersedes as EventId;

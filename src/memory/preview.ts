@@ -74,6 +74,11 @@ export function sniffMediaType(content: string | Uint8Array, options: PreviewOpt
  * @throws EngramError `INVALID_INPUT` when `maxChars` is not a positive integer.
  */
 export function buildPreview(content: string | Uint8Array, options: PreviewOptions = {}): Preview {
+  return previewArtifact(content, options).preview;
+}
+
+/** {@link buildPreview} and {@link sniffMediaType} in one pass over the content (ingest needs both). */
+export function previewArtifact(content: string | Uint8Array, options: PreviewOptions = {}): { preview: Preview; mediaType: string } {
   const maxChars = checkMaxChars(options.maxChars);
   const a = analyze(content, options);
   let kind: PreviewKind;
@@ -100,7 +105,7 @@ export function buildPreview(content: string | Uint8Array, options: PreviewOptio
       text = renderTail(a.text, a.sizeBytes, maxChars);
       break;
   }
-  return { kind, text: hardCut(text, maxChars) };
+  return { preview: { kind, text: hardCut(text, maxChars) }, mediaType: a.mediaType };
 }
 
 function checkMaxChars(maxChars: number | undefined): number {
@@ -654,6 +659,16 @@ function renderGrep(text: string, sizeBytes: number, pattern: string | undefined
   // Groups with a line containing the pattern first, then the rest, each in output order.
   const order = groups.map((_, i) => i).sort((a, b) => Number(isPreferred[b]) - Number(isPreferred[a]) || a - b);
 
+  // Each line is cleaned once, however many candidate renders it appears in.
+  const cleanedLines = new Map<string, string>();
+  const clean = (line: string): string => {
+    let c = cleanedLines.get(line);
+    if (c === undefined) {
+      c = cleanLine(line, maxChars);
+      cleanedLines.set(line, c);
+    }
+    return c;
+  };
   const render = (chosen: Array<{ index: number; entries: GrepEntry[] }>): string => {
     const out: string[] = [];
     let shown = 0;
@@ -665,21 +680,36 @@ function renderGrep(text: string, sizeBytes: number, pattern: string | undefined
       // Lines under an rg --heading file name carry no path: repeat the file name once per file.
       const first = c.entries[0];
       if (first && first.kind?.startsWith('numbered') && first.path !== undefined && first.path !== lastHeading) {
-        out.push(cleanLine(first.path, maxChars));
+        out.push(clean(first.path));
         lastHeading = first.path;
       }
       for (const e of c.entries) {
-        out.push(cleanLine(e.line, maxChars));
+        out.push(clean(e.line));
         if (isMatch(e.kind)) shown++;
       }
     });
     return [header(shown), ...out].join('\n');
   };
 
+  // Greedy, in preference order: a group is kept when the exact render still fits. A group whose lines alone
+  // cannot fit is skipped without rendering; re-rendering for every group made 20 KB of one-line groups
+  // cost 1.5 ms (quadratic), this keeps it linear.
   const chosen: Array<{ index: number; entries: GrepEntry[] }> = [];
+  let usedChars = render(chosen).length;
   for (const index of order) {
-    const candidate = [...chosen, { index, entries: groups[index]!.entries }];
-    if (render(candidate).length <= maxChars) chosen.push(candidate[candidate.length - 1]!);
+    const entries = groups[index]!.entries;
+    let lowerBound = 0;
+    for (const e of entries) {
+      lowerBound += 1 + clean(e.line).length;
+      if (usedChars + lowerBound > maxChars) break;
+    }
+    if (usedChars + lowerBound > maxChars) continue;
+    const candidate = [...chosen, { index, entries }];
+    const length = render(candidate).length;
+    if (length <= maxChars) {
+      chosen.push(candidate[candidate.length - 1]!);
+      usedChars = length;
+    }
   }
   if (chosen.length === 0 && order.length > 0) {
     // Not one group fits whole: as many lines of the best group as fit, from its first preferred match.

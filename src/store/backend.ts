@@ -29,8 +29,11 @@ export interface EventDraft {
   content: string;
   artifact?: EventArtifactRef;
   key?: string;
-  /** sha256 of the canonical input: a reused `key` with another hash is an IDEMPOTENCY_CONFLICT. */
-  inputHash: string;
+  /**
+   * sha256 of the canonical input, set when `key` is: a reused key with another hash is an
+   * IDEMPOTENCY_CONFLICT. Events without a key are never compared, so they skip the hashing.
+   */
+  inputHash?: string;
   taskId?: string;
   premiseRef?: string;
   tags: string[];
@@ -53,7 +56,7 @@ export interface AppendOutcome {
 export interface KeyedEvent {
   record: EventRecord;
   /** The stored {@link EventDraft.inputHash}. */
-  inputHash: string;
+  inputHash: string | null;
 }
 
 export interface EventFilter {

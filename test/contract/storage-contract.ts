@@ -284,6 +284,8 @@ export function describeStorageContract(name: string, createHarness: () => Promi
         }
         const r = await mem.recall('budget filler lorem', { budgetTokens: 300, k: 30 });
         expect(r.usedTokens).toBeLessThanOrEqual(300);
+        // usedTokens is counted part by part: it must bound the real count of the rendered text.
+        expect(mem.tokenizer.count(r.text)).toBeLessThanOrEqual(r.usedTokens);
         expect(r.hits.length).toBeGreaterThan(0);
         expect(r.isTruncated).toBe(true);
       });

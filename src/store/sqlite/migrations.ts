@@ -55,7 +55,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         artifact_size    INTEGER,
         preview_kind     TEXT,
         event_key        TEXT,
-        input_hash       TEXT NOT NULL,
+        input_hash       TEXT,
         task_id          TEXT,
         premise_ref      TEXT,
         tags             TEXT,
@@ -63,10 +63,10 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         tool_name        TEXT,
         tool_call_id     TEXT,
         meta             TEXT,
-        UNIQUE (session_id, turn),
-        UNIQUE (session_id, event_key)
+        UNIQUE (session_id, turn)
       ) STRICT;
-      CREATE INDEX events_session_ts ON events (session_id, ts_ms);
+      -- Partial: most events carry no idempotency key, and an index entry per event would cost ingest speed.
+      CREATE UNIQUE INDEX events_session_key ON events (session_id, event_key) WHERE event_key IS NOT NULL;
       CREATE INDEX events_task ON events (task_id) WHERE task_id IS NOT NULL;
       CREATE INDEX events_artifact ON events (artifact_id) WHERE artifact_id IS NOT NULL;
 

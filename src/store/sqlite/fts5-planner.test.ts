@@ -1,0 +1,56 @@
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Fts5Planner, MAX_SCORED_ROWS, tokenize } from './fts5-planner.js';
+
+let db: Database.Database;
+beforeEach(() => {
+  db = new Database(':memory:');
+  db.exec(`CREATE VIRTUAL TABLE events_fts USING fts5 (body, meta, content = '', contentless_delete = 1, tokenize = 'porter unicode61 remove_diacritics 2');
+    CREATE VIRTUAL TABLE events_fts_vocab USING fts5vocab (events_fts, 'row');`);
+});
+afterEach(() => db.close());
+
+function fill(rows: string[]): void {
+  const insert = db.prepare('INSERT INTO events_fts (rowid, body, meta) VALUES (?, ?, ?)');
+  db.transaction(() => rows.forEach((body, i) => insert.run(i + 1, body, 'note')))();
+}
+
+function search(match: string): number[] {
+  return (db.prepare('SELECT rowid FROM events_fts WHERE events_fts MATCH ? ORDER BY bm25(events_fts) LIMIT 10').all(match) as Array<{ rowid: number }>).map(
+    (r) => r.rowid,
+  );
+}
+
+describe('tokenize', () => {
+  it('matches the index tokenizer: lowercase, no diacritics, porter stems', () => {
+    expect(tokenize('Retries --max-retries=7 Café connection')).toEqual(['retri', 'max', 'retri', '7', 'cafe', 'connect']);
+  });
+});
+
+describe('Fts5Planner', () => {
+  it('ORs all terms when they are rare enough to score every match', () => {
+    fill(['alpha beta', 'gamma']);
+    expect(new Fts5Planner(db).plan([{ text: 'alpha' }, { text: 'gamma' }])).toBe('"alpha" OR "gamma"');
+  });
+
+  it('lets the rare term select rows when a common one would exceed the scoring budget', () => {
+    const rows = Array.from({ length: MAX_SCORED_ROWS + 50 }, (_, i) => `common filler row ${i}`);
+    rows[10] = 'common zeppelin';
+    rows[20] = 'zeppelin alone';
+    fill(rows);
+    const match = new Fts5Planner(db).plan([{ text: 'common' }, { text: 'zeppelin' }])!;
+    expect(match).toBe('("zeppelin") AND ("zeppelin" OR "common")');
+    // Only rows holding the rare word match, and the one holding both words ranks first.
+    expect(search(match)).toEqual([11, 21]);
+  });
+
+  it('always keeps identifiers and prefix terms among the selecting terms', () => {
+    fill(Array.from({ length: MAX_SCORED_ROWS + 10 }, (_, i) => `src db pool ts ${i}`));
+    const match = new Fts5Planner(db).plan([{ text: 'src/db/pool.ts' }, { text: '3f9a2c', isPrefix: true }])!;
+    expect(match).toBe('"src/db/pool.ts" OR "3f9a2c" *');
+  });
+
+  it('returns null when no term has a word character', () => {
+    expect(new Fts5Planner(db).plan([{ text: '--' }, { text: '::' }])).toBeNull();
+  });
+});
