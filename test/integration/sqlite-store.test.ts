@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -93,6 +93,32 @@ describe('opening a SQLite file', () => {
     expect(() => raw.prepare("UPDATE events SET content = 'tampered'").run()).toThrow(/immutable/);
     expect(() => raw.prepare('DELETE FROM events').run()).toThrow(/never deleted/);
     raw.close();
+  });
+});
+
+describe('WAL checkpoints', () => {
+  const payload = (i: number): { kind: 'note'; content: string } => ({ kind: 'note', content: `note ${i} ${'lorem ipsum dolor '.repeat(60)}` });
+
+  async function fileSizesAfterWrites(backgroundCheckpoint: boolean): Promise<{ db: number; wal: number }> {
+    const path = join(dir, `ckpt-${backgroundCheckpoint}.db`);
+    const mem = await openEngram({ db: path, sqlite: { backgroundCheckpoint } });
+    for (let b = 0; b < 4; b++) await mem.append('s', Array.from({ length: 500 }, (_, i) => payload(b * 500 + i)));
+    // Poll instead of sleeping a fixed time: the worker checkpoints every 500 ms.
+    for (let i = 0; i < 40 && statSync(path).size < 1_000_000; i++) await new Promise((r) => setTimeout(r, 100));
+    const sizes = { db: statSync(path).size, wal: statSync(`${path}-wal`).size };
+    await mem.close();
+    return sizes;
+  }
+
+  it('moves committed pages into the database file on a worker, not on commits', async () => {
+    const sizes = await fileSizesAfterWrites(true);
+    expect(sizes.db).toBeGreaterThan(1_000_000);
+  });
+
+  it('leaves pages in the WAL below the fallback threshold when the worker is off', async () => {
+    const sizes = await fileSizesAfterWrites(false);
+    expect(sizes.db).toBeLessThan(1_000_000);
+    expect(sizes.wal).toBeGreaterThan(1_000_000);
   });
 });
 

@@ -19,6 +19,7 @@ import type {
   TextSearchQuery,
 } from '../backend.js';
 import { DEFAULT_CAPABILITIES } from '../backend.js';
+import { startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { Fts5Planner } from './fts5-planner.js';
 import { ENGRAM_APPLICATION_ID, LATEST_SQLITE_SCHEMA_VERSION, SQLITE_MIGRATIONS } from './migrations.js';
 
@@ -36,7 +37,13 @@ export interface SqliteBackendOptions {
   readonly?: boolean;
   /** Create the file when it does not exist. Default true; false fails with NOT_FOUND instead. */
   create?: boolean;
+  /** Checkpoint the WAL on a worker thread instead of on commits (see checkpointer.ts). Default true. */
+  backgroundCheckpoint?: boolean;
 }
+
+// Safety net if the checkpoint worker cannot keep up or is disabled: the committing connection
+// checkpoints once the WAL holds this many pages (~40 MB), instead of SQLite's default 1,000.
+const FALLBACK_AUTOCHECKPOINT_PAGES = 10_000;
 
 // Another process (a CLI ingest while `engram serve` runs) may hold the write lock briefly.
 const DEFAULT_BUSY_TIMEOUT_MS = 5000;
@@ -83,6 +90,7 @@ export class SqliteBackend implements StorageBackend {
   readonly capabilities: BackendCapabilities;
   private readonly stmts: ReturnType<typeof prepareStatements>;
   private readonly planner: Fts5Planner;
+  private checkpointer: Checkpointer | undefined;
   private isClosed = false;
 
   private constructor(
@@ -137,7 +145,12 @@ export class SqliteBackend implements StorageBackend {
       else if (readVersion(db) !== LATEST_SQLITE_SCHEMA_VERSION) {
         throw new EngramError('STORAGE_ERROR', `store at ${path} needs a migration; open it once without readonly`, { path });
       }
-      return new SqliteBackend(db, path, durability);
+      const backend = new SqliteBackend(db, path, durability);
+      if (!options.readonly && !isMemory && options.backgroundCheckpoint !== false) {
+        db.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
+        backend.checkpointer = startCheckpointer(path);
+      }
+      return backend;
     } catch (err) {
       db.close();
       throw isEngramError(err) ? err : translateSqliteError(err, `cannot open ${path}`);
@@ -392,6 +405,7 @@ export class SqliteBackend implements StorageBackend {
   async close(): Promise<void> {
     if (this.isClosed) return;
     this.isClosed = true;
+    await this.checkpointer?.stop();
     this.db.close();
   }
 
