@@ -49,6 +49,15 @@ export async function ingestCommand(mem: Engram, args: IngestArgs, io: Io): Prom
   }
 }
 
+const SESSIONS_LISTED = 5;
+
+function renderSessions(sessions: ImportReport['sessions']): string {
+  if (sessions.length === 0) return '-';
+  const listed = sessions.slice(0, SESSIONS_LISTED).map((s) => `${s.id} (${s.stored} new)`);
+  const more = sessions.length - listed.length;
+  return more > 0 ? `${sessions.length}: ${listed.join(', ')} and ${more} more (--json lists all)` : listed.join(', ');
+}
+
 function renderReport(r: ImportReport): string {
   const lines = [
     formatPairs([
@@ -56,7 +65,7 @@ function renderReport(r: ImportReport): string {
       ['format', r.format],
       ['stored', r.stored],
       ['already stored', r.duplicates],
-      ['sessions', r.sessions.map((s) => `${s.id} (${s.stored} new)`).join(', ') || '-'],
+      ['sessions', renderSessions(r.sessions)],
     ]),
   ];
   const skipped = Object.entries(r.skipped);
