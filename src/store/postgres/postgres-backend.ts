@@ -1,0 +1,710 @@
+import { EngramError, isEngramError } from '../../errors.js';
+import type { ArtifactDraft, PreviewKind } from '../../model/artifact.js';
+import type { EventKind, EventRecord, SessionRecord } from '../../model/event.js';
+import type { ArtifactId, EventId, SessionId } from '../../model/ids.js';
+import type {
+  AppendOutcome,
+  BackendCapabilities,
+  EventDraft,
+  KeyedEvent,
+  ListEventsQuery,
+  StorageBackend,
+  StoreStats,
+  StoredArtifact,
+  TextHit,
+  TextSearchQuery,
+} from '../backend.js';
+import { DEFAULT_CAPABILITIES } from '../backend.js';
+import { LATEST_POSTGRES_SCHEMA_VERSION, MIGRATIONS_TABLE, POSTGRES_MIGRATIONS, TEXT_SEARCH_CONFIG } from './migrations.js';
+import type { PgErrorPhase } from './pg-errors.js';
+import { isServerError, redactPgUrl, translatePgError } from './pg-errors.js';
+import { chunkForIndex, compileTsQuery, indexTokens } from './tsquery.js';
+
+export interface PostgresBackendOptions {
+  /**
+   * PostgreSQL schema that holds every Engram table, so Engram can share a database with other
+   * applications. Default `engram`; a `?schema=` parameter in the URL sets it too (both must then agree).
+   */
+  schema?: string;
+  /** Most connections this backend's pool opens. Default 10. */
+  maxConnections?: number;
+  /** How long to wait for a connection before failing with a retryable STORAGE_ERROR. Default 10,000 ms. */
+  connectTimeoutMs?: number;
+  /** Create the schema when it does not exist. Default true; false fails with NOT_FOUND instead. */
+  create?: boolean;
+}
+
+/** The schema Engram uses when neither the options nor the URL name one. */
+export const DEFAULT_PG_SCHEMA = 'engram';
+
+const DEFAULT_MAX_CONNECTIONS = 10;
+// node-postgres waits forever by default; a server that is down should fail an open, not hang it.
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+// Chunks re-scored with ts_rank_cd per hit asked for (see searchText): enough that the cheaper first
+// ranking rarely drops an event the second would have kept, few enough to cost well under a millisecond.
+const RERANK_CANDIDATES_PER_HIT = 4;
+const MIN_RERANK_CANDIDATES = 100;
+// Unquoted-identifier shape: the name is also embedded in a regconfig literal, so no quoting games.
+const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/** The part of node-postgres' result that the backend reads. */
+export interface PgQueryResult<R> {
+  rows: R[];
+  rowCount: number | null;
+}
+
+/** The part of a node-postgres client (or pool) that the backend uses: one parameterised query. */
+export interface PgQueryable {
+  query<R>(text: string, values?: unknown[]): Promise<PgQueryResult<R>>;
+}
+
+export interface PgPoolClient extends PgQueryable {
+  /** Returns the client to the pool; with an error, the pool discards the connection instead. */
+  release(err?: Error | boolean): void;
+}
+
+/**
+ * The subset of node-postgres' `Pool` the backend depends on, so that the rest of Engram (and its types)
+ * never depends on the driver package. The driver itself is loaded only when a PostgreSQL store is opened.
+ */
+export interface PgPool extends PgQueryable {
+  connect(): Promise<PgPoolClient>;
+  end(): Promise<void>;
+  on(event: 'error', listener: (err: Error) => void): unknown;
+}
+
+interface EventRow {
+  id: string;
+  session_id: string;
+  turn: number;
+  kind: string;
+  ts_ms: string;
+  content: string;
+  content_escaped: boolean;
+  artifact_id: string | null;
+  artifact_media: string | null;
+  artifact_size: string | null;
+  preview_kind: string | null;
+  event_key: string | null;
+  input_hash: string | null;
+  task_id: string | null;
+  premise_ref: string | null;
+  tags: string[] | null;
+  supersedes: string | null;
+  tool_name: string | null;
+  tool_call_id: string | null;
+  meta: Record<string, unknown> | null;
+}
+
+interface SessionRow {
+  id: string;
+  created_ms: string;
+  last_turn: number;
+  event_count: number;
+  first_ms: string | null;
+  last_ms: string | null;
+}
+
+const EVENT_COLUMNS = `id, session_id, turn, kind, ts_ms, content, content_escaped, artifact_id, artifact_media, artifact_size,
+  preview_kind, event_key, input_hash, task_id, premise_ref, tags, supersedes, tool_name, tool_call_id, meta`;
+
+/** Where a URL and options say the store is. */
+interface PgLocation {
+  /** The URL handed to the driver: `schema` removed. */
+  connectionString: string;
+  /** The URL for messages: password removed. */
+  displayUrl: string;
+  schema: string;
+}
+
+/** Opens (creating and migrating if needed) an Engram store in a PostgreSQL schema. */
+export async function openPostgresBackend(url: string, options: PostgresBackendOptions = {}): Promise<PostgresBackend> {
+  return PostgresBackend.open(url, options);
+}
+
+/**
+ * An Engram store in PostgreSQL, for several processes or servers sharing one database. Appends lock the
+ * session row, so turns stay gap-free and keys idempotent across writers; full-text search runs on chunked
+ * tsvectors (see tsquery.ts and migrations.ts).
+ */
+export class PostgresBackend implements StorageBackend {
+  readonly name = 'postgres';
+  readonly capabilities: BackendCapabilities;
+  readonly schema: string;
+  /** The store's URL without its password. */
+  readonly displayUrl: string;
+  private readonly sql: ReturnType<typeof buildStatements>;
+  private isClosed = false;
+
+  private constructor(
+    private readonly pool: PgPool,
+    location: PgLocation,
+    isPowerLossDurable: boolean,
+  ) {
+    this.schema = location.schema;
+    this.displayUrl = location.displayUrl;
+    this.capabilities = { ...DEFAULT_CAPABILITIES, fullText: 'tsvector', supportsConcurrentWriters: true, isPowerLossDurable };
+    this.sql = buildStatements(quoteIdent(location.schema));
+  }
+
+  /**
+   * Connects to `url` (`postgres://` or `postgresql://`), then creates or migrates the schema under an
+   * advisory lock, so that servers starting together do not race. A schema written by a newer Engram fails
+   * with SCHEMA_TOO_NEW and a schema holding other tables with NOT_AN_ENGRAM_STORE; neither is changed.
+   */
+  static async open(url: string, options: PostgresBackendOptions = {}): Promise<PostgresBackend> {
+    const location = parsePgLocation(url, options);
+    const pool = await createPgPool(location.connectionString, options);
+    try {
+      const isPowerLossDurable = await migrate(pool, location, options.create ?? true);
+      return new PostgresBackend(pool, location, isPowerLossDurable);
+    } catch (err) {
+      await pool.end().catch(() => undefined);
+      throw translatePgError(err, `cannot open the Engram store at ${location.displayUrl}`, location.displayUrl);
+    }
+  }
+
+  async appendEvents(sessionId: SessionId, drafts: EventDraft[], artifacts: ArtifactDraft[]): Promise<AppendOutcome[]> {
+    this.assertOpen();
+    // Chunking is CPU work: do it before the session row is locked.
+    const chunked = drafts.map((d) => ({ chunks: chunkForIndex(d.searchText), meta: indexTokens(d.searchMeta).join(' ') }));
+    return this.transaction('append failed', async (c) => {
+      const s = this.sql;
+      // Lock order, which keeps concurrent appends free of deadlocks: the one session row first, then
+      // artifacts in id order. Turns are read and assigned only while the session row is locked, so they
+      // are gap-free under any number of writers, and a rolled-back batch leaves the counter untouched.
+      await c.query(s.ensureSession, [sessionId, Date.now()]);
+      const session = (await c.query<{ last_turn: number }>(s.lockSession, [sessionId])).rows[0]!;
+      for (const artifact of [...artifacts].sort((a, b) => (a.record.id < b.record.id ? -1 : 1))) {
+        const r = artifact.record;
+        const data = Buffer.from(artifact.stored.buffer, artifact.stored.byteOffset, artifact.stored.byteLength);
+        await c.query(s.insertArtifact, [r.id, r.sha256, r.sizeBytes, r.storedBytes, r.encoding, r.mediaType, Date.parse(r.createdAt), data]);
+      }
+
+      // Read after the lock: under READ COMMITTED this statement sees every batch committed before ours.
+      const keys = [...new Set(drafts.flatMap((d) => (d.key === undefined ? [] : [d.key])))];
+      const byKey = new Map<string, { record: EventRecord; inputHash: string | null }>();
+      if (keys.length > 0) {
+        for (const row of (await c.query<EventRow>(s.eventsByKeys, [sessionId, keys])).rows) {
+          byKey.set(row.event_key!, { record: rowToEvent(row), inputHash: row.input_hash });
+        }
+      }
+
+      let turn = session.last_turn;
+      const outcomes: AppendOutcome[] = [];
+      const fresh: Array<{ draft: EventDraft; turn: number; chunks: string[]; meta: string }> = [];
+      drafts.forEach((d, i) => {
+        const key = d.key;
+        const prior = key === undefined ? undefined : byKey.get(key);
+        if (prior) {
+          if (prior.inputHash !== (d.inputHash ?? null)) {
+            throw new EngramError(
+              'IDEMPOTENCY_CONFLICT',
+              `event key "${key}" was already used in session ${sessionId} for different content (event ${prior.record.id})`,
+              { field: 'key', key, existingEventId: prior.record.id },
+            );
+          }
+          outcomes.push({ record: prior.record, isDuplicate: true });
+          return;
+        }
+        turn += 1;
+        const record = draftToRecord(d, sessionId, turn);
+        if (key !== undefined) byKey.set(key, { record, inputHash: d.inputHash ?? null });
+        fresh.push({ draft: d, turn, ...chunked[i]! });
+        outcomes.push({ record, isDuplicate: false });
+      });
+      if (fresh.length > 0) await c.query(s.insertEvents, insertEventsParams(sessionId, fresh));
+      return outcomes;
+    });
+  }
+
+  async getEvent(id: EventId): Promise<EventRecord | null> {
+    const rows = await this.query<EventRow>(this.sql.eventsByIds, [[id]]);
+    return rows[0] ? rowToEvent(rows[0]) : null;
+  }
+
+  async getEvents(ids: EventId[]): Promise<EventRecord[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.query<EventRow>(this.sql.eventsByIds, [[...new Set(ids)]]);
+    const byId = new Map(rows.map((r) => [r.id, rowToEvent(r)]));
+    return ids.flatMap((id) => byId.get(id) ?? []);
+  }
+
+  async getEventsByKeys(sessionId: SessionId, keys: string[]): Promise<KeyedEvent[]> {
+    if (keys.length === 0) return [];
+    const rows = await this.query<EventRow>(this.sql.eventsByKeys, [sessionId, [...new Set(keys)]]);
+    const byKey = new Map(rows.map((r) => [r.event_key!, { record: rowToEvent(r), inputHash: r.input_hash }]));
+    return keys.flatMap((k) => byKey.get(k) ?? []);
+  }
+
+  async listEvents(query: ListEventsQuery): Promise<EventRecord[]> {
+    const where = ['session_id = $1'];
+    const params: unknown[] = [query.sessionId];
+    const param = (value: unknown): string => {
+      params.push(value);
+      return `$${params.length}`;
+    };
+    if (query.afterTurn !== undefined) where.push(`turn > ${param(query.afterTurn)}`);
+    if (query.toTurn !== undefined) where.push(`turn <= ${param(query.toTurn)}`);
+    if (query.kinds && query.kinds.length > 0) where.push(`kind = ANY(${param(query.kinds)}::text[])`);
+    const order = query.order === 'desc' ? 'DESC' : 'ASC';
+    // LIMIT NULL is no limit.
+    const sql = `SELECT ${EVENT_COLUMNS} FROM ${this.sql.s}.events WHERE ${where.join(' AND ')} ORDER BY turn ${order} LIMIT ${param(query.limit ?? null)}`;
+    return (await this.query<EventRow>(sql, params)).map(rowToEvent);
+  }
+
+  async getSession(id: SessionId): Promise<SessionRecord | null> {
+    const rows = await this.query<SessionRow>(this.sql.sessionById, [id]);
+    return rows[0] ? rowToSession(rows[0]) : null;
+  }
+
+  async listSessions(options: { limit?: number } = {}): Promise<SessionRecord[]> {
+    return (await this.query<SessionRow>(this.sql.listSessions, [options.limit ?? null])).map(rowToSession);
+  }
+
+  async getArtifact(id: ArtifactId): Promise<StoredArtifact | null> {
+    const rows = await this.query<{
+      id: string;
+      sha256: string;
+      size_bytes: string;
+      stored_bytes: string;
+      encoding: string;
+      media_type: string;
+      created_ms: string;
+      data: Buffer;
+    }>(this.sql.artifactById, [id]);
+    const row = rows[0];
+    if (!row) return null;
+    return {
+      record: {
+        id: row.id as ArtifactId,
+        sha256: row.sha256,
+        sizeBytes: Number(row.size_bytes),
+        storedBytes: Number(row.stored_bytes),
+        encoding: row.encoding as 'br' | 'identity',
+        mediaType: row.media_type,
+        createdAt: new Date(Number(row.created_ms)).toISOString(),
+      },
+      stored: row.data,
+    };
+  }
+
+  async hasArtifacts(ids: ArtifactId[]): Promise<Set<ArtifactId>> {
+    if (ids.length === 0) return new Set();
+    const rows = await this.query<{ id: string }>(this.sql.artifactsExist, [ids]);
+    return new Set(rows.map((r) => r.id as ArtifactId));
+  }
+
+  async findIdsByPrefix(kind: 'event' | 'artifact', prefix: string, limit: number): Promise<string[]> {
+    // A range scan on the unique index (ids are COLLATE "C"), like the SQLite backend.
+    const sql = kind === 'event' ? this.sql.eventIdRange : this.sql.artifactIdRange;
+    const rows = await this.query<{ id: string }>(sql, [prefix, `${prefix}\uffff`, limit]);
+    return rows.map((r) => r.id);
+  }
+
+  async searchText(query: TextSearchQuery): Promise<TextHit[]> {
+    this.assertOpen();
+    const tsquery = compileTsQuery(query.terms);
+    if (tsquery === null || query.limit <= 0) return [];
+    const params: unknown[] = [tsquery];
+    const param = (value: unknown): string => {
+      params.push(value);
+      return `$${params.length}`;
+    };
+    const filters: string[] = [];
+    const f = query.filter ?? {};
+    if (f.sessionIds && f.sessionIds.length > 0) filters.push(`e.session_id = ANY(${param(f.sessionIds)}::text[])`);
+    if (f.kinds && f.kinds.length > 0) filters.push(`e.kind = ANY(${param(f.kinds)}::text[])`);
+    if (f.fromMs !== undefined) filters.push(`e.ts_ms >= ${param(f.fromMs)}`);
+    if (f.toMs !== undefined) filters.push(`e.ts_ms <= ${param(f.toMs)}`);
+    if (f.taskId !== undefined) filters.push(`e.task_id = ${param(f.taskId)}`);
+    const s = this.sql.s;
+    // Ranking, in two stages because scoring every match dominates the query (20K matching events:
+    // finding them 7 ms, ts_rank over them 18 ms, ts_rank_cd 85 ms):
+    // 1. every matching chunk is scored with ts_rank (term frequencies) and the best few are kept;
+    // 2. those are re-scored with ts_rank_cd (cover density), which counts a phrase term (--max-retries=7)
+    //    only where the phrase matched, not its loose words, and an event takes its best chunk's score.
+    // Normalization 1 divides by 1 + log(chunk length), so a 24 KB log chunk that mentions a word once does
+    // not outrank a message about it. Weights {D, C, B, A}: body (A) 1.0, meta words (D) 0.25, as in the
+    // SQLite index. Unlike bm25 neither has inverse document frequency; recall's exact-identifier boost covers
+    // the case where that matters most. Events are joined before ranking only when a filter needs them.
+    const weights = `'{0.25, 0.25, 0.25, 1.0}'`;
+    const candidates = `SELECT c.event_pk, c.tsv, ts_rank(${weights}, c.tsv, q.q, 1) AS r
+        FROM ${s}.event_text c ${filters.length > 0 ? `JOIN ${s}.events e ON e.pk = c.event_pk` : ''}, q
+        WHERE c.tsv @@ q.q ${filters.map((w) => `AND ${w}`).join(' ')}
+        ORDER BY r DESC, c.event_pk DESC
+        LIMIT ${param(Math.max(query.limit * RERANK_CANDIDATES_PER_HIT, MIN_RERANK_CANDIDATES))}`;
+    const sql = `WITH q AS (SELECT to_tsquery(${this.sql.config}, $1) AS q), cand AS (${candidates})
+      SELECT e.id, max(ts_rank_cd(${weights}, cand.tsv, q.q, 1)) AS rank
+      FROM cand JOIN ${s}.events e ON e.pk = cand.event_pk, q
+      GROUP BY e.pk, e.id
+      ORDER BY rank DESC, e.pk DESC
+      LIMIT ${param(query.limit)}`;
+    const rows = await this.query<{ id: string; rank: number }>(sql, params, 'full-text search failed', 'search');
+    return rows.map((r) => ({ eventId: r.id as EventId, relevance: r.rank }));
+  }
+
+  async stats(): Promise<StoreStats> {
+    const [totals] = await this.query<{ sessions: string; artifacts: string; size: string; stored: string; version: number | null }>(
+      this.sql.totals,
+    );
+    const kinds = await this.query<{ kind: EventKind; n: string }>(this.sql.eventsByKind);
+    const eventsByKind: Partial<Record<EventKind, number>> = {};
+    let events = 0;
+    for (const k of kinds) {
+      eventsByKind[k.kind] = Number(k.n);
+      events += Number(k.n);
+    }
+    return {
+      sessions: Number(totals!.sessions),
+      events,
+      eventsByKind,
+      artifacts: Number(totals!.artifacts),
+      artifactBytes: Number(totals!.size),
+      artifactStoredBytes: Number(totals!.stored),
+      schemaVersion: totals!.version ?? 0,
+      backend: `postgres ${this.displayUrl} schema ${this.schema}`,
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    await this.pool.end();
+  }
+
+  private assertOpen(): void {
+    if (this.isClosed) throw new EngramError('STORAGE_ERROR', 'the store is closed', { retryable: false });
+  }
+
+  private async query<R>(sql: string, params: unknown[] = [], context = 'query failed', phase: PgErrorPhase = 'query'): Promise<R[]> {
+    const client = await this.connect(context);
+    let broken: Error | undefined;
+    try {
+      return (await client.query<R>(sql, params)).rows;
+    } catch (err) {
+      broken = isServerError(err) ? undefined : toError(err);
+      throw translatePgError(err, context, this.displayUrl, phase);
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /** Runs `fn` in a READ COMMITTED transaction on one pooled connection; any failure rolls it all back. */
+  private async transaction<T>(context: string, fn: (client: PgPoolClient) => Promise<T>): Promise<T> {
+    const client = await this.connect(context);
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const out = await fn(client);
+      await client.query('COMMIT');
+      return out;
+    } catch (err) {
+      try {
+        await client.query('ROLLBACK');
+      } catch (rollbackErr) {
+        // The connection is gone or unusable: the server rolls back by itself; the pool must not reuse it.
+        broken = toError(rollbackErr);
+      }
+      throw translatePgError(err, context, this.displayUrl);
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /** A pooled connection; failing to get one is told apart from a failing statement (see pg-errors.ts). */
+  private async connect(context: string): Promise<PgPoolClient> {
+    this.assertOpen();
+    try {
+      return await this.pool.connect();
+    } catch (err) {
+      throw translatePgError(err, context, this.displayUrl, 'connect');
+    }
+  }
+}
+
+function toError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+/** Splits a store URL into the driver's connection string, a password-free display form and the schema. */
+export function parsePgLocation(url: string, options: PostgresBackendOptions = {}): PgLocation {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new EngramError('INVALID_INPUT', 'pg: not a valid URL (expected postgres://user:password@host:5432/database)', { field: 'pg' });
+  }
+  if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
+    throw new EngramError('INVALID_INPUT', `pg: expected a postgres:// or postgresql:// URL, got ${parsed.protocol}//...`, { field: 'pg' });
+  }
+  const fromUrl = parsed.searchParams.get('schema');
+  parsed.searchParams.delete('schema');
+  if (fromUrl !== null && options.schema !== undefined && fromUrl !== options.schema) {
+    throw new EngramError('INVALID_INPUT', `schema: the URL says "${fromUrl}" but the options say "${options.schema}"`, { field: 'schema' });
+  }
+  const schema = fromUrl ?? options.schema ?? DEFAULT_PG_SCHEMA;
+  if (!SCHEMA_NAME.test(schema)) {
+    throw new EngramError('INVALID_INPUT', `schema: "${schema}" must be 1-63 letters, digits or _ and not start with a digit`, { field: 'schema' });
+  }
+  const connectionString = parsed.toString();
+  return { connectionString, displayUrl: redactPgUrl(connectionString), schema };
+}
+
+async function createPgPool(connectionString: string, options: PostgresBackendOptions): Promise<PgPool> {
+  const pg = await import('pg');
+  const pool = new pg.default.Pool({
+    connectionString,
+    max: options.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    application_name: 'engram',
+  });
+  // An idle pooled connection that the server drops (restart, idle timeout) is reported here; without a
+  // listener Node would crash the process. The pool discards that connection and opens a new one on demand.
+  pool.on('error', () => undefined);
+  return pool as unknown as PgPool;
+}
+
+/**
+ * Creates or migrates the schema in one transaction under an advisory lock keyed by the schema name, so
+ * several servers starting at once apply each step exactly once. Returns whether commits are power-loss
+ * durable on this server (fsync and synchronous_commit on).
+ */
+async function migrate(pool: PgPool, location: PgLocation, create: boolean): Promise<boolean> {
+  let client: PgPoolClient;
+  try {
+    client = await pool.connect();
+  } catch (err) {
+    throw translatePgError(err, `cannot open the Engram store at ${location.displayUrl}`, location.displayUrl, 'connect');
+  }
+  const s = quoteIdent(location.schema);
+  const where = `${location.displayUrl} schema ${location.schema}`;
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`engram:migrate:${location.schema}`]);
+    const settings = (
+      await client.query<{ schema_exists: boolean; marked: boolean; relations: string; fsync: string; sync: string }>(
+        `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1) AS schema_exists,
+           to_regclass($2) IS NOT NULL AS marked,
+           (SELECT count(*) FROM pg_class k JOIN pg_namespace n ON n.oid = k.relnamespace WHERE n.nspname = $1) AS relations,
+           current_setting('fsync') AS fsync, current_setting('synchronous_commit') AS sync`,
+        [location.schema, `${s}.${MIGRATIONS_TABLE}`],
+      )
+    ).rows[0]!;
+    const isPowerLossDurable = settings.fsync === 'on' && settings.sync !== 'off';
+    let current = 0;
+    if (settings.marked) {
+      const row = (await client.query<{ v: number | null }>(`SELECT max(version) AS v FROM ${s}.${MIGRATIONS_TABLE}`)).rows[0];
+      current = row?.v ?? 0;
+    } else if (settings.schema_exists && Number(settings.relations) > 0) {
+      throw new EngramError('NOT_AN_ENGRAM_STORE', `${where} holds tables that are not an Engram store; nothing was changed (choose another schema)`, {
+        field: 'schema',
+        schema: location.schema,
+      });
+    } else if (!settings.schema_exists && !create) {
+      throw new EngramError('NOT_FOUND', `no Engram store at ${where}`, { field: 'schema', schema: location.schema });
+    }
+    if (current > LATEST_POSTGRES_SCHEMA_VERSION) {
+      throw new EngramError(
+        'SCHEMA_TOO_NEW',
+        `${where} has schema version ${current}, newer than this Engram supports (${LATEST_POSTGRES_SCHEMA_VERSION}); upgrade Engram to open it`,
+        { schema: location.schema, storeVersion: current, supportedVersion: LATEST_POSTGRES_SCHEMA_VERSION },
+      );
+    }
+    if (current < LATEST_POSTGRES_SCHEMA_VERSION) {
+      if (!settings.schema_exists) await client.query(`CREATE SCHEMA ${s}`);
+      if (!settings.marked) {
+        await client.query(`CREATE TABLE ${s}.${MIGRATIONS_TABLE} (
+          version     integer PRIMARY KEY,
+          description text NOT NULL,
+          applied_at  timestamptz NOT NULL DEFAULT now()
+        )`);
+      }
+      for (const m of POSTGRES_MIGRATIONS) {
+        if (m.version <= current) continue;
+        await client.query(m.sql(s));
+        await client.query(`INSERT INTO ${s}.${MIGRATIONS_TABLE} (version, description) VALUES ($1, $2)`, [m.version, m.description]);
+        if (m.version === 1) {
+          await client.query(`INSERT INTO ${s}.store_meta (key, value) VALUES ('created_at', $1)`, [new Date().toISOString()]);
+        }
+      }
+    }
+    await client.query('COMMIT');
+    return isPowerLossDurable;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+function buildStatements(s: string) {
+  return {
+    s,
+    /** Engram's text search configuration, as a SQL literal (the schema name is checked by SCHEMA_NAME). */
+    config: `'${s}.${TEXT_SEARCH_CONFIG}'::regconfig`,
+    ensureSession: `INSERT INTO ${s}.sessions (id, created_ms) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`,
+    lockSession: `SELECT last_turn FROM ${s}.sessions WHERE id = $1 FOR UPDATE`,
+    insertArtifact: `INSERT INTO ${s}.artifacts (id, sha256, size_bytes, stored_bytes, encoding, media_type, created_ms, data)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
+    // One statement per batch: the events, their full-text chunks and the session's counters.
+    insertEvents: `WITH ins AS (
+        INSERT INTO ${s}.events (id, session_id, turn, kind, ts_ms, content, content_escaped, artifact_id, artifact_media,
+          artifact_size, preview_kind, event_key, input_hash, task_id, premise_ref, tags, supersedes, tool_name, tool_call_id, meta)
+        SELECT u.id, $1, u.turn, u.kind, u.ts_ms, u.content, u.content_escaped, u.artifact_id, u.artifact_media,
+          u.artifact_size, u.preview_kind, u.event_key, u.input_hash, u.task_id, u.premise_ref, u.tags::json, u.supersedes,
+          u.tool_name, u.tool_call_id, u.meta::json
+        FROM unnest($2::text[], $3::int[], $4::text[], $5::bigint[], $6::text[], $7::boolean[], $8::text[], $9::text[],
+          $10::bigint[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[],
+          $18::text[], $19::text[], $20::text[])
+          AS u(id, turn, kind, ts_ms, content, content_escaped, artifact_id, artifact_media, artifact_size, preview_kind,
+            event_key, input_hash, task_id, premise_ref, tags, supersedes, tool_name, tool_call_id, meta)
+        ORDER BY u.turn
+        RETURNING pk, id
+      ), counters AS (
+        UPDATE ${s}.sessions SET last_turn = $21, event_count = event_count + $22,
+          first_ms = LEAST(first_ms, $23), last_ms = GREATEST(last_ms, $24)
+        WHERE id = $1
+      )
+      INSERT INTO ${s}.event_text (event_pk, chunk_no, tsv)
+      SELECT ins.pk, c.chunk_no,
+        CASE WHEN c.chunk_no = 0
+          THEN setweight(to_tsvector('${s}.${TEXT_SEARCH_CONFIG}'::regconfig, c.body), 'A')
+            || setweight(to_tsvector('${s}.${TEXT_SEARCH_CONFIG}'::regconfig, c.meta), 'D')
+          ELSE setweight(to_tsvector('${s}.${TEXT_SEARCH_CONFIG}'::regconfig, c.body), 'A')
+        END
+      FROM unnest($25::text[], $26::int[], $27::text[], $28::text[]) AS c(event_id, chunk_no, body, meta)
+      JOIN ins ON ins.id = c.event_id`,
+    eventsByIds: `SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE id = ANY($1::text[])`,
+    eventsByKeys: `SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE session_id = $1 AND event_key = ANY($2::text[])`,
+    sessionById: `SELECT * FROM ${s}.sessions WHERE id = $1`,
+    listSessions: `SELECT * FROM ${s}.sessions ORDER BY COALESCE(last_ms, created_ms) DESC, id LIMIT $1`,
+    artifactById: `SELECT * FROM ${s}.artifacts WHERE id = $1`,
+    artifactsExist: `SELECT id FROM ${s}.artifacts WHERE id = ANY($1::text[])`,
+    eventIdRange: `SELECT id FROM ${s}.events WHERE id >= $1 AND id < $2 ORDER BY id LIMIT $3`,
+    artifactIdRange: `SELECT id FROM ${s}.artifacts WHERE id >= $1 AND id < $2 ORDER BY id LIMIT $3`,
+    totals: `SELECT (SELECT count(*) FROM ${s}.sessions) AS sessions,
+        (SELECT count(*) FROM ${s}.artifacts) AS artifacts,
+        (SELECT COALESCE(sum(size_bytes), 0) FROM ${s}.artifacts) AS size,
+        (SELECT COALESCE(sum(stored_bytes), 0) FROM ${s}.artifacts) AS stored,
+        (SELECT max(version) FROM ${s}.${MIGRATIONS_TABLE}) AS version`,
+    eventsByKind: `SELECT kind, count(*) AS n FROM ${s}.events GROUP BY kind`,
+  };
+}
+
+function insertEventsParams(
+  sessionId: SessionId,
+  fresh: Array<{ draft: EventDraft; turn: number; chunks: string[]; meta: string }>,
+): unknown[] {
+  const col = <T>(pick: (d: EventDraft) => T): T[] => fresh.map((f) => pick(f.draft));
+  const escaped = col((d) => d.content.includes('\u0000'));
+  const chunkIds: string[] = [];
+  const chunkNos: number[] = [];
+  const bodies: string[] = [];
+  const metas: Array<string | null> = [];
+  for (const f of fresh) {
+    f.chunks.forEach((body, i) => {
+      chunkIds.push(f.draft.id);
+      chunkNos.push(i);
+      bodies.push(body);
+      metas.push(i === 0 ? f.meta : null);
+    });
+  }
+  const ts = col((d) => d.tsMs);
+  return [
+    sessionId,
+    col((d) => d.id),
+    fresh.map((f) => f.turn),
+    col((d) => d.kind),
+    ts,
+    fresh.map((f, i) => (escaped[i] ? JSON.stringify(f.draft.content) : f.draft.content)),
+    escaped,
+    col((d) => d.artifact?.id ?? null),
+    col((d) => d.artifact?.mediaType ?? null),
+    col((d) => d.artifact?.sizeBytes ?? null),
+    col((d) => d.artifact?.previewKind ?? null),
+    col((d) => d.key ?? null),
+    col((d) => d.inputHash ?? null),
+    col((d) => d.taskId ?? null),
+    col((d) => d.premiseRef ?? null),
+    col((d) => (d.tags.length > 0 ? JSON.stringify(d.tags) : null)),
+    col((d) => d.supersedes ?? null),
+    col((d) => d.toolName ?? null),
+    col((d) => d.toolCallId ?? null),
+    col((d) => (d.meta !== undefined ? JSON.stringify(d.meta) : null)),
+    fresh[fresh.length - 1]!.turn,
+    fresh.length,
+    ts.reduce((a, b) => Math.min(a, b)),
+    ts.reduce((a, b) => Math.max(a, b)),
+    chunkIds,
+    chunkNos,
+    bodies,
+    metas,
+  ];
+}
+
+function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+function rowToEvent(row: EventRow): EventRecord {
+  const rec: EventRecord = {
+    id: row.id as EventId,
+    sessionId: row.session_id as SessionId,
+    turn: row.turn,
+    kind: row.kind as EventKind,
+    ts: new Date(Number(row.ts_ms)).toISOString(),
+    content: row.content_escaped ? (JSON.parse(row.content) as string) : row.content,
+    tags: row.tags ?? [],
+  };
+  if (row.artifact_id) {
+    rec.artifact = {
+      id: row.artifact_id as ArtifactId,
+      mediaType: row.artifact_media ?? 'application/octet-stream',
+      sizeBytes: Number(row.artifact_size ?? 0),
+      previewKind: (row.preview_kind ?? 'tail') as PreviewKind,
+    };
+  }
+  if (row.event_key !== null) rec.key = row.event_key;
+  if (row.task_id !== null) rec.taskId = row.task_id;
+  if (row.premise_ref !== null) rec.premiseRef = row.premise_ref;
+  if (row.supersedes !== null) rec.supersedes = row.supersedes as EventId;
+  if (row.tool_name !== null) rec.toolName = row.tool_name;
+  if (row.tool_call_id !== null) rec.toolCallId = row.tool_call_id;
+  if (row.meta !== null) rec.meta = row.meta;
+  return rec;
+}
+
+function draftToRecord(d: EventDraft, sessionId: SessionId, turn: number): EventRecord {
+  const rec: EventRecord = {
+    id: d.id,
+    sessionId,
+    turn,
+    kind: d.kind,
+    ts: new Date(d.tsMs).toISOString(),
+    content: d.content,
+    tags: d.tags,
+  };
+  if (d.artifact) rec.artifact = d.artifact;
+  if (d.key !== undefined) rec.key = d.key;
+  if (d.taskId !== undefined) rec.taskId = d.taskId;
+  if (d.premiseRef !== undefined) rec.premiseRef = d.premiseRef;
+  if (d.supersedes !== undefined) rec.supersedes = d.supersedes;
+  if (d.toolName !== undefined) rec.toolName = d.toolName;
+  if (d.toolCallId !== undefined) rec.toolCallId = d.toolCallId;
+  if (d.meta !== undefined) rec.meta = d.meta;
+  return rec;
+}
+
+function rowToSession(row: SessionRow): SessionRecord {
+  const rec: SessionRecord = {
+    id: row.id as SessionId,
+    createdAt: new Date(Number(row.created_ms)).toISOString(),
+    eventCount: row.event_count,
+    lastTurn: row.last_turn,
+  };
+  if (row.first_ms !== null) rec.firstTs = new Date(Number(row.first_ms)).toISOString();
+  if (row.last_ms !== null) rec.lastTs = new Date(Number(row.last_ms)).toISOString();
+  return rec;
+}
