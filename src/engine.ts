@@ -16,6 +16,8 @@ import type { AppendOutcome, ListEventsQuery, StorageBackend, StoreStats } from 
 import type { StoreLocation } from './store/open-store.js';
 import { openStore } from './store/open-store.js';
 import { LruCache } from './memory/lru-cache.js';
+import type { CopyOptions, CopyReport } from './memory/store-copy.js';
+import { copyStore } from './memory/store-copy.js';
 
 export interface OpenEngramOptions extends StoreLocation {
   /** Use this backend instead of opening one from `db`. The engine closes it on {@link Engram.close}. */
@@ -36,6 +38,24 @@ const ARTIFACT_TEXT_CACHE_CHARS = 64 * 1024 * 1024;
 export async function openEngram(options: OpenEngramOptions = {}): Promise<Engram> {
   const store = options.backend ?? (await openStore(options));
   return new Engram(store, options.tokenizer ?? createGptTokenizer(), options.ingest ?? {});
+}
+
+/**
+ * Copies one store into another (SQLite <-> PostgreSQL), losslessly and resumably, then verifies counts and
+ * digests (see {@link copyStore}). The source is opened without creating anything.
+ */
+export async function migrateStore(from: StoreLocation, to: StoreLocation, options: CopyOptions = {}): Promise<CopyReport> {
+  const source = await openStore({ ...from, sqlite: { ...from.sqlite, create: false }, postgres: { ...from.postgres, create: false } });
+  try {
+    const target = await openStore(to);
+    try {
+      return await copyStore(source, target, options);
+    } finally {
+      await target.close();
+    }
+  } finally {
+    await source.close();
+  }
 }
 
 /** The engine: wiring only. Each capability lives in its own module under memory/, context/, bus/. */

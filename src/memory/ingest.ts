@@ -24,9 +24,11 @@ export interface IngestOptions {
   previewMaxChars?: number;
 }
 
+export const DEFAULT_MAX_INDEXED_CHARS = 2_000_000;
+
 const DEFAULTS = {
   artifactThresholdBytes: 4096,
-  maxIndexedChars: 2_000_000,
+  maxIndexedChars: DEFAULT_MAX_INDEXED_CHARS,
   previewMaxChars: 1200,
 } as const;
 
@@ -165,7 +167,7 @@ export class Ingestor {
       content,
       tags,
       searchText,
-      searchMeta: [v.kind.replace('_', ' '), v.toolName ?? '', ...tags].join(' ').trim(),
+      searchMeta: searchMetaFor(v.kind, v.toolName, tags),
     };
     if (artifact) draft.artifact = artifact;
     if (v.key !== undefined) draft.key = v.key;
@@ -206,7 +208,13 @@ function stableStringify(value: unknown): string {
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableStringify(v)}`).join(',')}}`;
 }
 
-function capForIndex(text: string, maxChars: number): string {
+/** Words indexed beside the text, with a lower weight: the kind, the tool name and the tags. */
+export function searchMetaFor(kind: string, toolName: string | undefined, tags: readonly string[]): string {
+  return [kind.replace('_', ' '), toolName ?? '', ...tags].join(' ').trim();
+}
+
+/** The artifact text put in the full-text index: whole, or its head (20 %) and tail (80 %) past `maxChars`. */
+export function capForIndex(text: string, maxChars: number): string {
   if (text.length <= maxChars) return text;
   const head = Math.floor(maxChars * 0.2);
   return `${text.slice(0, head)}\n…\n${text.slice(text.length - (maxChars - head))}`;

@@ -16,6 +16,14 @@ export const sessionIdSchema = z
   .string()
   .regex(SESSION_ID_PATTERN, 'must be 1-128 characters of letters, digits and ._:@- starting with a letter or digit');
 
+/** A short identifier-like string: no NUL (PostgreSQL text cannot hold one, and no tool sends one). */
+const label = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .refine((v) => !v.includes('\u0000'), 'must not contain a NUL character');
+
 const timestampSchema = z.union([
   z.number().int().nonnegative(),
   z.string().refine((s) => !Number.isNaN(Date.parse(s)), 'must be an ISO-8601 timestamp'),
@@ -40,15 +48,15 @@ export const eventInputSchema = z
     /** When the event happened: epoch milliseconds or ISO-8601. Defaults to now. */
     ts: timestampSchema.optional(),
     /** Idempotency key: appending the same key to the same session twice stores one event. */
-    key: z.string().min(1).max(MAX_EVENT_KEY_CHARS).optional(),
-    taskId: z.string().min(1).max(200).optional(),
+    key: label(MAX_EVENT_KEY_CHARS).optional(),
+    taskId: label(200).optional(),
     /** Reference to the premise this event was produced under (ENGRAM §5.2). */
-    premiseRef: z.string().min(1).max(200).optional(),
-    tags: z.array(z.string().min(1).max(100)).max(50).optional(),
+    premiseRef: label(200).optional(),
+    tags: z.array(label(100)).max(50).optional(),
     /** Id of an earlier event this one supersedes (a revised decision, a corrected value). */
     supersedes: z.string().regex(/^evt_[0-9a-z]{26}$/, 'must be an event id (evt_...)').optional(),
-    toolName: z.string().min(1).max(200).optional(),
-    toolCallId: z.string().min(1).max(200).optional(),
+    toolName: label(200).optional(),
+    toolCallId: label(200).optional(),
     meta: z
       .record(z.string(), z.unknown())
       .refine((m) => JSON.stringify(m).length <= MAX_META_JSON_CHARS, `must serialize to at most ${MAX_META_JSON_CHARS} characters`)

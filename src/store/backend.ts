@@ -148,6 +148,12 @@ export interface StorageBackend {
   /** Events of a session by their idempotency keys (absent keys are skipped), with their input hashes. */
   getEventsByKeys(sessionId: SessionId, keys: string[]): Promise<KeyedEvent[]>;
 
+  /**
+   * A session's events after `afterTurn`, in turn order, with their stored input hashes: everything needed
+   * to copy them to another store unchanged (`engram migrate`).
+   */
+  exportEvents(sessionId: SessionId, afterTurn: number, limit: number): Promise<KeyedEvent[]>;
+
   getSession(id: SessionId): Promise<SessionRecord | null>;
   listSessions(options?: { limit?: number }): Promise<SessionRecord[]>;
 

@@ -25,8 +25,9 @@ export function describeStorageContract(name: string, createHarness: () => Promi
       mem = await openEngram({ backend: harness.backend });
     });
     afterEach(async () => {
-      await mem.close();
-      await harness.cleanup();
+      // Guarded: when the harness failed to open, the real error must not be buried under a TypeError.
+      await mem?.close();
+      await harness?.cleanup();
     });
 
     describe('append', () => {
@@ -156,6 +157,16 @@ export function describeStorageContract(name: string, createHarness: () => Promi
           .catch((e: unknown) => e);
         expect(isEngramError(err, 'INVALID_INPUT')).toBe(true);
         expect((err as { data: { field: string } }).data.field).toBe('events[0].supersedes');
+      });
+
+      it('rejects NUL characters in identifier fields on every backend', async () => {
+        for (const bad of [{ key: 'a\u0000b' }, { toolName: 'Ba\u0000sh' }, { tags: ['x\u0000'] }, { taskId: '\u0000' }]) {
+          const err = await mem.append('s1', { kind: 'user', content: 'x', ...bad }).catch((e: unknown) => e);
+          expect(isEngramError(err, 'INVALID_INPUT')).toBe(true);
+        }
+        // Content is verbatim, NUL included.
+        const [out] = await mem.append('s1', { kind: 'tool_result', content: 'a\u0000b' });
+        expect((await mem.getEvent(out!.record.id)).content).toBe('a\u0000b');
       });
 
       it('rejects a malformed session id', async () => {

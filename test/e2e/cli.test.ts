@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { dropSchema, testPgUrl, uniqueSchema } from '../fixtures/postgres.js';
 
 const BIN = resolve('bin/engram.js');
 const DEMO = resolve('examples/demo-session.jsonl');
@@ -19,7 +20,7 @@ function engram(args: string[], options: { input?: string; env?: Record<string, 
   const r = spawnSync(process.execPath, [BIN, ...args], {
     cwd: dir,
     input: options.input,
-    env: { ...process.env, ENGRAM_DB: '', ...options.env },
+    env: { ...process.env, ENGRAM_DB: '', ENGRAM_PG_URL: '', ...options.env },
     encoding: 'utf8',
   });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
@@ -187,5 +188,43 @@ describe('engram CLI', () => {
     const r = engram(['show', 'evt_0000', '--json'], { env: {} });
     expect(r.code).toBe(3);
     expect(JSON.parse(r.stderr).error.code).toBe('NOT_FOUND');
+  });
+});
+
+describe('engram CLI on PostgreSQL', () => {
+  let schema: string;
+  let url: string;
+  beforeEach(() => {
+    schema = uniqueSchema('engram_cli');
+    url = `${testPgUrl()}${testPgUrl().includes('?') ? '&' : '?'}schema=${schema}`;
+  });
+  afterEach(async () => {
+    await dropSchema(schema);
+  });
+
+  it('ingests and recalls with --pg, and reads ENGRAM_PG_URL', () => {
+    expect(engram(['--pg', url, 'ingest', DEMO]).code).toBe(0);
+    expect(engram(['--pg', url, 'recall', 'ECONNREFUSED']).stdout).toContain('ECONNREFUSED 10.0.4.12:5433');
+    const stats = JSON.parse(engram(['stats', '--json'], { env: { ENGRAM_PG_URL: url } }).stdout);
+    expect(stats.events).toBe(15);
+    expect(stats.backend).toContain('postgres');
+    expect(existsSync(join(dir, '.engram'))).toBe(false);
+  });
+
+  it('migrates a SQLite store to PostgreSQL and verifies it', () => {
+    engram(['ingest', DEMO]);
+    const r = engram(['migrate', '--from', 'sqlite:.engram/engram.db', '--to', url, '--json']);
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.stdout);
+    expect(report).toMatchObject({ sessions: 1, eventsCopied: 15, isVerified: true });
+    expect(engram(['--pg', url, 'recall', 'e3b0c44']).stdout).toContain('e3b0c44 fix(db)');
+    // Running it again copies nothing and still verifies.
+    expect(JSON.parse(engram(['migrate', '--from', '.engram/engram.db', '--to', url, '--json']).stdout)).toMatchObject({ eventsCopied: 0, eventsAlreadyThere: 15, isVerified: true });
+  });
+
+  it('refuses --db and --pg together', () => {
+    const r = engram(['--db', 'a.db', '--pg', url, 'stats']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--db and --pg');
   });
 });

@@ -4,8 +4,9 @@ import { openEngram, type Engram } from '../../engine.js';
 import { EngramError, isEngramError } from '../../errors.js';
 import { EVENT_KINDS } from '../../model/event.js';
 import { IMPORT_FORMATS } from '../../memory/importers/types.js';
-import { DEFAULT_DB_PATH } from '../../store/open-store.js';
+import { DEFAULT_DB_PATH, type StoreLocation } from '../../store/open-store.js';
 import { ingestCommand } from './commands/ingest.js';
+import { migrateCommand, type MigrateArgs } from './commands/migrate.js';
 import { parseInteger, recallCommand } from './commands/recall.js';
 import { showCommand } from './commands/show.js';
 import { sessionsCommand, statsCommand } from './commands/stats.js';
@@ -15,6 +16,7 @@ import { formatPairs, processIo } from './output.js';
 
 interface GlobalOptions {
   db?: string;
+  pg?: string;
   json?: boolean;
 }
 
@@ -28,11 +30,10 @@ const VERSION = '0.1.0';
 export async function main(argv: string[], io: Io = processIo): Promise<number> {
   let exitCode: number = EXIT.OK;
   let mem: Engram | undefined;
-  const dbPath = (opts: GlobalOptions): string => resolve(opts.db || process.env.ENGRAM_DB || DEFAULT_DB_PATH);
   const withStore =
     <A extends GlobalOptions>(run: (mem: Engram, args: A) => Promise<number>, create = false) =>
     async (args: A): Promise<void> => {
-      mem = await openEngram({ db: dbPath(args), sqlite: { create } });
+      mem = await openEngram({ ...storeLocation(args), sqlite: { create }, postgres: { create } });
       exitCode = await run(mem, args);
     };
   // Subcommand options merged with the program's global ones (--db, --json may stand anywhere).
@@ -48,6 +49,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     .description('Lossless memory and context engine for LLM agents.')
     .version(VERSION)
     .option('--db <path>', `SQLite store (default: $ENGRAM_DB or ${DEFAULT_DB_PATH})`)
+    .option('--pg <url>', 'PostgreSQL store, postgres://user:pass@host/db[?schema=name] (default: $ENGRAM_PG_URL; wins over the SQLite default)')
     .option('--json', 'machine-readable output on stdout')
     .configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, '')), writeErr: (s) => io.err(s.replace(/\n$/, '')) })
     .exitOverride()
@@ -60,8 +62,8 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       merged(
         withStore(async (m, args: GlobalOptions) => {
           const stats = await m.stats();
-          if (args.json) io.out(JSON.stringify({ db: dbPath(args), ...stats }, null, 2));
-          else io.out(`Engram store ready at ${dbPath(args)} (${stats.events} events in ${stats.sessions} sessions)`);
+          if (args.json) io.out(JSON.stringify(stats, null, 2));
+          else io.out(`Engram store ready: ${stats.backend} (${stats.events} events in ${stats.sessions} sessions)`);
           return EXIT.OK;
         }, true),
       ),
@@ -120,6 +122,18 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       ),
     );
 
+  program
+    .command('migrate')
+    .description('copy a whole store to another (SQLite <-> PostgreSQL), resumably, and verify the copy')
+    .requiredOption('--from <store>', 'source: sqlite:PATH, a file path, or a postgres:// URL')
+    .requiredOption('--to <store>', 'target: sqlite:PATH, a file path, or a postgres:// URL (empty, or a copy interrupted earlier)')
+    .option('--batch <n>', 'events per transaction (default 500)')
+    .action(
+      merged(async (args: MigrateArgs & GlobalOptions) => {
+        exitCode = await migrateCommand(args, io);
+      }),
+    );
+
   program.addHelpText(
     'after',
     `
@@ -141,6 +155,14 @@ Examples:
     await mem?.close();
   }
   return exitCode;
+}
+
+/** --pg / $ENGRAM_PG_URL, else --db / $ENGRAM_DB, else the default SQLite file. */
+function storeLocation(opts: GlobalOptions): StoreLocation {
+  if (opts.db && opts.pg) throw new EngramError('INVALID_INPUT', '--db and --pg name two stores; give one', { field: 'pg' });
+  const pg = opts.pg || (opts.db ? undefined : process.env.ENGRAM_PG_URL);
+  if (pg) return { pg };
+  return { db: resolve(opts.db || process.env.ENGRAM_DB || DEFAULT_DB_PATH) };
 }
 
 function positionalArgs(cmd: Command, values: unknown[]): Record<string, unknown> {

@@ -2,16 +2,17 @@ import cliProgress from 'cli-progress';
 import type { Io } from './output.js';
 
 export interface Progress {
-  update(doneBytes: number, totalBytes: number, phase: string, events: number): void;
+  /** `unit` says what done/total count: bytes (shown in MB) or events. */
+  update(done: number, total: number, phase: string, events: number, unit?: 'bytes' | 'events'): void;
   stop(): void;
 }
 
-/** A byte-based progress bar on stderr when it is a terminal; nothing otherwise (pipes and logs stay clean). */
+/** A progress bar on stderr when it is a terminal; nothing otherwise (pipes and logs stay clean). */
 export function createProgress(io: Io): Progress {
   if (!io.isErrTty) return { update: () => {}, stop: () => {} };
   const bar = new cliProgress.SingleBar(
     {
-      format: ' {phase} [{bar}] {percentage}% | {doneMb}/{totalMb} MB | {events} events | eta {eta_formatted}',
+      format: ' {phase} [{bar}] {percentage}% | {doneFmt}/{totalFmt} | {events} events | eta {eta_formatted}',
       hideCursor: true,
       stream: process.stderr,
       etaBuffer: 50,
@@ -21,8 +22,9 @@ export function createProgress(io: Io): Progress {
   let started = false;
   let lastPhase = '';
   return {
-    update(done, total, phase, events) {
-      const payload = { phase: phase.padEnd(8), doneMb: (done / 1048576).toFixed(1), totalMb: (total / 1048576).toFixed(1), events };
+    update(done, total, phase, events, unit = 'bytes') {
+      const fmt = (n: number): string => (unit === 'bytes' ? `${(n / 1048576).toFixed(1)} MB` : String(n));
+      const payload = { phase: phase.padEnd(8), doneFmt: fmt(done), totalFmt: fmt(total), events };
       if (!started || phase !== lastPhase) {
         if (started) bar.stop();
         bar.start(total, done, payload);

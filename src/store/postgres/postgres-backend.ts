@@ -253,6 +253,12 @@ export class PostgresBackend implements StorageBackend {
     return (await this.query<EventRow>(sql, params)).map(rowToEvent);
   }
 
+  async exportEvents(sessionId: SessionId, afterTurn: number, limit: number): Promise<KeyedEvent[]> {
+    const sql = `SELECT ${EVENT_COLUMNS} FROM ${this.sql.s}.events WHERE session_id = $1 AND turn > $2 ORDER BY turn LIMIT $3`;
+    const rows = await this.query<EventRow>(sql, [sessionId, afterTurn, limit]);
+    return rows.map((row) => ({ record: rowToEvent(row), inputHash: row.input_hash }));
+  }
+
   async getSession(id: SessionId): Promise<SessionRecord | null> {
     const rows = await this.query<SessionRow>(this.sql.sessionById, [id]);
     return rows[0] ? rowToSession(rows[0]) : null;

@@ -279,6 +279,12 @@ export class SqliteBackend implements StorageBackend {
     return rows.map(rowToEvent);
   }
 
+  async exportEvents(sessionId: SessionId, afterTurn: number, limit: number): Promise<KeyedEvent[]> {
+    this.assertOpen();
+    const rows = this.stmts.exportEvents.all(sessionId, afterTurn, limit) as EventRow[];
+    return rows.map((row) => ({ record: rowToEvent(row), inputHash: row.input_hash }));
+  }
+
   async getSession(id: SessionId): Promise<SessionRecord | null> {
     this.assertOpen();
     const row = this.stmts.sessionById.get(id) as SessionRow | undefined;
@@ -435,6 +441,7 @@ function prepareStatements(db: Db) {
     ),
     insertFts: db.prepare('INSERT INTO events_fts (rowid, body, meta) VALUES (?, ?, ?)'),
     eventById: db.prepare('SELECT * FROM events WHERE id = ?'),
+    exportEvents: db.prepare('SELECT * FROM events WHERE session_id = ? AND turn > ? ORDER BY turn LIMIT ?'),
     eventByKey: db.prepare('SELECT * FROM events WHERE session_id = ? AND event_key = ?'),
     sessionById: db.prepare('SELECT * FROM sessions WHERE id = ?'),
     artifactById: db.prepare('SELECT * FROM artifacts WHERE id = ?'),

@@ -36,7 +36,7 @@ export async function ingestCommand(mem: Engram, args: IngestArgs, io: Io): Prom
         ...(args.format ? { format: args.format } : {}),
         ...(args.session ? { sessionId: args.session } : {}),
         skipInvalid: args.skipInvalid ?? false,
-        onProgress: (p) => progress.update(p.bytesRead, p.totalBytes, p.phase, p.events),
+        onProgress: (p) => progress.update(p.bytesRead, p.totalBytes, p.phase, p.events, 'bytes'),
       },
     );
     progress.stop();
