@@ -1,9 +1,11 @@
 /**
- * Ingest throughput and recall latency on the embedded SQLite store, against raw SQLite + FTS5 on the
- * same events (the ratio is our overhead). Writes bench/results/ingest-recall.{md,json}.
+ * Ingest throughput and recall latency on each backend, against raw SQLite + FTS5 on the same events (the
+ * ratio is our overhead), plus concurrent writers. Writes bench/results/ingest-recall.{md,json}.
  *
  *   npm run bench -- ingest-recall [--sizes 10000,100000] [--queries 300] [--single 3000]
+ *                                  [--backends sqlite,postgres] [--writers 1,2,4] [--writer-events 5000]
  */
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,59 +13,112 @@ import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import { openEngram, type Engram } from '../src/engine.js';
 import { parseQuery } from '../src/memory/query-terms.js';
+import type { StoreLocation } from '../src/store/open-store.js';
 import { compileFts5Match } from '../src/store/sqlite/fts5-query.js';
 import { agentTrace, recallQueries, type TraceEvent } from './lib/agent-trace.js';
+import { createBenchStore, type BenchBackend } from './lib/bench-stores.js';
 import { machineLine, round, summarize } from './lib/stats.js';
 
 const BATCH = 500;
+const WRITER_BATCH = 100;
+
+type Summary = ReturnType<typeof roundSummary>;
 
 interface SizeResult {
+  backend: BenchBackend;
   events: number;
   ingestEventsPerSec: number;
-  rawEventsPerSec: number;
-  ingestRatio: number;
-  dbMb: number;
-  recall: ReturnType<typeof summarize>;
-  rawFts: ReturnType<typeof summarize>;
+  recall: Summary;
   avgHits: number;
+  /** SQLite only: raw SQLite + FTS5 on the same events. */
+  raw?: { eventsPerSec: number; ingestRatio: number; fts: Summary };
 }
 
-export async function runIngestRecall(args: { sizes: number[]; queries: number; single: number }): Promise<void> {
-  const work = mkdtempSync(join(tmpdir(), 'engram-bench-'));
+interface SingleResult {
+  backend: BenchBackend;
+  durability: string;
+  latency: Summary;
+}
+
+interface WriterResult {
+  backend: BenchBackend;
+  writers: number;
+  events: number;
+  eventsPerSec: number;
+  scaling: number;
+}
+
+export interface IngestRecallArgs {
+  sizes: number[];
+  queries: number;
+  single: number;
+  backends: BenchBackend[];
+  writers: number[];
+  writerEvents: number;
+}
+
+export async function runIngestRecall(args: IngestRecallArgs): Promise<void> {
   const results: SizeResult[] = [];
-  try {
-    for (const size of args.sizes) {
-      console.error(`== ${size} events`);
-      const trace = [...agentTrace(size, { seed: 42 })];
-      const ours = await ingestOurs(join(work, `ours-${size}.db`), trace);
-      const raw = ingestRaw(join(work, `raw-${size}.db`), trace);
-      const queries = recallQueries(args.queries);
-      const mem = await openEngram({ db: join(work, `ours-${size}.db`) });
-      const recall = await timeRecall(mem, queries);
-      await mem.close();
-      const rawFts = timeRawFts(join(work, `raw-${size}.db`), queries);
-      results.push({
-        events: size,
-        ingestEventsPerSec: round(ours.eventsPerSec, 0),
-        rawEventsPerSec: round(raw.eventsPerSec, 0),
-        ingestRatio: round(ours.eventsPerSec / raw.eventsPerSec),
-        dbMb: round(ours.dbBytes / 1048576, 1),
-        recall: roundSummary(recall.latency),
-        rawFts: roundSummary(rawFts),
-        avgHits: round(recall.avgHits, 1),
-      });
-      console.error(JSON.stringify(results.at(-1)));
+  const singles: SingleResult[] = [];
+  const writers: WriterResult[] = [];
+  const queries = recallQueries(args.queries);
+  for (const size of args.sizes) {
+    const trace = [...agentTrace(size, { seed: 42 })];
+    for (const backend of args.backends) {
+      console.error(`== ${backend}, ${size} events`);
+      const store = await createBenchStore(backend);
+      try {
+        const ingestEventsPerSec = await ingestOurs(store.location, trace);
+        const mem = await openEngram(store.location);
+        const recall = await timeRecall(mem, queries);
+        await mem.close();
+        const result: SizeResult = { backend, events: size, ingestEventsPerSec: round(ingestEventsPerSec, 0), recall: roundSummary(recall.latency), avgHits: round(recall.avgHits, 1) };
+        if (backend === 'sqlite') {
+          const work = mkdtempSync(join(tmpdir(), 'engram-raw-'));
+          try {
+            const raw = ingestRaw(join(work, 'raw.db'), trace);
+            result.raw = { eventsPerSec: round(raw, 0), ingestRatio: round(ingestEventsPerSec / raw), fts: roundSummary(timeRawFts(join(work, 'raw.db'), queries)) };
+          } finally {
+            rmSync(work, { recursive: true, force: true });
+          }
+        }
+        results.push(result);
+        console.error(JSON.stringify(result));
+      } finally {
+        await store.cleanup();
+      }
     }
-    const single = await singleIngest(join(work, 'single.db'), args.single, 'normal');
-    const singleFull = await singleIngest(join(work, 'single-full.db'), args.single, 'full');
-    writeReport({ results, single, singleFull, queries: args.queries });
-  } finally {
-    rmSync(work, { recursive: true, force: true });
   }
+  for (const backend of args.backends) {
+    const durabilities = backend === 'sqlite' ? (['normal', 'full'] as const) : (['default'] as const);
+    for (const durability of durabilities) {
+      const store = await createBenchStore(backend);
+      try {
+        const location: StoreLocation = durability === 'full' ? { ...store.location, sqlite: { durability: 'full' } } : store.location;
+        singles.push({ backend, durability, latency: await singleIngest(location, args.single) });
+        console.error(JSON.stringify(singles.at(-1)));
+      } finally {
+        await store.cleanup();
+      }
+    }
+    let base = 0;
+    for (const n of args.writers) {
+      const store = await createBenchStore(backend);
+      try {
+        const eventsPerSec = await concurrentWriters(store.location, n, args.writerEvents);
+        if (n === args.writers[0]) base = eventsPerSec;
+        writers.push({ backend, writers: n, events: n * args.writerEvents, eventsPerSec: round(eventsPerSec, 0), scaling: round(eventsPerSec / base) });
+        console.error(JSON.stringify(writers.at(-1)));
+      } finally {
+        await store.cleanup();
+      }
+    }
+  }
+  writeReport({ results, singles, writers, args });
 }
 
-async function ingestOurs(path: string, trace: TraceEvent[]): Promise<{ eventsPerSec: number; dbBytes: number }> {
-  const mem = await openEngram({ db: path });
+async function ingestOurs(location: StoreLocation, trace: TraceEvent[]): Promise<number> {
+  const mem = await openEngram(location);
   const pending = new Map<string, TraceEvent['event'][]>();
   const start = performance.now();
   for (const t of trace) {
@@ -78,15 +133,11 @@ async function ingestOurs(path: string, trace: TraceEvent[]): Promise<{ eventsPe
   for (const [s, list] of pending) if (list.length > 0) await mem.append(s, list);
   const secs = (performance.now() - start) / 1000;
   await mem.close();
-  const db = new Database(path, { readonly: true });
-  const pages = db.pragma('page_count', { simple: true }) as number;
-  const pageSize = db.pragma('page_size', { simple: true }) as number;
-  db.close();
-  return { eventsPerSec: trace.length / secs, dbBytes: pages * pageSize };
+  return trace.length / secs;
 }
 
 /** The floor: plain INSERT into a table plus the same FTS5 index, same pragmas, same batches. */
-function ingestRaw(path: string, trace: TraceEvent[]): { eventsPerSec: number } {
+function ingestRaw(path: string, trace: TraceEvent[]): number {
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
@@ -107,11 +158,11 @@ function ingestRaw(path: string, trace: TraceEvent[]): { eventsPerSec: number } 
   for (let i = 0; i < trace.length; i += BATCH) tx(trace.slice(i, i + BATCH));
   const secs = (performance.now() - start) / 1000;
   db.close();
-  return { eventsPerSec: trace.length / secs };
+  return trace.length / secs;
 }
 
 async function timeRecall(mem: Engram, queries: string[]): Promise<{ latency: number[]; avgHits: number }> {
-  for (const q of queries.slice(0, 20)) await mem.recall(q); // warm the page cache and statements
+  for (const q of queries.slice(0, 20)) await mem.recall(q); // warm caches and statements
   const latency: number[] = [];
   let hits = 0;
   for (const q of queries) {
@@ -123,6 +174,7 @@ async function timeRecall(mem: Engram, queries: string[]): Promise<{ latency: nu
   return { latency, avgHits: hits / queries.length };
 }
 
+/** bm25 top-10 of the query's terms OR-ed, nothing else: what a plain FTS5 MATCH costs. */
 function timeRawFts(path: string, queries: string[]): number[] {
   const db = new Database(path, { readonly: true });
   const stmt = db.prepare('SELECT rowid, bm25(events_fts) AS s FROM events_fts WHERE events_fts MATCH ? ORDER BY s LIMIT 10');
@@ -139,8 +191,8 @@ function timeRawFts(path: string, queries: string[]): number[] {
   return latency;
 }
 
-async function singleIngest(path: string, count: number, durability: 'normal' | 'full') {
-  const mem = await openEngram({ db: path, sqlite: { durability } });
+async function singleIngest(location: StoreLocation, count: number): Promise<Summary> {
+  const mem = await openEngram(location);
   // A store with history: single appends are measured against 10K events already stored.
   const warm = [...agentTrace(10_000, { seed: 1 })];
   for (let i = 0; i < warm.length; i += BATCH) await mem.append('warm', warm.slice(i, i + BATCH).map((t) => t.event));
@@ -154,49 +206,100 @@ async function singleIngest(path: string, count: number, durability: 'normal' | 
   return roundSummary(latency);
 }
 
+/** N writer processes, each with its own connection and sessions, released together; aggregate events/s. */
+async function concurrentWriters(location: StoreLocation, n: number, eventsEach: number): Promise<number> {
+  // Create the store (and run migrations) once, before the writers race to open it.
+  await (await openEngram(location)).close();
+  const children = Array.from({ length: n }, (_, i) =>
+    spawn(process.execPath, ['--import', 'tsx', 'bench/lib/writer-process.ts', JSON.stringify(location), String(i), String(eventsEach), String(WRITER_BATCH)], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    }),
+  );
+  const done = children.map(
+    (child) =>
+      new Promise<{ events: number; ms: number }>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+        child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as { events: number; ms: number }) : reject(new Error(`writer exited ${code}`))));
+      }),
+  );
+  // Let every child load and open its store, then release them together.
+  await new Promise((r) => setTimeout(r, 3000));
+  const start = performance.now();
+  for (const child of children) child.stdin.end('go\n');
+  const results = await Promise.all(done);
+  const wallMs = performance.now() - start;
+  return results.reduce((sum, r) => sum + r.events, 0) / (wallMs / 1000);
+}
+
 function roundSummary(samples: number[]) {
   const s = summarize(samples);
   return { p50: round(s.p50, 3), p95: round(s.p95, 3), p99: round(s.p99, 3), mean: round(s.mean, 3), n: s.n };
 }
 
-function writeReport(r: {
-  results: SizeResult[];
-  single: ReturnType<typeof roundSummary>;
-  singleFull: ReturnType<typeof roundSummary>;
-  queries: number;
-}): void {
+function writeReport(r: { results: SizeResult[]; singles: SingleResult[]; writers: WriterResult[]; args: IngestRecallArgs }): void {
   mkdirSync('bench/results', { recursive: true });
   const when = new Date().toISOString();
   writeFileSync('bench/results/ingest-recall.json', JSON.stringify({ when, machine: machineLine(), cpus: cpus().length, ...r }, null, 2) + '\n');
-  const rows = r.results
-    .map(
-      (x) =>
-        `| ${x.events.toLocaleString('en')} | ${x.ingestEventsPerSec.toLocaleString('en')} | ${x.rawEventsPerSec.toLocaleString('en')} | ${x.ingestRatio} | ${x.recall.p50} / ${x.recall.p95} / ${x.recall.p99} | ${x.rawFts.p50} / ${x.rawFts.p95} / ${x.rawFts.p99} | ${round(x.recall.p95 / x.rawFts.p95)} | ${x.avgHits} | ${x.dbMb} |`,
-    )
+  const ms = (s: Summary): string => `${s.p50} / ${s.p95} / ${s.p99}`;
+  const fmt = (n: number): string => n.toLocaleString('en');
+  const sqlite = r.results.filter((x) => x.backend === 'sqlite');
+  const rawRows = sqlite
+    .map((x) => `| ${fmt(x.events)} | ${fmt(x.ingestEventsPerSec)} | ${fmt(x.raw!.eventsPerSec)} | ${x.raw!.ingestRatio} | ${ms(x.recall)} | ${ms(x.raw!.fts)} | ${x.avgHits} |`)
     .join('\n');
-  const md = `# Ingest and recall on the embedded SQLite store
+  const backendRows = r.results
+    .map((x) => {
+      const ref = sqlite.find((s) => s.events === x.events);
+      const ingestVs = ref ? round(x.ingestEventsPerSec / ref.ingestEventsPerSec) : '-';
+      const recallVs = ref ? round(x.recall.p95 / ref.recall.p95) : '-';
+      return `| ${x.backend} | ${fmt(x.events)} | ${fmt(x.ingestEventsPerSec)} | ${ingestVs} | ${ms(x.recall)} | ${recallVs} | ${x.avgHits} |`;
+    })
+    .join('\n');
+  const singleRows = r.singles.map((s) => `| ${s.backend} | ${s.durability} | ${s.latency.p50} | ${s.latency.p95} | ${s.latency.p99} | ${s.latency.n} |`).join('\n');
+  const writerRows = r.writers.map((w) => `| ${w.backend} | ${w.writers} | ${fmt(w.events)} | ${fmt(w.eventsPerSec)} | ${w.scaling} |`).join('\n');
+  const md = `# Ingest and recall: SQLite and PostgreSQL
 
-Generated by \`npm run bench -- ingest-recall\` on ${when} (${machineLine()}, ${cpus().length} cores).
-Trace: \`bench/lib/agent-trace.ts\`, seed 42, 20 sessions, ~120 words per event, 4 % of tool results large
-enough to become artifacts. Recall: ${r.queries} queries from \`recallQueries()\` (identifiers, paths, 3-5 word
-questions), k = 10, 2,000-token budget, after 20 warm-up queries. Raw FTS5 = \`bm25\` top-10 of the same OR-ed
-terms on a plain table + the same FTS5 index, i.e. no excerpts, packing, token counting or re-ranking.
+Generated by \`npm run bench -- ingest-recall\` on ${when} (${machineLine()}, ${cpus().length} cores; PostgreSQL is the
+local server on the same machine, so it shares those 2 cores with the benchmark).
 
-## Batched ingest (500 events per transaction) and recall
+Trace: \`bench/lib/agent-trace.ts\`, seed 42, 20 sessions, a coding agent's dialogue, tool calls and tool results
+(build logs, JSON responses, grep output, test runs, stack traces) over a Zipfian vocabulary; about 100 words
+per event, 4 % of tool results large enough to become artifacts. Recall: ${r.args.queries} queries from
+\`recallQueries()\` (error codes, file paths with line numbers, 3-5 word questions), k = 10, 2,000-token
+budget, after 20 warm-up queries; latencies are end to end (search, excerpts, token counting, packing).
 
-| events | ours events/s | raw SQLite+FTS5 events/s | ratio (target >= 0.8) | recall p50 / p95 / p99 ms | raw FTS5 p50 / p95 / p99 ms | p95 overhead x | avg hits | db MB |
-| ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |
-${rows}
+## SQLite against raw SQLite + FTS5 (batches of ${BATCH} events)
 
-## Durable single-event ingest (one transaction per event, store holding 10K events)
+Raw = a plain table + the same FTS5 index, same pragmas and batches, no validation, artifacts, previews,
+compression, ids or keys; raw FTS5 = \`bm25\` top-10 of the same OR-ed terms, no excerpts or packing.
 
-| durability | p50 ms | p95 ms | p99 ms (target < 2) | n |
+| events | ours events/s | raw events/s | ratio (target >= 0.8) | recall p50 / p95 / p99 ms | raw FTS5 p50 / p95 / p99 ms | avg hits |
+| ---: | ---: | ---: | ---: | --- | --- | ---: |
+${rawRows}
+
+## Both backends (batches of ${BATCH} events)
+
+| backend | events | ingest events/s | ingest vs SQLite | recall p50 / p95 / p99 ms | recall p95 vs SQLite | avg hits |
+| --- | ---: | ---: | ---: | --- | ---: | ---: |
+${backendRows}
+
+## Single-event appends (one transaction each, store holding 10K events)
+
+| backend | durability | p50 ms | p95 ms | p99 ms (target < 2) | n |
+| --- | --- | ---: | ---: | ---: | ---: |
+${singleRows}
+
+SQLite \`normal\`: WAL with synchronous=NORMAL, survives a crash or kill of the process; \`full\`: fsync per commit,
+survives power loss. PostgreSQL: the server's defaults (fsync on, synchronous_commit on), durable on commit.
+
+## Concurrent writers (separate processes, own connections, batches of ${WRITER_BATCH})
+
+| backend | writers | events | aggregate events/s | vs 1 writer |
 | --- | ---: | ---: | ---: | ---: |
-| normal (WAL, synchronous=NORMAL: survives process crash/kill) | ${r.single.p50} | ${r.single.p95} | ${r.single.p99} | ${r.single.n} |
-| full (WAL, synchronous=FULL: fsync per commit, survives power loss) | ${r.singleFull.p50} | ${r.singleFull.p95} | ${r.singleFull.p99} | ${r.singleFull.n} |
+${writerRows}
 
-Targets (DESIGN.md): durable single ingest p99 < 2 ms; batched >= 0.8x raw SQLite + FTS5 (issue: >= 50,000 events/s);
-recall p95 < 10 ms at 100K events.
+Targets (DESIGN.md): durable single ingest p99 < 2 ms; batched >= 0.8x raw SQLite + FTS5; recall p95 < 10 ms at
+100K events, < 50 ms at 1M.
 `;
   writeFileSync('bench/results/ingest-recall.md', md);
   console.error(md);
