@@ -20,6 +20,8 @@ export const ERROR_CODES = [
   'DEREF_DENIED',
   'SCOPE_DENIED',
   'POINTER_INVALID',
+  /** An external model provider (embeddings, LLM) failed or refused: `data.status`, `data.retryable`. */
+  'PROVIDER_ERROR',
   /** The storage backend failed for a reason not covered above (I/O, lock timeout). */
   'STORAGE_ERROR',
   /** A bug: an invariant inside Engram did not hold. */

@@ -20,6 +20,8 @@ export const EXIT = {
   DENIED: 6,
   /** An import finished with --skip-invalid and left invalid records out (listed in the report). */
   PARTIAL: 7,
+  /** An external model provider (embeddings, LLM) failed or is misconfigured. */
+  PROVIDER: 8,
   /** Interrupted (Ctrl-C); everything acknowledged before is stored. */
   INTERRUPTED: 130,
 } as const;
@@ -43,6 +45,8 @@ export function exitCodeFor(code: ErrorCode): number {
     case 'DEREF_DENIED':
     case 'SCOPE_DENIED':
       return EXIT.DENIED;
+    case 'PROVIDER_ERROR':
+      return EXIT.PROVIDER;
     case 'INTERNAL':
       return EXIT.FAILURE;
   }
