@@ -1,5 +1,5 @@
-import { EngramError, isEngramError } from '../../errors.js';
-import type { ArtifactDraft, PreviewKind } from '../../model/artifact.js';
+import { EngramError } from '../../errors.js';
+import type { ArtifactDraft } from '../../model/artifact.js';
 import type { EventKind, EventRecord, SessionRecord } from '../../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../../model/ids.js';
 import type {
@@ -15,6 +15,7 @@ import type {
   TextSearchQuery,
 } from '../backend.js';
 import { DEFAULT_CAPABILITIES } from '../backend.js';
+import { eventFromColumns, eventFromDraft } from '../event-record.js';
 import { LATEST_POSTGRES_SCHEMA_VERSION, MIGRATIONS_TABLE, POSTGRES_MIGRATIONS, TEXT_SEARCH_CONFIG } from './migrations.js';
 import type { PgErrorPhase } from './pg-errors.js';
 import { isServerError, redactPgUrl, translatePgError } from './pg-errors.js';
@@ -208,7 +209,7 @@ export class PostgresBackend implements StorageBackend {
           return;
         }
         turn += 1;
-        const record = draftToRecord(d, sessionId, turn);
+        const record = eventFromDraft(d, sessionId, turn);
         if (key !== undefined) byKey.set(key, { record, inputHash: d.inputHash ?? null });
         fresh.push({ draft: d, turn, ...chunked[i]! });
         outcomes.push({ record, isDuplicate: false });
@@ -655,52 +656,13 @@ function quoteIdent(name: string): string {
 }
 
 function rowToEvent(row: EventRow): EventRecord {
-  const rec: EventRecord = {
-    id: row.id as EventId,
-    sessionId: row.session_id as SessionId,
-    turn: row.turn,
-    kind: row.kind as EventKind,
-    ts: new Date(Number(row.ts_ms)).toISOString(),
+  return eventFromColumns({
+    ...row,
+    ts_ms: Number(row.ts_ms),
     content: row.content_escaped ? (JSON.parse(row.content) as string) : row.content,
+    artifact_size: row.artifact_size === null ? null : Number(row.artifact_size),
     tags: row.tags ?? [],
-  };
-  if (row.artifact_id) {
-    rec.artifact = {
-      id: row.artifact_id as ArtifactId,
-      mediaType: row.artifact_media ?? 'application/octet-stream',
-      sizeBytes: Number(row.artifact_size ?? 0),
-      previewKind: (row.preview_kind ?? 'tail') as PreviewKind,
-    };
-  }
-  if (row.event_key !== null) rec.key = row.event_key;
-  if (row.task_id !== null) rec.taskId = row.task_id;
-  if (row.premise_ref !== null) rec.premiseRef = row.premise_ref;
-  if (row.supersedes !== null) rec.supersedes = row.supersedes as EventId;
-  if (row.tool_name !== null) rec.toolName = row.tool_name;
-  if (row.tool_call_id !== null) rec.toolCallId = row.tool_call_id;
-  if (row.meta !== null) rec.meta = row.meta;
-  return rec;
-}
-
-function draftToRecord(d: EventDraft, sessionId: SessionId, turn: number): EventRecord {
-  const rec: EventRecord = {
-    id: d.id,
-    sessionId,
-    turn,
-    kind: d.kind,
-    ts: new Date(d.tsMs).toISOString(),
-    content: d.content,
-    tags: d.tags,
-  };
-  if (d.artifact) rec.artifact = d.artifact;
-  if (d.key !== undefined) rec.key = d.key;
-  if (d.taskId !== undefined) rec.taskId = d.taskId;
-  if (d.premiseRef !== undefined) rec.premiseRef = d.premiseRef;
-  if (d.supersedes !== undefined) rec.supersedes = d.supersedes;
-  if (d.toolName !== undefined) rec.toolName = d.toolName;
-  if (d.toolCallId !== undefined) rec.toolCallId = d.toolCallId;
-  if (d.meta !== undefined) rec.meta = d.meta;
-  return rec;
+  });
 }
 
 function rowToSession(row: SessionRow): SessionRecord {

@@ -5,7 +5,6 @@ import { EngramError, isEngramError } from '../../errors.js';
 import type { ArtifactDraft } from '../../model/artifact.js';
 import type { EventKind, EventRecord, SessionRecord } from '../../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../../model/ids.js';
-import type { PreviewKind } from '../../model/artifact.js';
 import type {
   AppendOutcome,
   BackendCapabilities,
@@ -19,6 +18,7 @@ import type {
   TextSearchQuery,
 } from '../backend.js';
 import { DEFAULT_CAPABILITIES } from '../backend.js';
+import { eventFromColumns, eventFromDraft } from '../event-record.js';
 import { startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { Fts5Planner } from './fts5-planner.js';
 import { ENGRAM_APPLICATION_ID, LATEST_SQLITE_SCHEMA_VERSION, SQLITE_MIGRATIONS } from './migrations.js';
@@ -214,7 +214,7 @@ export class SqliteBackend implements StorageBackend {
           d.meta !== undefined ? JSON.stringify(d.meta) : null,
         );
         s.insertFts.run(info.lastInsertRowid, d.searchText, d.searchMeta);
-        outcomes.push({ record: draftToRecord(d, sessionId, turn), isDuplicate: false });
+        outcomes.push({ record: eventFromDraft(d, sessionId, turn), isDuplicate: false });
       }
       if (added > 0) s.updateSession.run(turn, added, minMs, minMs, maxMs, maxMs, sessionId);
       return outcomes;
@@ -514,52 +514,11 @@ function migrate(db: Db): void {
 }
 
 function rowToEvent(row: EventRow): EventRecord {
-  const rec: EventRecord = {
-    id: row.id as EventId,
-    sessionId: row.session_id as SessionId,
-    turn: row.turn,
-    kind: row.kind as EventKind,
-    ts: new Date(row.ts_ms).toISOString(),
-    content: row.content,
+  return eventFromColumns({
+    ...row,
     tags: row.tags ? (JSON.parse(row.tags) as string[]) : [],
-  };
-  if (row.artifact_id) {
-    rec.artifact = {
-      id: row.artifact_id as ArtifactId,
-      mediaType: row.artifact_media ?? 'application/octet-stream',
-      sizeBytes: row.artifact_size ?? 0,
-      previewKind: (row.preview_kind ?? 'tail') as PreviewKind,
-    };
-  }
-  if (row.event_key !== null) rec.key = row.event_key;
-  if (row.task_id !== null) rec.taskId = row.task_id;
-  if (row.premise_ref !== null) rec.premiseRef = row.premise_ref;
-  if (row.supersedes !== null) rec.supersedes = row.supersedes as EventId;
-  if (row.tool_name !== null) rec.toolName = row.tool_name;
-  if (row.tool_call_id !== null) rec.toolCallId = row.tool_call_id;
-  if (row.meta !== null) rec.meta = JSON.parse(row.meta) as Record<string, unknown>;
-  return rec;
-}
-
-function draftToRecord(d: EventDraft, sessionId: SessionId, turn: number): EventRecord {
-  const rec: EventRecord = {
-    id: d.id,
-    sessionId,
-    turn,
-    kind: d.kind,
-    ts: new Date(d.tsMs).toISOString(),
-    content: d.content,
-    tags: d.tags,
-  };
-  if (d.artifact) rec.artifact = d.artifact;
-  if (d.key !== undefined) rec.key = d.key;
-  if (d.taskId !== undefined) rec.taskId = d.taskId;
-  if (d.premiseRef !== undefined) rec.premiseRef = d.premiseRef;
-  if (d.supersedes !== undefined) rec.supersedes = d.supersedes;
-  if (d.toolName !== undefined) rec.toolName = d.toolName;
-  if (d.toolCallId !== undefined) rec.toolCallId = d.toolCallId;
-  if (d.meta !== undefined) rec.meta = d.meta;
-  return rec;
+    meta: row.meta !== null ? (JSON.parse(row.meta) as Record<string, unknown>) : null,
+  });
 }
 
 function rowToSession(row: SessionRow): SessionRecord {
