@@ -1,8 +1,8 @@
 import type { EventInput } from '../../model/event.js';
 import { blockToItem, convertAnthropicContent } from './anthropic-blocks.js';
 import type { ConvertedBlock } from './anthropic-blocks.js';
-import { compactEvent, eventItem, isRecord, issueItem, malformedJsonMessage, shortSha256, skipItem, timestampOf } from './import-item.js';
-import { readLines } from './line-reader.js';
+import { compactEvent, eventItem, isRecord, issueItem, shortSha256, skipItem, timestampOf } from './import-item.js';
+import { readJsonObjectLines } from './line-reader.js';
 import { MAX_TOOL_USE_RESULT_BYTES } from './types.js';
 import type { ImportItem, ImportOptions, ImportSource } from './types.js';
 
@@ -37,31 +37,18 @@ export async function* parseClaudeCode(source: ImportSource, options: ImportOpti
   const toolNames = new Map<string, string>();
   let firstSessionId = options.sessionId;
   let awaiting: AwaitingEvent[] = [];
-  let hasContent = false;
 
   const release = function* (sessionId: string | undefined): Generator<ImportItem> {
     for (const { event, line, source: from } of awaiting) yield eventItem(event, { line, sessionId, source: from });
     awaiting = [];
   };
 
-  for await (const src of readLines(source, options.onBytes)) {
-    hasContent = true;
-    if (!src.isValid) {
-      yield issueItem(src.line, src.message);
+  for await (const item of readJsonObjectLines(source, options.onBytes, 'a Claude Code record must be a JSON object')) {
+    if (item.type !== 'object') {
+      yield item;
       continue;
     }
-    const { line } = src;
-    let record: unknown;
-    try {
-      record = JSON.parse(src.text);
-    } catch (err) {
-      yield issueItem(line, malformedJsonMessage(err));
-      continue;
-    }
-    if (!isRecord(record)) {
-      yield issueItem(line, 'a Claude Code record must be a JSON object');
-      continue;
-    }
+    const { line, record, bytes } = item.value;
     if (typeof record.type !== 'string') {
       yield issueItem(line, 'type: missing; every Claude Code record has a string type', 'type');
       continue;
@@ -73,7 +60,7 @@ export async function* parseClaudeCode(source: ImportSource, options: ImportOpti
     }
     const sessionId = options.sessionId ?? recordSessionId ?? firstSessionId;
 
-    const converted = convertRecord(record, src.bytes, toolNames);
+    const converted = convertRecord(record, bytes, toolNames);
     if (converted === null) {
       yield skipItem(line, `Claude Code record type '${record.type}' is not imported`);
       continue;
@@ -88,7 +75,6 @@ export async function* parseClaudeCode(source: ImportSource, options: ImportOpti
     }
   }
   yield* release(firstSessionId);
-  if (!hasContent) yield issueItem(0, 'the file is empty');
 }
 
 /** The record's events, issues and skips; null for a record type that is not imported. */

@@ -1,6 +1,6 @@
 import type { EventInput } from '../../model/event.js';
-import { eventItem, isRecord, issueItem, malformedJsonMessage, shortSha256 } from './import-item.js';
-import { readLines } from './line-reader.js';
+import { eventItem, issueItem, shortSha256 } from './import-item.js';
+import { readJsonObjectLines } from './line-reader.js';
 import type { ImportItem, ImportOptions, ImportSource } from './types.js';
 
 /**
@@ -10,33 +10,19 @@ import type { ImportItem, ImportOptions, ImportSource } from './types.js';
  * appended to the file, so re-importing it stores nothing twice.
  */
 export async function* parseJsonl(source: ImportSource, options: ImportOptions = {}): AsyncGenerator<ImportItem> {
-  let hasContent = false;
-  for await (const src of readLines(source, options.onBytes)) {
-    hasContent = true;
-    if (!src.isValid) {
-      yield issueItem(src.line, src.message);
+  for await (const item of readJsonObjectLines(source, options.onBytes, 'each line must be a JSON object (an Engram event)')) {
+    if (item.type !== 'object') {
+      yield item;
       continue;
     }
-    const { line } = src;
-    let record: unknown;
-    try {
-      record = JSON.parse(src.text);
-    } catch (err) {
-      yield issueItem(line, malformedJsonMessage(err));
-      continue;
-    }
-    if (!isRecord(record)) {
-      yield issueItem(line, 'each line must be a JSON object (an Engram event)');
-      continue;
-    }
+    const { line, record, bytes } = item.value;
     const { sessionId: lineSessionId, ...fields } = record;
     if (lineSessionId !== undefined && typeof lineSessionId !== 'string') {
       yield issueItem(line, 'sessionId: must be a string', 'sessionId');
       continue;
     }
     const event = { ...fields } as EventInput;
-    if (event.key === undefined) event.key = `jsonl:${line}:${shortSha256(src.bytes)}`;
+    if (event.key === undefined) event.key = `jsonl:${line}:${shortSha256(bytes)}`;
     yield eventItem(event, { line, sessionId: options.sessionId ?? lineSessionId });
   }
-  if (!hasContent) yield issueItem(0, 'the file is empty');
 }

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { createInterface } from 'node:readline';
-import type { ImportSource } from './types.js';
+import { isRecord, issueItem, malformedJsonMessage } from './import-item.js';
+import type { ImportItem, ImportSource } from './types.js';
 
 /** One non-blank line of a JSONL source, decoded, or the reason it could not be decoded. */
 export type SourceLine =
@@ -114,4 +115,45 @@ export function firstInvalidUtf8Offset(bytes: Uint8Array): number {
     i += length;
   }
   return -1;
+}
+
+/** A JSONL line that parsed as a JSON object. */
+export interface JsonObjectLine {
+  line: number;
+  record: Record<string, unknown>;
+  /** The line's raw bytes (for content-derived keys). */
+  bytes: Buffer;
+}
+
+/**
+ * The JSON objects of a JSONL source, one per non-blank line, with an issue item instead for each line that
+ * is not valid UTF-8, not JSON, or not an object (`notAnObject` says what was expected), and one for an
+ * empty source. Shared by the line-oriented importers.
+ */
+export async function* readJsonObjectLines(
+  source: ImportSource,
+  onBytes: ((bytesRead: number) => void) | undefined,
+  notAnObject: string,
+): AsyncGenerator<{ type: 'object'; value: JsonObjectLine } | ImportItem> {
+  let hasContent = false;
+  for await (const src of readLines(source, onBytes)) {
+    hasContent = true;
+    if (!src.isValid) {
+      yield issueItem(src.line, src.message);
+      continue;
+    }
+    let record: unknown;
+    try {
+      record = JSON.parse(src.text);
+    } catch (err) {
+      yield issueItem(src.line, malformedJsonMessage(err));
+      continue;
+    }
+    if (!isRecord(record)) {
+      yield issueItem(src.line, notAnObject);
+      continue;
+    }
+    yield { type: 'object', value: { line: src.line, record, bytes: src.bytes } };
+  }
+  if (!hasContent) yield issueItem(0, 'the file is empty');
 }
