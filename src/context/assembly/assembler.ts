@@ -1,0 +1,533 @@
+import { EngramError } from '../../errors.js';
+import type { Tokenizer } from '../../providers/tokenizer.js';
+import { DEFAULT_BLOCK_ORDER, defaultBudgets, validateBlockOrder, validateBudgets } from './blocks.js';
+import type { BlockKind, PackBudgets } from './blocks.js';
+import { DEFAULT_CAG_MAX_FRACTION, decideCodexMode } from './cag-rag.js';
+import type { CodexDecision } from './cag-rag.js';
+
+/** A static document for the codex block (a manual, a source file, an injected artifact). */
+export interface CodexDocument {
+  /** Stable id (an artifact id, a path); shown to the model so it can recall or cite the document. */
+  readonly id: string;
+  readonly title: string;
+  readonly text: string;
+}
+
+/** A verified fact a person promoted into the prefix (Deep Memory §3, "karma"). */
+export interface KarmaItem {
+  readonly id: string;
+  readonly text: string;
+  /** When it was verified: epoch milliseconds or ISO-8601. Orders the karma block (oldest first). */
+  readonly verifiedAt: string | number;
+}
+
+/** Who produced a history item; tool calls are `assistant` items with a `toolCallId`. */
+export const HISTORY_ROLES = ['user', 'assistant', 'tool', 'system'] as const;
+/** One of `HISTORY_ROLES`. */
+export type HistoryRole = (typeof HISTORY_ROLES)[number];
+
+/**
+ * One event of the recent tail. An `assistant` item with a `toolCallId` is a tool call whose `text` is the
+ * call's arguments (JSON); a `tool` item with a `toolCallId` is that call's result.
+ */
+export interface HistoryItem {
+  readonly id: string;
+  readonly role: HistoryRole;
+  readonly text: string;
+  readonly toolName?: string;
+  readonly toolCallId?: string;
+  /** Per-session turn number; items must be given in non-decreasing turn order (oldest first). */
+  readonly turn: number;
+  /** When it happened: epoch milliseconds or ISO-8601. Not rendered (it would cost tokens every turn). */
+  readonly ts: string | number;
+  /** Pinned or verified: the governor never prunes it (`governHistory`). The token fit is by recency only. */
+  readonly isPinned?: boolean;
+}
+
+/** A history item as placed in a pack: `text` may end with a `[…truncated N tokens…]` notice. */
+export interface PackHistoryItem extends HistoryItem {
+  /** Tokens cut from the end of `text` (only ever the newest item, and only when it alone exceeds the budget). */
+  readonly truncatedTokens?: number;
+}
+
+/** The task state card: pre-rendered text, or a plain object rendered by `renderTaskState`. */
+export type TaskStateInput = string | Readonly<Record<string, unknown>>;
+
+/** Everything a pack is built from. Optional parts default to empty. */
+export interface PackInput {
+  readonly identity: string;
+  /** Documents in the order they should appear; keep it stable across turns (it is the cached prefix). */
+  readonly codex?: readonly CodexDocument[];
+  /** Any order: the block sorts by `verifiedAt`, then `id`. */
+  readonly karma?: readonly KarmaItem[];
+  /** Rendered time-range markers, oldest first (each <= 60 tokens, ENGRAM §4.3). */
+  readonly markers?: readonly string[];
+  /** The tail, oldest first. */
+  readonly history?: readonly HistoryItem[];
+  readonly taskState?: TaskStateInput;
+  /** The new user message. */
+  readonly query: string;
+}
+
+/** Options of `assemblePack`. */
+export interface AssembleOptions {
+  /** Counts and cuts tokens; the budgets are in its tokens. */
+  readonly tokenizer: Tokenizer;
+  /** The model's context window, in tokens. */
+  readonly windowTokens: number;
+  /** Per-block budgets and headroom, in tokens. Default `defaultBudgets(windowTokens)`. */
+  readonly budgets?: PackBudgets;
+  /** Block order. Default `DEFAULT_BLOCK_ORDER`; must list every kind once with `query` last. */
+  readonly order?: readonly BlockKind[];
+  /** CAG threshold as a share of the window. Default `DEFAULT_CAG_MAX_FRACTION` (0.7). */
+  readonly maxCodexFraction?: number;
+}
+
+/** One block of a pack, as fitted. */
+export interface PackBlock {
+  readonly kind: BlockKind;
+  /** The block's body (no section header); '' when the block is empty. Formatters frame it. */
+  readonly text: string;
+  /** `tokenizer.count(text)`; always <= `budget`. */
+  readonly tokens: number;
+  readonly budget: number;
+  /**
+   * Items placed: documents (inlined, or listed in the RAG index), karma facts, markers, history events;
+   * 1 for a non-empty identity, task state or query.
+   */
+  readonly items: number;
+  /** Items left out to fit the budget (they stay in the store; nothing is deleted). */
+  readonly droppedItems: number;
+}
+
+/** What the assembler decided and why, for reports and the dashboard. */
+export interface PackDecisions {
+  readonly order: readonly BlockKind[];
+  readonly budgets: PackBudgets;
+  readonly codex: CodexDecision;
+  /** Set when the newest history item alone exceeded the history budget and was cut. */
+  readonly truncatedNewest: { readonly id: string; readonly droppedTokens: number } | null;
+  /** Ids of pinned history items that did not fit the history budget (oldest first). */
+  readonly droppedPinnedHistoryIds: readonly string[];
+}
+
+/** A bounded, ordered context pack (ENGRAM §4.5, Annex A.2): the input of every formatter. */
+export interface ContextPack {
+  /** Every kind, in `decisions.order`; empty blocks have `text === ''`. */
+  readonly blocks: readonly PackBlock[];
+  /** The history items placed in the `history` block, oldest first, for message-based formatters. */
+  readonly history: readonly PackHistoryItem[];
+  /** Sum of the blocks' tokens. `totalTokens + headroomTokens <= windowTokens` always holds. */
+  readonly totalTokens: number;
+  readonly windowTokens: number;
+  readonly headroomTokens: number;
+  /** `Tokenizer.name` of the tokenizer the counts are in. */
+  readonly tokenizer: string;
+  readonly decisions: PackDecisions;
+}
+
+/**
+ * Builds a pack: each block fitted to its hard budget with the real tokenizer.
+ * - `identity`, `task_state`, `query`: never cut; over budget is an error.
+ * - `codex`: inlined whole when `decideCodexMode` says CAG, else an index of the documents for recall (RAG).
+ * - `karma`: sorted by `verifiedAt` then `id` (stable across turns; a new promotion appends), dropped from the end.
+ * - `markers`: the newest that fit.
+ * - `history`: the newest whole items that fit; if the newest alone does not fit, its text is cut with an
+ *   explicit `[…truncated N tokens…]` notice (never silently).
+ * Pure and deterministic: the same input and options give a byte-identical pack.
+ * @throws EngramError `INVALID_INPUT` naming the field for malformed input or options; `BUDGET_EXCEEDED` when the
+ *   budgets break the pack bound, or identity / task state / query exceed their budget (`data.field` names which).
+ */
+export function assemblePack(input: PackInput, options: AssembleOptions): ContextPack {
+  const { tokenizer, windowTokens } = options;
+  const order = validateBlockOrder(options.order ?? DEFAULT_BLOCK_ORDER);
+  const budgets = options.budgets ?? defaultBudgets(windowTokens);
+  validateBudgets(budgets, windowTokens);
+  validateInput(input);
+
+  const fitted = new Map<BlockKind, PackBlock>();
+  fitted.set('identity', fitWhole('identity', 'identity', input.identity, budgets.identity, tokenizer));
+  const taskStateText = input.taskState === undefined ? '' : typeof input.taskState === 'string' ? input.taskState : renderTaskState(input.taskState);
+  fitted.set('task_state', fitWhole('task_state', 'taskState', taskStateText, budgets.task_state, tokenizer));
+  fitted.set('query', fitWhole('query', 'query', input.query, budgets.query, tokenizer));
+
+  const codex = fitCodex(input.codex ?? [], budgets.codex, windowTokens, options.maxCodexFraction ?? DEFAULT_CAG_MAX_FRACTION, tokenizer);
+  fitted.set('codex', codex.block);
+
+  const karmaLines = sortKarma(input.karma ?? []).map(renderKarmaItem);
+  const karma = fitRun(karmaLines, budgets.karma, tokenizer, 'start');
+  fitted.set('karma', block('karma', karma.text, karma.tokens, budgets.karma, karma.kept, karmaLines.length - karma.kept));
+
+  const markerTexts = input.markers ?? [];
+  const markers = fitRun(markerTexts, budgets.markers, tokenizer, 'end');
+  fitted.set('markers', block('markers', markers.text, markers.tokens, budgets.markers, markers.kept, markerTexts.length - markers.kept));
+
+  const history = fitHistory(input.history ?? [], budgets.history, tokenizer);
+  fitted.set('history', history.block);
+
+  const blocks = order.map((kind) => fitted.get(kind) as PackBlock);
+  const totalTokens = blocks.reduce((sum, b) => sum + b.tokens, 0);
+  if (totalTokens + budgets.headroomTokens > windowTokens) {
+    // Unreachable while every block respects its budget and validateBudgets passed.
+    throw new EngramError('INTERNAL', `pack of ${totalTokens} tokens + headroom exceeds the ${windowTokens}-token window`, {
+      totalTokens,
+      windowTokens,
+    });
+  }
+  return {
+    blocks,
+    history: history.items,
+    totalTokens,
+    windowTokens,
+    headroomTokens: budgets.headroomTokens,
+    tokenizer: tokenizer.name,
+    decisions: {
+      order: [...order],
+      budgets: { ...budgets },
+      codex: codex.decision,
+      truncatedNewest: history.truncatedNewest,
+      droppedPinnedHistoryIds: history.droppedPinnedIds,
+    },
+  };
+}
+
+/** Renders a history item as one entry of the history block: `[T12 tool grep #call_1] text`. */
+export function renderHistoryItem(item: HistoryItem): string {
+  return `${historyLabel(item)} ${item.text}`;
+}
+
+/** Renders a codex document for the codex block (CAG). */
+export function renderCodexDocument(doc: CodexDocument): string {
+  return `<document id="${escapeAttribute(doc.id)}" title="${escapeAttribute(doc.title)}">\n${doc.text}\n</document>`;
+}
+
+/** Renders a karma fact as a list entry: `- [id] text`, continuation lines indented by two spaces. */
+export function renderKarmaItem(item: KarmaItem): string {
+  return `- [${item.id}] ${item.text.replace(/\n/g, '\n  ')}`;
+}
+
+/**
+ * Renders a task-state object as compact YAML-like text: keys in insertion order (the schema's order), two-space
+ * indentation, strings unquoted unless they would read as another type or contain YAML syntax. `undefined`
+ * values are skipped; `Date`s render as ISO-8601. Deterministic for a given object.
+ * @throws EngramError `INVALID_INPUT` with `field: 'taskState.<path>'` for a cycle, a function, a symbol, a
+ *   bigint, a non-finite number or a non-plain object (Map, class instance).
+ */
+export function renderTaskState(state: Readonly<Record<string, unknown>>): string {
+  const lines: string[] = [];
+  renderMapping(state, 0, lines, 'taskState', new Set());
+  return lines.join('\n');
+}
+
+/** True for an assistant item that is a tool call (has a `toolCallId`). */
+export function isToolCall(item: HistoryItem): boolean {
+  return item.role === 'assistant' && item.toolCallId !== undefined;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+function block(kind: BlockKind, text: string, tokens: number, budget: number, items: number, droppedItems: number): PackBlock {
+  return { kind, text, tokens, budget, items, droppedItems };
+}
+
+/** Identity, task state and query: placed whole or refused, never cut. */
+function fitWhole(kind: BlockKind, field: string, text: string, budget: number, tokenizer: Tokenizer): PackBlock {
+  const tokens = tokenizer.count(text);
+  if (tokens > budget) {
+    throw new EngramError('BUDGET_EXCEEDED', `${field}: ${tokens} tokens exceed its ${budget}-token budget; it is never cut`, {
+      field,
+      block: kind,
+      tokens,
+      budgetTokens: budget,
+    });
+  }
+  return block(kind, text, tokens, budget, text === '' ? 0 : 1, 0);
+}
+
+const SEPARATOR = '\n';
+
+/**
+ * Keeps the longest contiguous run of `lines`, anchored at the start or the end, whose joined text fits
+ * `budget` tokens. Counts per line first (cheap, an upper bound in practice since BPE merges rarely cross a
+ * newline), then verifies the joined text exactly and drops more while it is over.
+ */
+function fitRun(
+  lines: readonly string[],
+  budget: number,
+  tokenizer: Tokenizer,
+  anchor: 'start' | 'end',
+): { kept: number; text: string; tokens: number } {
+  const at = (i: number): string => lines[anchor === 'start' ? i : lines.length - 1 - i] as string;
+  const sepTokens = tokenizer.count(SEPARATOR);
+  let kept = 0;
+  let estimate = 0;
+  while (kept < lines.length) {
+    const add = tokenizer.count(at(kept)) + (kept > 0 ? sepTokens : 0);
+    if (estimate + add > budget) break;
+    estimate += add;
+    kept++;
+  }
+  const join = (k: number): string => (anchor === 'start' ? lines.slice(0, k) : lines.slice(lines.length - k)).join(SEPARATOR);
+  let text = join(kept);
+  let tokens = tokenizer.count(text);
+  while (tokens > budget && kept > 0) {
+    kept--;
+    text = join(kept);
+    tokens = tokenizer.count(text);
+  }
+  return { kept, text, tokens };
+}
+
+function fitCodex(
+  docs: readonly CodexDocument[],
+  budget: number,
+  windowTokens: number,
+  maxFraction: number,
+  tokenizer: Tokenizer,
+): { block: PackBlock; decision: CodexDecision } {
+  const rendered = docs.map(renderCodexDocument).join(SEPARATOR);
+  const codexTokens = tokenizer.count(rendered);
+  const decision = decideCodexMode(codexTokens, windowTokens, { maxFraction, codexBudgetTokens: budget });
+  if (decision.mode === 'cag') {
+    return { block: block('codex', rendered, codexTokens, budget, docs.length, 0), decision };
+  }
+  // RAG: the documents stay out of the window; list them so the model knows what recall can reach.
+  const lines = [RAG_INDEX_HEADER, ...docs.map((d) => `- ${d.id}: ${d.title.replace(/\n/g, ' ')}`)];
+  const fit = fitRun(lines, budget, tokenizer, 'start');
+  const listed = Math.max(0, fit.kept - 1);
+  return { block: block('codex', fit.text, fit.tokens, budget, listed, docs.length - listed), decision };
+}
+
+const RAG_INDEX_HEADER = 'These documents are too large to include here; search them with the recall tool:';
+
+function fitHistory(
+  items: readonly HistoryItem[],
+  budget: number,
+  tokenizer: Tokenizer,
+): {
+  block: PackBlock;
+  items: PackHistoryItem[];
+  truncatedNewest: PackDecisions['truncatedNewest'];
+  droppedPinnedIds: string[];
+} {
+  const lines = items.map(renderHistoryItem);
+  const fit = fitRun(lines, budget, tokenizer, 'end');
+  let kept: PackHistoryItem[] = items.slice(items.length - fit.kept);
+  let text = fit.text;
+  let tokens = fit.tokens;
+  let truncatedNewest: PackDecisions['truncatedNewest'] = null;
+  const newest = items[items.length - 1];
+  if (fit.kept === 0 && newest !== undefined) {
+    const cut = truncateNewest(newest, budget, tokenizer);
+    if (cut) {
+      kept = [cut.item];
+      text = cut.text;
+      tokens = cut.tokens;
+      truncatedNewest = { id: newest.id, droppedTokens: cut.item.truncatedTokens ?? 0 };
+    }
+  }
+  const firstKept = items.length - kept.length;
+  const droppedPinnedIds = items.slice(0, firstKept).filter((i) => i.isPinned === true).map((i) => i.id);
+  return {
+    block: block('history', text, tokens, budget, kept.length, firstKept),
+    items: kept,
+    truncatedNewest,
+    droppedPinnedIds,
+  };
+}
+
+/**
+ * Cuts the newest item's text to fit the budget, keeping its head and ending with `[…truncated N tokens…]`.
+ * Returns undefined when not even the label and the notice fit (a budget of a few tokens).
+ */
+function truncateNewest(
+  item: HistoryItem,
+  budget: number,
+  tokenizer: Tokenizer,
+): { item: PackHistoryItem; text: string; tokens: number } | undefined {
+  const fullTokens = tokenizer.count(item.text);
+  const overhead = tokenizer.count(`${historyLabel(item)} \n`) + tokenizer.count(truncationNotice(fullTokens));
+  let allowance = Math.max(0, budget - overhead);
+  for (;;) {
+    const head = tokenizer.truncate(item.text, allowance);
+    const droppedTokens = fullTokens - tokenizer.count(head);
+    const notice = truncationNotice(droppedTokens);
+    const cutItem: PackHistoryItem = { ...item, text: head === '' ? notice : `${head}\n${notice}`, truncatedTokens: droppedTokens };
+    const text = renderHistoryItem(cutItem);
+    const tokens = tokenizer.count(text);
+    if (tokens <= budget) return { item: cutItem, text, tokens };
+    if (allowance === 0) return undefined;
+    allowance = Math.max(0, allowance - Math.max(1, tokens - budget));
+  }
+}
+
+function truncationNotice(droppedTokens: number): string {
+  return `[…truncated ${droppedTokens} tokens…]`;
+}
+
+function historyLabel(item: HistoryItem): string {
+  const parts = [`T${item.turn}`, item.role];
+  if (isToolCall(item)) parts.push('tool_call');
+  if (item.toolName !== undefined) parts.push(item.toolName);
+  if (item.toolCallId !== undefined) parts.push(`#${item.toolCallId}`);
+  return `[${parts.join(' ')}]`;
+}
+
+function sortKarma(items: readonly KarmaItem[]): KarmaItem[] {
+  // Code-unit comparison, not localeCompare: the order must not depend on the machine's locale.
+  return items
+    .map((item) => ({ item, ms: toMs(item.verifiedAt) }))
+    .sort((a, b) => a.ms - b.ms || (a.item.id < b.item.id ? -1 : a.item.id > b.item.id ? 1 : 0))
+    .map((x) => x.item);
+}
+
+function toMs(ts: string | number): number {
+  return typeof ts === 'number' ? ts : Date.parse(ts);
+}
+
+function escapeAttribute(value: string): string {
+  return value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/\n/g, ' ');
+}
+
+// --- input validation --------------------------------------------------------------------------------------
+
+function validateInput(input: PackInput): void {
+  requireString(input.identity, 'identity');
+  requireString(input.query, 'query');
+  if (input.taskState !== undefined && typeof input.taskState !== 'string' && !isPlainObject(input.taskState)) {
+    throw invalid('taskState', 'must be a string or a plain object');
+  }
+  const codexIds = new Set<string>();
+  for (const [i, doc] of (input.codex ?? []).entries()) {
+    requireString(doc?.id, `codex[${i}].id`);
+    requireString(doc.title, `codex[${i}].title`);
+    requireString(doc.text, `codex[${i}].text`);
+    if (codexIds.has(doc.id)) throw invalid(`codex[${i}].id`, `duplicate document id ${JSON.stringify(doc.id)}`);
+    codexIds.add(doc.id);
+  }
+  const karmaIds = new Set<string>();
+  for (const [i, item] of (input.karma ?? []).entries()) {
+    requireString(item?.id, `karma[${i}].id`);
+    requireString(item.text, `karma[${i}].text`);
+    if (!Number.isFinite(toMs(item.verifiedAt))) throw invalid(`karma[${i}].verifiedAt`, 'must be epoch milliseconds or ISO-8601');
+    if (karmaIds.has(item.id)) throw invalid(`karma[${i}].id`, `duplicate karma id ${JSON.stringify(item.id)}`);
+    karmaIds.add(item.id);
+  }
+  for (const [i, marker] of (input.markers ?? []).entries()) requireString(marker, `markers[${i}]`);
+  let lastTurn = -Infinity;
+  for (const [i, item] of (input.history ?? []).entries()) {
+    requireString(item?.id, `history[${i}].id`);
+    requireString(item.text, `history[${i}].text`);
+    if (!(HISTORY_ROLES as readonly string[]).includes(item.role)) {
+      throw invalid(`history[${i}].role`, `must be one of ${HISTORY_ROLES.join(', ')}`);
+    }
+    if (!Number.isSafeInteger(item.turn) || item.turn < 0) throw invalid(`history[${i}].turn`, 'must be a non-negative integer');
+    if (item.turn < lastTurn) throw invalid(`history[${i}].turn`, `turn ${item.turn} comes after turn ${lastTurn}; give history oldest first`);
+    lastTurn = item.turn;
+    if (typeof item.ts !== 'number' && typeof item.ts !== 'string') throw invalid(`history[${i}].ts`, 'must be epoch milliseconds or ISO-8601');
+    if (item.toolName !== undefined) requireString(item.toolName, `history[${i}].toolName`);
+    if (item.toolCallId !== undefined) requireString(item.toolCallId, `history[${i}].toolCallId`);
+  }
+}
+
+function requireString(value: unknown, field: string): void {
+  if (typeof value !== 'string') throw invalid(field, 'must be a string');
+}
+
+function invalid(field: string, problem: string): EngramError {
+  return new EngramError('INVALID_INPUT', `${field}: ${problem}`, { field });
+}
+
+// --- task state rendering ----------------------------------------------------------------------------------
+
+const INDENT = '  ';
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+function renderMapping(obj: Readonly<Record<string, unknown>>, depth: number, lines: string[], path: string, seen: Set<object>): void {
+  enter(obj, path, seen);
+  for (const [key, value] of Object.entries(obj)) {
+    if (value === undefined) continue;
+    const prefix = `${INDENT.repeat(depth)}${renderKey(key)}:`;
+    renderEntry(prefix, value, depth, lines, `${path}.${key}`, seen);
+  }
+  seen.delete(obj);
+}
+
+function renderSequence(arr: readonly unknown[], depth: number, lines: string[], path: string, seen: Set<object>): void {
+  enter(arr, path, seen);
+  for (const [i, value] of arr.entries()) {
+    const itemPath = `${path}[${i}]`;
+    const pad = INDENT.repeat(depth);
+    if (isPlainObject(value) && Object.values(value).some((v) => v !== undefined)) {
+      // "- key: value" with the following keys aligned under the first one, as YAML writes a list of maps.
+      const start = lines.length;
+      renderMapping(value, depth + 1, lines, itemPath, seen);
+      lines[start] = `${pad}- ${(lines[start] as string).slice(pad.length + INDENT.length)}`;
+    } else {
+      renderEntry(`${pad}-`, value ?? null, depth, lines, itemPath, seen);
+    }
+  }
+  seen.delete(arr);
+}
+
+function renderEntry(prefix: string, value: unknown, depth: number, lines: string[], path: string, seen: Set<object>): void {
+  if (Array.isArray(value)) {
+    if (value.length === 0) lines.push(`${prefix} []`);
+    else {
+      lines.push(prefix);
+      renderSequence(value, depth + 1, lines, path, seen);
+    }
+  } else if (isPlainObject(value)) {
+    if (!Object.values(value).some((v) => v !== undefined)) lines.push(`${prefix} {}`);
+    else {
+      lines.push(prefix);
+      renderMapping(value, depth + 1, lines, path, seen);
+    }
+  } else {
+    lines.push(`${prefix} ${renderScalar(value, path)}`);
+  }
+}
+
+function enter(value: object, path: string, seen: Set<object>): void {
+  if (seen.has(value)) throw invalid(path, 'cycle in the task state');
+  seen.add(value);
+}
+
+function renderKey(key: string): string {
+  return /^[A-Za-z_][A-Za-z0-9_.-]*$/.test(key) ? key : JSON.stringify(key);
+}
+
+function renderScalar(value: unknown, path: string): string {
+  if (value === null) return 'null';
+  if (typeof value === 'boolean') return String(value);
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw invalid(path, 'must be a finite number');
+    return String(value);
+  }
+  if (typeof value === 'string') return renderString(value);
+  if (value instanceof Date) {
+    if (Number.isNaN(value.getTime())) throw invalid(path, 'invalid Date');
+    return value.toISOString();
+  }
+  throw invalid(path, `cannot render a ${typeof value === 'object' ? 'non-plain object' : typeof value} in the task state`);
+}
+
+/** Strings a YAML reader would take for another type, or that contain YAML syntax, are JSON-quoted. */
+function renderString(s: string): string {
+  const needsQuotes =
+    s === '' ||
+    s !== s.trim() ||
+    /[\u0000-\u001f\u007f]/.test(s) ||
+    /^[-?:,[\]{}#&*!|>'"%@`]/.test(s) ||
+    s.includes(': ') ||
+    s.includes(' #') ||
+    s.endsWith(':') ||
+    /^(true|false|null|yes|no|on|off|~)$/i.test(s) ||
+    /^[-+]?(\d[\d_]*(\.\d*)?|\.\d+)([eE][-+]?\d+)?$/.test(s);
+  return needsQuotes ? JSON.stringify(s) : s;
+}
