@@ -12,6 +12,7 @@ import type { IngestOptions } from './memory/ingest.js';
 import { Ingestor } from './memory/ingest.js';
 import type { RecallOptions, RecallResult } from './memory/recall.js';
 import { Recaller } from './memory/recall.js';
+import { TaskStateStore } from './memory/task-state-store.js';
 import type { AppendOutcome, ListEventsQuery, StorageBackend, StoreStats } from './store/backend.js';
 import type { StoreLocation } from './store/open-store.js';
 import { openStore } from './store/open-store.js';
@@ -61,6 +62,8 @@ export async function migrateStore(from: StoreLocation, to: StoreLocation, optio
 /** The engine: wiring only. Each capability lives in its own module under memory/, context/, bus/. */
 export class Engram {
   readonly ingestor: Ingestor;
+  /** Per-session task state cards (versioned, schema-checked, stored as events). */
+  readonly taskStates: TaskStateStore;
   private readonly recaller: Recaller;
   private readonly artifactTexts = new LruCache<string, string>(ARTIFACT_TEXT_CACHE_CHARS, (s) => s.length);
 
@@ -70,6 +73,7 @@ export class Engram {
     ingestOptions: IngestOptions = {},
   ) {
     this.ingestor = new Ingestor(store, ingestOptions);
+    this.taskStates = new TaskStateStore(store, this.ingestor);
     this.recaller = new Recaller(store, tokenizer, (id) => this.readArtifactText(id));
   }
 

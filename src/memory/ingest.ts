@@ -1,7 +1,7 @@
 import { EngramError, invalidInputFromZod } from '../errors.js';
 import type { ArtifactDraft } from '../model/artifact.js';
-import type { EventArtifactRef, ValidEventInput } from '../model/event.js';
-import { eventInputSchema, sessionIdSchema, toEpochMs } from '../model/event.js';
+import type { EventArtifactRef, InternalEventInput, ValidEventInput } from '../model/event.js';
+import { eventInputSchema, internalEventInputSchema, sessionIdSchema, toEpochMs } from '../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
 import { artifactIdFromSha256, newEventId } from '../model/ids.js';
 import type { AppendOutcome, EventDraft, StorageBackend } from '../store/backend.js';
@@ -34,9 +34,12 @@ const DEFAULTS = {
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
-/** Validates one event input; errors name the field, prefixed with `field` (e.g. `events[3]`). */
-export function validateEventInput(input: unknown, field = 'event'): ValidEventInput {
-  const parsed = eventInputSchema.safeParse(input);
+/**
+ * Validates one event input; errors name the field, prefixed with `field` (e.g. `events[3]`). Internal kinds
+ * (`task_state`) are refused unless `allowInternalKinds` (Engram's own writers only).
+ */
+export function validateEventInput(input: unknown, field = 'event', allowInternalKinds = false): ValidEventInput {
+  const parsed = (allowInternalKinds ? internalEventInputSchema : eventInputSchema).safeParse(input);
   if (!parsed.success) throw invalidInputFromZod(parsed.error.issues, field);
   const value = parsed.data;
   if (value.binary && !BASE64.test(value.binary.base64.replace(/\s+/g, ''))) {
@@ -67,8 +70,17 @@ export class Ingestor {
   }
 
   async append(sessionIdInput: string, inputs: readonly unknown[]): Promise<AppendOutcome[]> {
+    return this.appendValidated(sessionIdInput, inputs, false);
+  }
+
+  /** For Engram's own writers (the task-state store): the same path, internal kinds allowed. */
+  async appendInternal(sessionIdInput: string, inputs: readonly InternalEventInput[]): Promise<AppendOutcome[]> {
+    return this.appendValidated(sessionIdInput, inputs, true);
+  }
+
+  private async appendValidated(sessionIdInput: string, inputs: readonly unknown[], allowInternalKinds: boolean): Promise<AppendOutcome[]> {
     const sessionId = validateSessionId(sessionIdInput);
-    const valid = inputs.map((input, i) => validateEventInput(input, `events[${i}]`));
+    const valid = inputs.map((input, i) => validateEventInput(input, `events[${i}]`, allowInternalKinds));
     if (valid.length === 0) return [];
     await this.checkSupersedes(valid);
 

@@ -4,7 +4,7 @@ import type { SearchTerm } from '../store/backend.js';
  * Words that carry no retrieval signal in an agent's question ("what was the port we used?").
  * Dropping them keeps BM25 from rewarding chatter and keeps posting lists short.
  */
-const STOP_WORDS = new Set(
+export const STOP_WORDS: ReadonlySet<string> = new Set(
   `a about above after again against all am an and any are as at be because been before being below between both but by
    can could did do does doing down during each few for from further had has have having he her here hers herself him himself
    his how i if in into is it its itself just let me more most my myself no nor not now of off on once only or other our ours

@@ -3,9 +3,18 @@ import type { ArtifactId, EventId, SessionId } from './ids.js';
 import { SESSION_ID_PATTERN } from './ids.js';
 import type { PreviewKind } from './artifact.js';
 
-/** Kinds of events in the episodic plane (ENGRAM §4.3). */
+/** Kinds of events callers append (ENGRAM §4.3). */
 export const EVENT_KINDS = ['user', 'assistant', 'system', 'tool_call', 'tool_result', 'decision', 'note'] as const;
-export type EventKind = (typeof EVENT_KINDS)[number];
+/**
+ * Kinds only Engram itself writes: `task_state` versions of the task card (written through the task-state
+ * store, which validates them). Stored and searchable like any event, but never accepted from an import.
+ */
+export const INTERNAL_EVENT_KINDS = ['task_state'] as const;
+/** Every kind a stored event can have. */
+export const STORED_EVENT_KINDS = [...EVENT_KINDS, ...INTERNAL_EVENT_KINDS] as const;
+export type EventKind = (typeof STORED_EVENT_KINDS)[number];
+/** A kind a caller may append. */
+export type InputEventKind = (typeof EVENT_KINDS)[number];
 
 /** Longest idempotency key accepted, in characters. */
 export const MAX_EVENT_KEY_CHARS = 256;
@@ -40,10 +49,7 @@ export const binaryInputSchema = z
   })
   .strict();
 
-/** What a caller appends. Everything except `kind` and `content` is optional. */
-export const eventInputSchema = z
-  .object({
-    kind: z.enum(EVENT_KINDS),
+const eventInputFields = {
     content: z.string(),
     /** When the event happened: epoch milliseconds or ISO-8601. Defaults to now. */
     ts: timestampSchema.optional(),
@@ -62,11 +68,16 @@ export const eventInputSchema = z
       .refine((m) => JSON.stringify(m).length <= MAX_META_JSON_CHARS, `must serialize to at most ${MAX_META_JSON_CHARS} characters`)
       .optional(),
     binary: binaryInputSchema.optional(),
-  })
-  .strict();
+};
+
+/** What a caller appends. Everything except `kind` and `content` is optional. */
+export const eventInputSchema = z.object({ kind: z.enum(EVENT_KINDS), ...eventInputFields }).strict();
+/** The same, for Engram's own writers, which may also use the internal kinds. */
+export const internalEventInputSchema = z.object({ kind: z.enum(STORED_EVENT_KINDS), ...eventInputFields }).strict();
 
 export type EventInput = z.input<typeof eventInputSchema>;
-export type ValidEventInput = z.output<typeof eventInputSchema>;
+export type InternalEventInput = z.input<typeof internalEventInputSchema>;
+export type ValidEventInput = z.output<typeof internalEventInputSchema>;
 
 /** Where an event's full content lives when it was too large to keep inline. */
 export interface EventArtifactRef {

@@ -1,4 +1,4 @@
-import type { EventInput, EventKind } from '../../model/event.js';
+import type { EventInput, InputEventKind as EventKind } from '../../model/event.js';
 import { base64ByteLength, compactEvent, eventItem, formatBytes, isRecord, issueItem, skipItem } from './import-item.js';
 import type { ImportItem } from './types.js';
 

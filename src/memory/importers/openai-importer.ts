@@ -1,5 +1,5 @@
 import { EngramError } from '../../errors.js';
-import type { EventInput, EventKind } from '../../model/event.js';
+import type { EventInput, InputEventKind as EventKind } from '../../model/event.js';
 import { readJsonDocument } from './document-reader.js';
 import { base64ByteLength, compactEvent, eventItem, formatBytes, isRecord, issueItem, skipItem, timestampOf } from './import-item.js';
 import { CONVERSATION_SESSION_SEPARATOR } from './types.js';
