@@ -13,6 +13,8 @@ import { Ingestor } from './memory/ingest.js';
 import type { RecallOptions, RecallResult } from './memory/recall.js';
 import { Recaller } from './memory/recall.js';
 import { TaskStateStore } from './memory/task-state-store.js';
+import { ContextEngine } from './context/context-engine.js';
+import { createFormatterRegistry } from './context/assembly/formatters.js';
 import type { AppendOutcome, ListEventsQuery, StorageBackend, StoreStats } from './store/backend.js';
 import type { StoreLocation } from './store/open-store.js';
 import { openStore } from './store/open-store.js';
@@ -64,6 +66,8 @@ export class Engram {
   readonly ingestor: Ingestor;
   /** Per-session task state cards (versioned, schema-checked, stored as events). */
   readonly taskStates: TaskStateStore;
+  /** The window as a cache: compaction, markers and context packs per session. */
+  readonly context: ContextEngine;
   private readonly recaller: Recaller;
   private readonly artifactTexts = new LruCache<string, string>(ARTIFACT_TEXT_CACHE_CHARS, (s) => s.length);
 
@@ -74,6 +78,7 @@ export class Engram {
   ) {
     this.ingestor = new Ingestor(store, ingestOptions);
     this.taskStates = new TaskStateStore(store, this.ingestor);
+    this.context = new ContextEngine(store, tokenizer, async (id) => (await this.taskStates.get(id))?.state, createFormatterRegistry());
     this.recaller = new Recaller(store, tokenizer, (id) => this.readArtifactText(id));
   }
 

@@ -9,6 +9,8 @@ export const ERROR_CODES = [
   'NOT_FOUND',
   /** An event key was reused with different content. */
   'IDEMPOTENCY_CONFLICT',
+  /** A concurrent writer changed the same object first (a compaction, a card version): re-read and retry. */
+  'CONFLICT',
   /** The database file exists but is not an Engram store. */
   'NOT_AN_ENGRAM_STORE',
   /** The store was written by a newer Engram; upgrading would be needed to open it. */

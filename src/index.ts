@@ -8,11 +8,17 @@ export type { EventInput, EventKind, EventRecord, SessionRecord, EventArtifactRe
 export type { ArtifactRecord, Preview, PreviewKind } from './model/artifact.js';
 export type { EventId, ArtifactId, SessionId } from './model/ids.js';
 export type { RecallOptions, RecallResult, RecallHit } from './memory/recall.js';
+export { MODIFIER_FACTORS, DEFAULT_PHASE_SALIENCE, MODIFIER_DEFAULTS, taskModifier } from './memory/task-modifier.js';
+export type { ModifierFactor, ModifierFactors, ModifierOptions, PhaseSalienceTable } from './memory/task-modifier.js';
+export { mmrSelect } from './memory/mmr.js';
+export type { MmrCandidate, MmrOptions } from './memory/mmr.js';
+export { DEFAULT_TYPE_QUOTAS } from './memory/type-quotas.js';
+export type { TypeQuotas } from './memory/type-quotas.js';
 export type { IngestOptions } from './memory/ingest.js';
 export type { ImportFileOptions, ImportReport, ImportProgress } from './memory/import-runner.js';
 export { IMPORT_FORMATS } from './memory/importers/types.js';
 export type { ImportFormat } from './memory/importers/types.js';
-export type { StorageBackend, BackendCapabilities, StoreStats } from './store/backend.js';
+export type { StorageBackend, BackendCapabilities, StoreStats, RecallLogRecord, RecallLogInput, RecallLogHit, RecallLogQuery } from './store/backend.js';
 export { openStore, DEFAULT_DB_PATH } from './store/open-store.js';
 export type { StoreLocation } from './store/open-store.js';
 export type { Tokenizer } from './providers/tokenizer.js';

@@ -1,11 +1,18 @@
-import { EngramError } from '../errors.js';
+import { EngramError, invalidInputFromZod, isEngramError } from '../errors.js';
 import type { EventKind, EventRecord } from '../model/event.js';
-import { EVENT_KINDS } from '../model/event.js';
-import type { ArtifactId, SessionId } from '../model/ids.js';
+import { STORED_EVENT_KINDS } from '../model/event.js';
+import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
+import type { TaskState } from '../model/task-state.js';
+import { taskStateSchema } from '../model/task-state.js';
 import type { Tokenizer } from '../providers/tokenizer.js';
-import type { EventFilter, StorageBackend } from '../store/backend.js';
+import type { EventFilter, RecallLogInput, StorageBackend } from '../store/backend.js';
 import { cutExcerpt } from './excerpt.js';
+import { mmrSelect, MMR_DEFAULTS } from './mmr.js';
 import { parseQuery } from './query-terms.js';
+import type { ModifierFactor, ModifierFactors, ModifierOptions } from './task-modifier.js';
+import { MODIFIER_FACTORS, taskModifier } from './task-modifier.js';
+import type { TypeQuotas } from './type-quotas.js';
+import { DEFAULT_TYPE_QUOTAS, packUnderBudget, validateTypeQuotas } from './type-quotas.js';
 
 export interface RecallOptions {
   /** Only these sessions. Default: all. */
@@ -25,6 +32,26 @@ export interface RecallOptions {
   recencyHalfLifeMs?: number;
   /** Longest excerpt per hit in characters. Default 600. */
   maxExcerptChars?: number;
+  /**
+   * The asking session's current task card. It conditions the ranking (ENGRAM §5.2, Annex A.3: task,
+   * premises, phase, supersession, self-assessment, constraints) and adds its key events to the candidates
+   * even when the query does not match them (Annex A.2b, C_ptr). Without it every modifier is 1.
+   */
+  taskState?: TaskState;
+  /** Modifier factors forced to 1, for ablation. Default none. */
+  disableFactors?: ModifierFactor[];
+  /** Tuning of the modifier's constants (cross-task factor, floor, ...); see {@link ModifierOptions}. */
+  modifierOptions?: Omit<ModifierOptions, 'disable'>;
+  /** Pack in Maximal Marginal Relevance order instead of score order. Default true. */
+  useMmr?: boolean;
+  /** MMR weight of relevance against novelty, 0..1. Default 0.7 (ENGRAM §5.2). */
+  lambda?: number;
+  /** Most of the budget each kind may take, as fractions. Default `{ tool_result: 0.5 }`; `{}` switches quotas off. */
+  typeQuotas?: TypeQuotas;
+  /** The session that asks, recorded in the recall log. It does not filter (that is `sessionIds`). */
+  askingSessionId?: string;
+  /** Write the call to the recall log (query, task, results; Annex A.2b line 14). Default true. */
+  logRecall?: boolean;
 }
 
 export interface RecallHit {
@@ -33,9 +60,15 @@ export interface RecallHit {
   turn: number;
   kind: EventKind;
   ts: string;
-  /** Final score in 0..1 (relevance, exact-match boost and recency combined). */
+  /** Final score: `baseScore × modifier`; 0..5 with the default modifier cap, 0..1 without a task state. */
   score: number;
-  /** Full-text relevance normalised to the best candidate (1 = best). */
+  /** Query relevance in 0..1: full-text relevance, exact-match boost and recency combined. */
+  baseScore: number;
+  /** The task-conditioned modifier (Annex A.3); 1 without a task state. */
+  modifier: number;
+  /** The modifier's factors, for evaluation and ablation. */
+  factors: ModifierFactors;
+  /** Full-text relevance normalised to the best candidate (1 = best; 0 for a key event the query did not match). */
   relevance: number;
   /** Whether every identifier of the query occurs verbatim in the event. */
   isExactMatch: boolean;
@@ -44,12 +77,19 @@ export interface RecallHit {
   tokens: number;
   toolName?: string;
   artifactId?: string;
+  /** The event that supersedes this one (the most recently stored, when several do). */
+  supersededBy?: string;
+  /** The task state lists this event among its key events. */
+  isKeyEvent: boolean;
 }
 
 export interface RecallResult {
   query: string;
   hits: RecallHit[];
-  /** How many events matched the full-text query (before k and the budget). */
+  /**
+   * How many events were ranked (before k and the budget): the full-text matches plus the task state's key
+   * events that the query did not match.
+   */
   candidates: number;
   budgetTokens: number;
   /** Tokens of `text`, counted part by part: an upper bound that never exceeds `budgetTokens`. */
@@ -58,6 +98,11 @@ export interface RecallResult {
   isTruncated: boolean;
   /** The pack as the model sees it: quoted evidence with provenance. */
   text: string;
+  /**
+   * Id of the recall-log row. Absent when logging was switched off or the store refused the write (a
+   * read-only store): a recall that found its evidence is not failed for its log.
+   */
+  logId?: number;
 }
 
 /** Reads an artifact's full text (decompressed); the engine supplies it with a cache. */
@@ -69,19 +114,30 @@ const DEFAULTS = {
   recencyWeight: 0.15,
   recencyHalfLifeMs: 7 * 24 * 3600 * 1000,
   maxExcerptChars: 600,
+  useMmr: true,
+  lambda: MMR_DEFAULTS.lambda as number,
+  typeQuotas: DEFAULT_TYPE_QUOTAS as TypeQuotas,
+  logRecall: true,
 };
+type ResolvedOptions = typeof DEFAULTS & RecallOptions;
 /** Full-text candidates examined per requested hit: enough for re-ranking, few enough to stay fast. */
 const CANDIDATES_PER_HIT = 4;
 const MIN_CANDIDATES = 40;
+// Candidates whose full text is read (for the exact-match check and the excerpt), per requested hit. MMR and
+// the quotas pass over some of them (duplicates, a kind over its share), so they need spare ones.
+const DETAIL_PER_HIT = 2;
+const DETAIL_PER_HIT_MMR = 3;
 /** Below this a pack cannot hold its header plus one useful hit. */
 export const MIN_RECALL_BUDGET_TOKENS = 64;
 // Exact occurrences of the query's identifiers outrank prose that only shares their tokens.
 const EXACT_MATCH_BOOST = 0.6;
 
 /**
- * Full-text recall v0: BM25 candidates from the store, an exact-identifier boost, a recency factor,
- * then greedy packing under a token budget. Every hit carries its provenance; the rendered text quotes
- * each excerpt line so retrieved content can never pose as instructions (ENGRAM §12.3).
+ * The recall tool (ENGRAM Annex A.2b): full-text (BM25) candidates plus the task state's key events; a base
+ * score from relevance, an exact-identifier boost and recency; times the task-conditioned modifier
+ * (task-modifier.ts); MMR against redundancy (mmr.ts); greedy packing under a token budget with per-kind
+ * quotas (type-quotas.ts); one recall-log row per call. Every hit carries its provenance; the rendered text
+ * quotes each excerpt line so retrieved content can never pose as instructions (ENGRAM §12.3).
  */
 export class Recaller {
   constructor(
@@ -91,62 +147,137 @@ export class Recaller {
   ) {}
 
   async recall(query: string, options: RecallOptions = {}): Promise<RecallResult> {
-    const o = { ...DEFAULTS, ...stripUndefined(options) };
+    const startedMs = performance.now();
+    const o: ResolvedOptions = { ...DEFAULTS, ...stripUndefined(options) };
     validateOptions(query, o);
+    const result = await this.rank(query, o);
+    if (o.logRecall) {
+      const logId = await this.log(query, options, o, result, performance.now() - startedMs);
+      if (logId !== undefined) result.logId = logId;
+    }
+    return result;
+  }
+
+  private async rank(query: string, o: ResolvedOptions): Promise<RecallResult> {
     const parsed = parseQuery(query);
-    const filter = toFilter(options);
+    const filter = toFilter(o);
     const candidateLimit = Math.max(MIN_CANDIDATES, o.k * CANDIDATES_PER_HIT);
     const hits = parsed.terms.length > 0 ? await this.store.searchText({ terms: parsed.terms, filter, limit: candidateLimit }) : [];
-    if (hits.length === 0) return this.render(query, [], 0, o.budgetTokens, false);
 
-    const events = await this.store.getEvents(hits.map((h) => h.eventId));
+    // Key events join the candidates whether or not the query matched them (Annex A.2b, C_ptr), so the
+    // events the task depends on stay retrievable (§5.5); they obey the caller's filters like any other.
+    const keyIds = new Set<string>(o.taskState?.keyEvents ?? []);
+    const matched = new Set<string>(hits.map((h) => h.eventId));
+    const extraKeyIds = [...keyIds].filter((id) => !matched.has(id)) as EventId[];
+    const events = await this.store.getEvents([...hits.map((h) => h.eventId), ...extraKeyIds]);
     const byId = new Map(events.map((e) => [e.id as string, e]));
+    const keyOnly = extraKeyIds.flatMap((id) => {
+      const event = byId.get(id);
+      return event && matchesFilter(event, filter) ? [{ event, rawRelevance: 0 }] : [];
+    });
+    const pool = [
+      ...hits.flatMap((h) => {
+        const event = byId.get(h.eventId);
+        return event ? [{ event, rawRelevance: h.relevance }] : [];
+      }),
+      ...keyOnly,
+    ];
+    const candidates = hits.length + keyOnly.length;
+    if (pool.length === 0) return this.render(query, [], candidates, o.budgetTokens, false);
+
+    // One store query tells which candidates a later event superseded (Annex A.3, sup(e)).
+    const superseding = await this.store.findSuperseding(pool.map((c) => c.event.id));
     const maxRelevance = Math.max(...hits.map((h) => h.relevance), Number.EPSILON);
-    const newestMs = Math.max(...events.map((e) => Date.parse(e.ts)));
-    const scored = hits.flatMap((h) => {
-      const event = byId.get(h.eventId);
-      if (!event) return [];
-      const relevance = Math.max(0, h.relevance) / maxRelevance;
-      const recency = Math.pow(2, -(newestMs - Date.parse(event.ts)) / o.recencyHalfLifeMs);
-      return [{ event, relevance, recency, score: combine(relevance, 0, recency, o.recencyWeight) }];
+    const newestMs = Math.max(...pool.map((c) => Date.parse(c.event.ts)));
+    const modifierOptions: ModifierOptions = { ...o.modifierOptions, ...(o.disableFactors ? { disable: o.disableFactors } : {}) };
+    const scored = pool.flatMap((c) => {
+      const supersededBy = superseding.get(c.event.id);
+      const tm = taskModifier(c.event, o.taskState, { isSuperseded: supersededBy !== undefined }, modifierOptions);
+      // A modifier of 0 (a factor tuned to 0) removes the event, as A.3 line 2 does for unrelated tasks.
+      if (tm.modifier <= 0) return [];
+      const relevance = Math.max(0, c.rawRelevance) / maxRelevance;
+      const recency = Math.pow(2, -(newestMs - Date.parse(c.event.ts)) / o.recencyHalfLifeMs);
+      const baseScore = combine(relevance, 0, recency, o.recencyWeight);
+      return [
+        {
+          event: c.event,
+          relevance,
+          recency,
+          baseScore,
+          modifier: tm.modifier,
+          factors: tm.factors,
+          supersededBy,
+          isKeyEvent: keyIds.has(c.event.id),
+          score: baseScore * tm.modifier,
+        },
+      ];
     });
     scored.sort(byScore);
 
     // Exact-match check and excerpts need the full text; load it only for the head of the ranking.
-    const head = scored.slice(0, Math.min(scored.length, o.k * 2));
+    const head = scored.slice(0, Math.min(scored.length, o.k * (o.useMmr ? DETAIL_PER_HIT_MMR : DETAIL_PER_HIT)));
     const needles = parsed.terms.map((t) => t.text);
     const ids = parsed.identifiers.map((s) => s.toLowerCase());
-    const detailed = await Promise.all(
+    const detailed: Scored[] = await Promise.all(
       head.map(async (s) => {
         const text = await this.fullText(s.event);
         const lower = text.toLowerCase();
         const present = ids.filter((id) => lower.includes(id)).length;
         const exact = ids.length > 0 ? present / ids.length : 0;
+        const baseScore = combine(s.relevance, exact, s.recency, o.recencyWeight);
         return {
           ...s,
           isExactMatch: ids.length > 0 && present === ids.length,
-          score: combine(s.relevance, exact, s.recency, o.recencyWeight),
+          baseScore,
+          score: baseScore * s.modifier,
           excerpt: cutExcerpt(text, needles, parsed.identifiers, { maxChars: o.maxExcerptChars }),
         };
       }),
     );
     detailed.sort(byScore);
 
-    // Greedy packing: best first; a hit that does not fit is skipped so a smaller one may still fit.
+    // MMR on what the reader will see: near-identical excerpts (the same log repeated) are dropped and
+    // similar ones wait behind different evidence (§5.2).
+    const ordered = o.useMmr
+      ? mmrSelect(
+          detailed.map((d) => ({ id: d.event.id, score: d.score, text: d.excerpt, d })),
+          detailed.length,
+          { lambda: o.lambda },
+        ).map((c) => c.d)
+      : detailed;
+
     // Reserve the header with the largest numbers it can show, so the final header always fits.
-    let used = this.tokenizer.count(this.header(query, o.k, hits.length));
-    const packed: RecallHit[] = [];
-    for (const d of detailed) {
-      if (packed.length >= o.k) break;
-      const hit = toHit(d.event, d.score, d.relevance, d.isExactMatch, d.excerpt);
-      const tokens = this.tokenizer.count(renderHit(hit, packed.length + 1));
-      // +1: the newline joining it to the pack.
-      if (used + tokens + 1 > o.budgetTokens) continue;
-      hit.tokens = tokens;
-      used += tokens + 1;
-      packed.push(hit);
+    const { packed } = packUnderBudget(ordered, {
+      budgetTokens: o.budgetTokens,
+      usedTokens: this.tokenizer.count(this.header(query, o.k, candidates)),
+      maxItems: o.k,
+      quotas: o.typeQuotas,
+      kindOf: (d) => d.event.kind,
+      measure: (d, position) => this.tokenizer.count(renderHit(toHit(d), position)),
+    });
+    const out = packed.map(({ item, tokens }) => ({ ...toHit(item), tokens }));
+    return this.render(query, out, candidates, o.budgetTokens, out.length < candidates);
+  }
+
+  /** Writes the recall log row; a store that refuses the write (read-only) leaves the recall unlogged. */
+  private async log(query: string, given: RecallOptions, o: ResolvedOptions, result: RecallResult, durationMs: number): Promise<number | undefined> {
+    const sessionId = o.askingSessionId ?? (o.sessionIds?.length === 1 ? o.sessionIds[0] : undefined);
+    const taskId = o.taskState?.taskId ?? o.taskId;
+    const entry: RecallLogInput = {
+      tsMs: Date.now(),
+      query,
+      options: stripUndefined(given) as Record<string, unknown>,
+      results: result.hits.map((h) => ({ eventId: h.eventId as EventId, score: h.score, baseScore: h.baseScore, modifier: h.modifier })),
+      durationMs: Math.round(durationMs * 1000) / 1000,
+      ...(sessionId !== undefined ? { sessionId } : {}),
+      ...(taskId !== undefined ? { taskId } : {}),
+    };
+    try {
+      return await this.store.logRecall(entry);
+    } catch (err) {
+      if (isEngramError(err, 'STORAGE_ERROR')) return undefined;
+      throw err;
     }
-    return this.render(query, packed, hits.length, o.budgetTokens, packed.length < hits.length);
   }
 
   private async fullText(event: EventRecord): Promise<string> {
@@ -176,26 +307,46 @@ function combine(relevance: number, exactFraction: number, recency: number, rece
   return (1 - recencyWeight) * boosted + recencyWeight * recency;
 }
 
+interface Scored {
+  event: EventRecord;
+  relevance: number;
+  recency: number;
+  baseScore: number;
+  modifier: number;
+  factors: ModifierFactors;
+  supersededBy: EventId | undefined;
+  isKeyEvent: boolean;
+  score: number;
+  isExactMatch: boolean;
+  excerpt: string;
+}
+
 function byScore(a: { score: number; event: EventRecord }, b: { score: number; event: EventRecord }): number {
   // Ties: newer first, then by id, so results are deterministic.
   return b.score - a.score || Date.parse(b.event.ts) - Date.parse(a.event.ts) || (a.event.id < b.event.id ? -1 : 1);
 }
 
-function toHit(e: EventRecord, score: number, relevance: number, isExactMatch: boolean, excerpt: string): RecallHit {
+function toHit(d: Scored): RecallHit {
+  const e = d.event;
   const hit: RecallHit = {
     eventId: e.id,
     sessionId: e.sessionId,
     turn: e.turn,
     kind: e.kind,
     ts: e.ts,
-    score: round(score),
-    relevance: round(relevance),
-    isExactMatch,
-    excerpt,
+    score: round(d.score),
+    baseScore: round(d.baseScore),
+    modifier: round(d.modifier),
+    factors: d.factors,
+    relevance: round(d.relevance),
+    isExactMatch: d.isExactMatch,
+    excerpt: d.excerpt,
     tokens: 0,
+    isKeyEvent: d.isKeyEvent,
   };
   if (e.toolName) hit.toolName = e.toolName;
   if (e.artifact) hit.artifactId = e.artifact.id;
+  if (d.supersededBy) hit.supersededBy = d.supersededBy;
   return hit;
 }
 
@@ -204,12 +355,23 @@ export function renderHit(h: RecallHit, index: number): string {
   const what = h.toolName ? `${h.kind} ${h.toolName}` : h.kind;
   const provenance = [`[${index}] ${h.eventId}`, `session ${h.sessionId}`, `turn ${h.turn}`, what, h.ts, `score ${h.score.toFixed(2)}`];
   if (h.artifactId) provenance.push(`artifact ${h.artifactId}`);
+  // The reader must not take an obsolete version for the live one; the pointer is the 2-hop path to it.
+  if (h.supersededBy) provenance.push(`superseded by ${h.supersededBy}`);
   const quoted = h.excerpt.split('\n').map((line) => `> ${line}`);
   return [provenance.join(' | '), ...quoted].join('\n');
 }
 
 function isTextMedia(mediaType: string): boolean {
   return mediaType.startsWith('text/') || mediaType.includes('json') || mediaType.includes('xml') || mediaType.includes('csv');
+}
+
+function matchesFilter(e: EventRecord, f: EventFilter): boolean {
+  const ms = Date.parse(e.ts);
+  if (f.sessionIds && !f.sessionIds.includes(e.sessionId)) return false;
+  if (f.kinds && !f.kinds.includes(e.kind)) return false;
+  if (f.fromMs !== undefined && ms < f.fromMs) return false;
+  if (f.toMs !== undefined && ms > f.toMs) return false;
+  return f.taskId === undefined || e.taskId === f.taskId;
 }
 
 function toFilter(o: RecallOptions): EventFilter {
@@ -222,7 +384,7 @@ function toFilter(o: RecallOptions): EventFilter {
   return f;
 }
 
-function validateOptions(query: string, o: typeof DEFAULTS & RecallOptions): void {
+function validateOptions(query: string, o: ResolvedOptions): void {
   const bad = (field: string, message: string): never => {
     throw new EngramError('INVALID_INPUT', `${field}: ${message}`, { field });
   };
@@ -235,9 +397,24 @@ function validateOptions(query: string, o: typeof DEFAULTS & RecallOptions): voi
   if (!(o.recencyHalfLifeMs > 0)) bad('recencyHalfLifeMs', 'must be positive');
   if (!(o.maxExcerptChars >= 40)) bad('maxExcerptChars', 'must be at least 40');
   for (const kind of o.kinds ?? []) {
-    if (!(EVENT_KINDS as readonly string[]).includes(kind)) bad('kinds', `unknown event kind "${kind}"; expected one of ${EVENT_KINDS.join(', ')}`);
+    if (!(STORED_EVENT_KINDS as readonly string[]).includes(kind)) {
+      bad('kinds', `unknown event kind "${kind}"; expected one of ${STORED_EVENT_KINDS.join(', ')}`);
+    }
   }
   if (o.fromMs !== undefined && o.toMs !== undefined && o.fromMs > o.toMs) bad('fromMs', 'must not be after toMs');
+  if (o.taskState !== undefined) {
+    const parsed = taskStateSchema.safeParse(o.taskState);
+    if (!parsed.success) throw invalidInputFromZod(parsed.error.issues, 'taskState');
+  }
+  for (const f of o.disableFactors ?? []) {
+    if (!(MODIFIER_FACTORS as readonly string[]).includes(f)) bad('disableFactors', `unknown factor "${f}"; expected one of ${MODIFIER_FACTORS.join(', ')}`);
+  }
+  for (const [name, value] of Object.entries(o.modifierOptions ?? {})) {
+    if (name === 'phaseSalience') continue;
+    if (typeof value !== 'number' || !(value >= 0) || !Number.isFinite(value)) bad(`modifierOptions.${name}`, 'must be a finite number of at least 0');
+  }
+  if (!(o.lambda >= 0 && o.lambda <= 1)) bad('lambda', 'must be between 0 and 1');
+  validateTypeQuotas(o.typeQuotas);
 }
 
 function stripUndefined<T extends object>(o: T): Partial<T> {

@@ -1,3 +1,5 @@
+import { EngramError } from '../errors.js';
+import type { ContextStateRecord } from '../model/context-state.js';
 import type { ArtifactDraft, ArtifactRecord } from '../model/artifact.js';
 import type { EventArtifactRef, EventKind, EventRecord, SessionRecord } from '../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
@@ -106,6 +108,60 @@ export interface ListEventsQuery {
   order?: 'asc' | 'desc';
 }
 
+/** One hit of a logged recall. */
+export interface RecallLogHit {
+  eventId: EventId;
+  /** The final score (base × modifier). */
+  score: number;
+  /** Query relevance before the task-conditioned modifier. */
+  baseScore: number;
+  modifier: number;
+}
+
+/** One recall as logged for offline evaluation (ENGRAM Annex A.2b line 14: query, task, results). */
+export interface RecallLogInput {
+  tsMs: number;
+  /** The session that asked, when known. */
+  sessionId?: string;
+  taskId?: string;
+  query: string;
+  /** The recall options as given (JSON-serialisable), so the call can be replayed. */
+  options: Record<string, unknown>;
+  /** What the pack held, in pack order. */
+  results: RecallLogHit[];
+  durationMs: number;
+}
+
+export interface RecallLogRecord {
+  /** Increasing in the order rows were written to this store. */
+  id: number;
+  /** ISO-8601 with milliseconds, UTC. */
+  ts: string;
+  sessionId?: string;
+  taskId?: string;
+  query: string;
+  options: Record<string, unknown>;
+  results: RecallLogHit[];
+  durationMs: number;
+}
+
+export interface RecallLogQuery {
+  /** Most rows, newest first. Default 100. */
+  limit?: number;
+  /** Only recalls asked by this session. */
+  sessionId?: string;
+}
+
+/** Rows {@link StorageBackend.listRecallLog} returns when no limit is given. */
+export const DEFAULT_RECALL_LOG_LIMIT = 100;
+
+/** The row limit of a recall-log query, defaulted and checked (both backends call this). */
+export function recallLogLimit(query: RecallLogQuery): number {
+  const limit = query.limit ?? DEFAULT_RECALL_LOG_LIMIT;
+  if (!Number.isInteger(limit) || limit < 0) throw new EngramError('INVALID_INPUT', 'limit: must be a non-negative integer', { field: 'limit' });
+  return limit;
+}
+
 export interface StoredArtifact {
   record: ArtifactRecord;
   stored: Uint8Array;
@@ -165,6 +221,26 @@ export interface StorageBackend {
   findIdsByPrefix(kind: 'event' | 'artifact', prefix: string, limit: number): Promise<string[]>;
 
   searchText(query: TextSearchQuery): Promise<TextHit[]>;
+
+  /**
+   * Which of `ids` a stored event supersedes, mapped to the superseding event (one query, so recall can
+   * discount superseded candidates, Annex A.3). When several events supersede the same one, the most
+   * recently stored wins. Ids nobody supersedes are absent from the map.
+   */
+  findSuperseding(ids: EventId[]): Promise<Map<EventId, EventId>>;
+
+  /** Appends one row to the recall log; returns its id. The log is append-only: no method changes a row. */
+  logRecall(entry: RecallLogInput): Promise<number>;
+  /** Logged recalls, newest first. */
+  listRecallLog(query?: RecallLogQuery): Promise<RecallLogRecord[]>;
+
+  /** The latest version of a session's cache (written at compaction), or null before the first one. */
+  getContextState(sessionId: SessionId): Promise<ContextStateRecord | null>;
+  /**
+   * Stores a new version of a session's cache. Versions are kept (append-only); a version that already
+   * exists means another writer compacted first: `CONFLICT`, and the caller re-reads.
+   */
+  putContextState(record: ContextStateRecord): Promise<void>;
 
   stats(): Promise<StoreStats>;
   close(): Promise<void>;

@@ -191,6 +191,41 @@ describe('engram CLI', () => {
   });
 });
 
+describe('engram CLI: context engine', () => {
+  it('maintains a task card, compacts a small window and prints packs in three formats', () => {
+    engram(['ingest', DEMO]);
+    expect(engram(['task', 'get', '--session', 'demo-session']).stdout).toContain('No task state');
+    const up = engram(['task', 'update', '--session', 'demo-session', '{"goals":["fix checkout DB"],"phase":"debugging"}']);
+    expect(up.code).toBe(0);
+    const bad = engram(['task', 'update', '--session', 'demo-session', '{"phase":"napping"}']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('taskState.phase');
+    expect(JSON.parse(engram(['task', 'get', '--session', 'demo-session', '--json']).stdout).version).toBe(1);
+
+    const packed = JSON.parse(engram(['context', '--session', 'demo-session', '--window', '2000', '--json']).stdout);
+    expect(packed.compaction.evicted).toBeGreaterThan(0);
+    expect(packed.totalTokens + packed.headroomTokens).toBeLessThanOrEqual(2000);
+    const text = engram(['context', '--session', 'demo-session', '--window', '2000', '--query', 'what port?']).stdout;
+    expect(text).toMatch(/\[Events T1-T\d+ evicted\. Key topics: /);
+    expect(text).toContain('fix checkout DB');
+    const anthropic = JSON.parse(engram(['context', '--session', 'demo-session', '--window', '2000', '--format', 'anthropic']).stdout);
+    expect(JSON.stringify(anthropic.system)).toContain('cache_control');
+    const openai = JSON.parse(engram(['context', '--session', 'demo-session', '--window', '2000', '--format', 'openai']).stdout);
+    expect(openai.messages[0].role).toBe('system');
+    // Evicted, not lost.
+    expect(engram(['recall', 'ECONNREFUSED']).stdout).toContain('10.0.4.12:5433');
+    expect(JSON.parse(engram(['compact', '--session', 'demo-session', '--window', '2000', '--json']).stdout).compacted).toBe(false);
+  });
+
+  it('refuses a window whose budgets cannot hold the task card', () => {
+    engram(['ingest', DEMO]);
+    engram(['task', 'update', '--session', 'demo-session', '{"goals":["a long goal that takes more than a handful of tokens to write out"]}']);
+    const r = engram(['context', '--session', 'demo-session', '--window', '600']);
+    expect(r.code).toBe(6);
+    expect(r.stderr).toContain('BUDGET_EXCEEDED');
+  });
+});
+
 describe('engram CLI on PostgreSQL', () => {
   let schema: string;
   let url: string;

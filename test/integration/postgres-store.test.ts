@@ -2,7 +2,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { openEngram } from '../../src/engine.js';
 import { isEngramError } from '../../src/errors.js';
+import type { EventId } from '../../src/model/ids.js';
 import { openStore } from '../../src/store/open-store.js';
+import { LATEST_POSTGRES_SCHEMA_VERSION, POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PostgresBackend } from '../../src/store/postgres/postgres-backend.js';
 import { dropSchema, testPgUrl, uniqueSchema, withPassword, withPgClient } from '../fixtures/postgres.js';
 
@@ -57,9 +59,9 @@ describe('opening a PostgreSQL store', () => {
 
   it('migrates a new schema once when several servers open it at the same time', async () => {
     const backends = await Promise.all(Array.from({ length: 4 }, () => PostgresBackend.open(testPgUrl(), { schema, maxConnections: 2 })));
-    const versions = await withPgClient((c) => c.query(`SELECT version FROM "${schema}".engram_migrations`));
-    expect(versions.rows.map((r: { version: number }) => r.version)).toEqual([1]);
-    for (const b of backends) expect((await b.stats()).schemaVersion).toBe(1);
+    const versions = await withPgClient((c) => c.query(`SELECT version FROM "${schema}".engram_migrations ORDER BY version`));
+    expect(versions.rows.map((r: { version: number }) => r.version)).toEqual(POSTGRES_MIGRATIONS.map((m) => m.version));
+    for (const b of backends) expect((await b.stats()).schemaVersion).toBe(LATEST_POSTGRES_SCHEMA_VERSION);
     await Promise.all(backends.map((b) => b.close()));
   });
 
@@ -112,6 +114,36 @@ describe('opening a PostgreSQL store', () => {
 });
 
 describe('a PostgreSQL store', () => {
+  it('upgrades a version-1 schema in place: events kept, supersession lookup and recall log added', async () => {
+    const old = 'evt_01jaaaaaaaaaaaaaaaaaaaaaaa';
+    const next = 'evt_01jbbbbbbbbbbbbbbbbbbbbbbb';
+    await withPgClient(async (c) => {
+      const s = `"${schema}"`;
+      await c.query(`CREATE SCHEMA ${s}`);
+      await c.query(`CREATE TABLE ${s}.engram_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+      await c.query(POSTGRES_MIGRATIONS.find((m) => m.version === 1)!.sql(s));
+      await c.query(`INSERT INTO ${s}.engram_migrations (version, description) VALUES (1, 'v1')`);
+      await c.query(`INSERT INTO ${s}.sessions (id, created_ms, last_turn, event_count) VALUES ('s', 0, 2, 2)`);
+      await c.query(`INSERT INTO ${s}.events (id, session_id, turn, kind, ts_ms, content) VALUES ($1, 's', 1, 'decision', 1000, 'use mysql')`, [old]);
+      await c.query(`INSERT INTO ${s}.events (id, session_id, turn, kind, ts_ms, content, supersedes) VALUES ($1, 's', 2, 'decision', 2000, 'use postgres', $2)`, [
+        next,
+        old,
+      ]);
+    });
+    const backend = await PostgresBackend.open(testPgUrl(), { schema });
+    try {
+      expect((await backend.stats()).schemaVersion).toBe(LATEST_POSTGRES_SCHEMA_VERSION);
+      expect((await backend.getEvent(old as EventId))?.content).toBe('use mysql');
+      expect(await backend.findSuperseding([old as EventId, next as EventId])).toEqual(new Map([[old, next]]));
+      const id = await backend.logRecall({ tsMs: 5000, query: 'db', options: {}, results: [], durationMs: 1 });
+      expect((await backend.listRecallLog()).map((r) => r.id)).toEqual([id]);
+    } finally {
+      await backend.close();
+    }
+    const err = await withPgClient((c) => c.query(`UPDATE "${schema}".recall_log SET task_id = 'x'`)).catch((e: unknown) => e);
+    expect((err as { code?: string }).code).toBe('EG001');
+  });
+
   it('refuses, in the database itself, to update, delete or truncate events', async () => {
     const mem = await openEngram({ pg: testPgUrl(), postgres: { schema } });
     await mem.append('s', { kind: 'user', content: 'immutable' });

@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openEngram } from '../../src/engine.js';
 import { isEngramError } from '../../src/errors.js';
 import type { EventId } from '../../src/model/ids.js';
+import { ENGRAM_APPLICATION_ID, LATEST_SQLITE_SCHEMA_VERSION, SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { SqliteBackend } from '../../src/store/sqlite/sqlite-backend.js';
 
 let dir: string;
@@ -92,6 +93,38 @@ describe('opening a SQLite file', () => {
     const raw = new Database(path);
     expect(() => raw.prepare("UPDATE events SET content = 'tampered'").run()).toThrow(/immutable/);
     expect(() => raw.prepare('DELETE FROM events').run()).toThrow(/never deleted/);
+    raw.close();
+  });
+
+  it('upgrades a version-1 store in place: events kept, supersession lookup and recall log added', async () => {
+    const path = join(dir, 'v1.db');
+    const raw = new Database(path);
+    raw.exec(SQLITE_MIGRATIONS.find((m) => m.version === 1)!.sql);
+    raw.pragma(`application_id = ${ENGRAM_APPLICATION_ID}`);
+    raw.pragma('user_version = 1');
+    const old = 'evt_01jaaaaaaaaaaaaaaaaaaaaaaa';
+    const next = 'evt_01jbbbbbbbbbbbbbbbbbbbbbbb';
+    raw.exec(`INSERT INTO sessions (id, created_ms, last_turn, event_count) VALUES ('s', 0, 2, 2);
+      INSERT INTO events (id, session_id, turn, kind, ts_ms, content) VALUES ('${old}', 's', 1, 'decision', 1000, 'use mysql');
+      INSERT INTO events (id, session_id, turn, kind, ts_ms, content, supersedes) VALUES ('${next}', 's', 2, 'decision', 2000, 'use postgres', '${old}');`);
+    raw.close();
+
+    const backend = SqliteBackend.open(path);
+    expect((await backend.stats()).schemaVersion).toBe(LATEST_SQLITE_SCHEMA_VERSION);
+    expect((await backend.getEvent(old as EventId))?.content).toBe('use mysql');
+    expect(await backend.findSuperseding([old as EventId, next as EventId])).toEqual(new Map([[old, next]]));
+    const id = await backend.logRecall({ tsMs: 5000, query: 'db', options: {}, results: [], durationMs: 1 });
+    expect((await backend.listRecallLog()).map((r) => r.id)).toEqual([id]);
+    await backend.close();
+  });
+
+  it('refuses, in the database itself, to change a recall log row', async () => {
+    const path = join(dir, 'engram.db');
+    const backend = SqliteBackend.open(path);
+    await backend.logRecall({ tsMs: 1, query: 'q', options: {}, results: [], durationMs: 1 });
+    await backend.close();
+    const raw = new Database(path);
+    expect(() => raw.prepare("UPDATE recall_log SET query = 'tampered'").run()).toThrow(/immutable/);
     raw.close();
   });
 });

@@ -244,7 +244,9 @@ function fitWhole(kind: BlockKind, field: string, text: string, budget: number, 
   return block(kind, text, tokens, budget, text === '' ? 0 : 1, 0);
 }
 
-const SEPARATOR = '\n';
+/** Joins the items of a block (history entries, markers, karma facts). */
+export const HISTORY_SEPARATOR = '\n';
+const SEPARATOR = HISTORY_SEPARATOR;
 
 /**
  * Keeps the longest contiguous run of `lines`, anchored at the start or the end, whose joined text fits

@@ -14,7 +14,7 @@ export const EXIT = {
   NOT_FOUND: 3,
   /** The store cannot be used: not an Engram store, written by a newer Engram, locked or failing I/O. */
   STORE_UNAVAILABLE: 4,
-  /** An idempotency key was reused for different content. */
+  /** An idempotency key was reused for different content, or a concurrent writer won a race. */
   CONFLICT: 5,
   /** A budget, scope or permission check refused the request. */
   DENIED: 6,
@@ -40,6 +40,7 @@ export function exitCodeFor(code: ErrorCode): number {
     case 'STORAGE_ERROR':
       return EXIT.STORE_UNAVAILABLE;
     case 'IDEMPOTENCY_CONFLICT':
+    case 'CONFLICT':
       return EXIT.CONFLICT;
     case 'BUDGET_EXCEEDED':
     case 'DEREF_DENIED':

@@ -7,6 +7,7 @@ import { IMPORT_FORMATS } from '../../memory/importers/types.js';
 import { DEFAULT_DB_PATH, type StoreLocation } from '../../store/open-store.js';
 import { ingestCommand } from './commands/ingest.js';
 import { migrateCommand, type MigrateArgs } from './commands/migrate.js';
+import { compactCommand, contextCommand, taskCommand, type CompactArgs, type ContextArgs, type TaskArgs } from './commands/context.js';
 import { parseInteger, recallCommand } from './commands/recall.js';
 import { showCommand } from './commands/show.js';
 import { sessionsCommand, statsCommand } from './commands/stats.js';
@@ -31,8 +32,10 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   let exitCode: number = EXIT.OK;
   let mem: Engram | undefined;
   const withStore =
-    <A extends GlobalOptions>(run: (mem: Engram, args: A) => Promise<number>, create = false) =>
+    <A extends GlobalOptions>(run: (mem: Engram, args: A) => Promise<number>, createStore: boolean | ((args: A) => boolean) = false) =>
     async (args: A): Promise<void> => {
+      // Only writing verbs create a store; read verbs on a missing store fail with NOT_FOUND.
+      const create = typeof createStore === 'function' ? createStore(args) : createStore;
       mem = await openEngram({ ...storeLocation(args), sqlite: { create }, postgres: { create } });
       exitCode = await run(mem, args);
     };
@@ -121,6 +124,33 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
         }),
       ),
     );
+
+  program
+    .command('context')
+    .description("the context pack for a session's next turn: identity, markers of evicted history, recent tail, task state, query")
+    .requiredOption('-s, --session <id>', 'session')
+    .requiredOption('-w, --window <tokens>', "the model's context window in tokens")
+    .addOption(new Option('-f, --format <format>', 'output format').choices(['text', 'openai', 'anthropic']).default('text'))
+    .option('-q, --query <text>', 'the new user message')
+    .option('--identity <text>', 'the system prompt / identity block')
+    .option('--identity-file <file>', 'read the identity block from a file')
+    .action(merged(withStore((m, args: ContextArgs & GlobalOptions) => contextCommand(m, args, io))));
+
+  program
+    .command('compact')
+    .description("compact a session's window now if it is over its high-water mark (nothing is deleted)")
+    .requiredOption('-s, --session <id>', 'session')
+    .requiredOption('-w, --window <tokens>', "the model's context window in tokens")
+    .action(merged(withStore((m, args: CompactArgs & GlobalOptions) => compactCommand(m, args, io))));
+
+  program
+    .command('task')
+    .description("read or change a session's task state card (versioned; every version is kept)")
+    .argument('<action>', 'get | update (merge fields) | set (replace the card) | history')
+    .argument('[value]', 'for update/set: the card as JSON, @FILE, or - for standard input')
+    .requiredOption('-s, --session <id>', 'session')
+    .option('--turn <n>', 'the turn whose work produced this update (default: the latest)')
+    .action(merged(withStore((m, args: TaskArgs & GlobalOptions) => taskCommand(m, args, io), (args) => args.action === 'update' || args.action === 'set')));
 
   program
     .command('migrate')

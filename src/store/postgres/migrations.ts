@@ -122,6 +122,51 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         FOR EACH STATEMENT EXECUTE FUNCTION ${s}.engram_refuse_change();
     `,
   },
+  {
+    version: 2,
+    description: 'supersession index, recall log',
+    sql: (s) => `
+      -- Recall asks "which of these candidates did a later event supersede?" once per call (Annex A.3).
+      -- Partial: few events supersede another, so the index stays small and ingest pays almost nothing.
+      CREATE INDEX events_supersedes ON ${s}.events (supersedes) WHERE supersedes IS NOT NULL;
+
+      -- Every recall with what it returned, for offline evaluation (Annex A.2b line 14). json, not jsonb:
+      -- stored as written, and a NUL escape in a query or option does not make the insert fail.
+      CREATE TABLE ${s}.recall_log (
+        id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        ts_ms       bigint NOT NULL,
+        session_id  text COLLATE "C",
+        task_id     text,
+        query       json NOT NULL,
+        options     json NOT NULL,
+        results     json NOT NULL,
+        duration_ms double precision NOT NULL
+      );
+      CREATE INDEX recall_log_session ON ${s}.recall_log (session_id, id) WHERE session_id IS NOT NULL;
+      -- Append-only like the events. Deleting rows is left to an explicit privacy purge.
+      CREATE TRIGGER recall_log_immutable BEFORE UPDATE ON ${s}.recall_log
+        FOR EACH ROW EXECUTE FUNCTION ${s}.engram_refuse_change();
+    `,
+  },
+  {
+    version: 3,
+    description: 'session cache versions (context states)',
+    sql: (s) => `
+      -- One row per compaction of a session's window: derived state, kept append-only so the history of
+      -- what the model saw can be audited. entries holds event references and markers.
+      CREATE TABLE ${s}.context_states (
+        session_id     text COLLATE "C" NOT NULL REFERENCES ${s}.sessions (id),
+        version        integer NOT NULL,
+        up_to_turn     integer NOT NULL,
+        evicted_events integer NOT NULL,
+        entries        jsonb NOT NULL,
+        created_ms     bigint NOT NULL,
+        PRIMARY KEY (session_id, version)
+      );
+      CREATE TRIGGER context_states_immutable BEFORE UPDATE ON ${s}.context_states
+        FOR EACH ROW EXECUTE FUNCTION ${s}.engram_refuse_change();
+    `,
+  },
 ];
 
 export const LATEST_POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1]!.version;

@@ -8,13 +8,17 @@ import type {
   EventDraft,
   KeyedEvent,
   ListEventsQuery,
+  RecallLogInput,
+  RecallLogQuery,
+  RecallLogRecord,
   StorageBackend,
   StoreStats,
   StoredArtifact,
   TextHit,
   TextSearchQuery,
 } from '../backend.js';
-import { DEFAULT_CAPABILITIES } from '../backend.js';
+import { DEFAULT_CAPABILITIES, recallLogLimit } from '../backend.js';
+import type { ContextStateRecord } from '../../model/context-state.js';
 import { eventFromColumns, eventFromDraft } from '../event-record.js';
 import { LATEST_POSTGRES_SCHEMA_VERSION, MIGRATIONS_TABLE, POSTGRES_MIGRATIONS, TEXT_SEARCH_CONFIG } from './migrations.js';
 import type { PgErrorPhase } from './pg-errors.js';
@@ -95,6 +99,17 @@ interface EventRow {
   tool_name: string | null;
   tool_call_id: string | null;
   meta: Record<string, unknown> | null;
+}
+
+interface RecallLogRow {
+  id: string;
+  ts_ms: string;
+  session_id: string | null;
+  task_id: string | null;
+  query: string;
+  options: Record<string, unknown>;
+  results: RecallLogRecord['results'];
+  duration_ms: number;
 }
 
 interface SessionRow {
@@ -351,6 +366,80 @@ export class PostgresBackend implements StorageBackend {
     return rows.map((r) => ({ eventId: r.id as EventId, relevance: r.rank }));
   }
 
+  async findSuperseding(ids: EventId[]): Promise<Map<EventId, EventId>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.query<{ supersedes: string; id: string }>(this.sql.superseding, [[...new Set(ids)]]);
+    return new Map(rows.map((r) => [r.supersedes as EventId, r.id as EventId]));
+  }
+
+  async getContextState(sessionId: SessionId): Promise<ContextStateRecord | null> {
+    const rows = await this.query<{ session_id: string; version: number; up_to_turn: number; evicted_events: number; entries: unknown; created_ms: string }>(
+      `SELECT * FROM ${this.sql.s}.context_states WHERE session_id = $1 ORDER BY version DESC LIMIT 1`,
+      [sessionId],
+      'reading the session cache failed',
+    );
+    const row = rows[0];
+    if (!row) return null;
+    return {
+      sessionId: row.session_id as SessionId,
+      version: row.version,
+      upToTurn: row.up_to_turn,
+      evictedEvents: row.evicted_events,
+      entries: row.entries as ContextStateRecord['entries'],
+      createdAt: new Date(Number(row.created_ms)).toISOString(),
+    };
+  }
+
+  async putContextState(r: ContextStateRecord): Promise<void> {
+    const rows = await this.query<{ ok: number }>(
+      `INSERT INTO ${this.sql.s}.context_states (session_id, version, up_to_turn, evicted_events, entries, created_ms)
+       VALUES ($1, $2, $3, $4, $5::jsonb, $6) ON CONFLICT (session_id, version) DO NOTHING RETURNING 1 AS ok`,
+      [r.sessionId, r.version, r.upToTurn, r.evictedEvents, JSON.stringify(r.entries), Date.parse(r.createdAt)],
+      'saving the session cache failed',
+    );
+    if (rows.length === 0) {
+      throw new EngramError('CONFLICT', `session ${r.sessionId} was compacted by another writer (cache version ${r.version} exists)`, {
+        sessionId: r.sessionId,
+        version: r.version,
+      });
+    }
+  }
+
+  async logRecall(entry: RecallLogInput): Promise<number> {
+    const rows = await this.query<{ id: string }>(
+      this.sql.insertRecallLog,
+      [
+        entry.tsMs,
+        entry.sessionId ?? null,
+        entry.taskId ?? null,
+        JSON.stringify(entry.query),
+        JSON.stringify(entry.options),
+        JSON.stringify(entry.results),
+        entry.durationMs,
+      ],
+      'recall log write failed',
+    );
+    return Number(rows[0]!.id);
+  }
+
+  async listRecallLog(query: RecallLogQuery = {}): Promise<RecallLogRecord[]> {
+    const limit = recallLogLimit(query);
+    const rows = await this.query<RecallLogRow>(this.sql.listRecallLog, [query.sessionId ?? null, limit]);
+    return rows.map((r) => {
+      const rec: RecallLogRecord = {
+        id: Number(r.id),
+        ts: new Date(Number(r.ts_ms)).toISOString(),
+        query: r.query,
+        options: r.options,
+        results: r.results,
+        durationMs: r.duration_ms,
+      };
+      if (r.session_id !== null) rec.sessionId = r.session_id;
+      if (r.task_id !== null) rec.taskId = r.task_id;
+      return rec;
+    });
+  }
+
   async stats(): Promise<StoreStats> {
     const [totals] = await this.query<{ sessions: string; artifacts: string; size: string; stored: string; version: number | null }>(
       this.sql.totals,
@@ -597,6 +686,11 @@ function buildStatements(s: string) {
         (SELECT COALESCE(sum(stored_bytes), 0) FROM ${s}.artifacts) AS stored,
         (SELECT max(version) FROM ${s}.${MIGRATIONS_TABLE}) AS version`,
     eventsByKind: `SELECT kind, count(*) AS n FROM ${s}.events GROUP BY kind`,
+    // Ids are ULIDs (COLLATE "C"), so the greatest id is the most recently stored superseding event.
+    superseding: `SELECT supersedes, max(id) AS id FROM ${s}.events WHERE supersedes = ANY($1::text[]) GROUP BY supersedes`,
+    insertRecallLog: `INSERT INTO ${s}.recall_log (ts_ms, session_id, task_id, query, options, results, duration_ms)
+      VALUES ($1, $2, $3, $4::json, $5::json, $6::json, $7) RETURNING id`,
+    listRecallLog: `SELECT * FROM ${s}.recall_log WHERE ($1::text IS NULL OR session_id = $1) ORDER BY id DESC LIMIT $2`,
   };
 }
 

@@ -93,6 +93,51 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE VIRTUAL TABLE events_fts_vocab USING fts5vocab (events_fts, 'row');
     `,
   },
+  {
+    version: 2,
+    description: 'supersession index, recall log',
+    sql: `
+      -- Recall asks "which of these candidates did a later event supersede?" once per call (Annex A.3).
+      -- Partial: few events supersede another, so the index stays small and ingest pays almost nothing.
+      CREATE INDEX events_supersedes ON events (supersedes) WHERE supersedes IS NOT NULL;
+
+      -- Every recall with what it returned, for offline evaluation (Annex A.2b line 14). options and
+      -- results are JSON text.
+      CREATE TABLE recall_log (
+        id          INTEGER PRIMARY KEY,
+        ts_ms       INTEGER NOT NULL,
+        session_id  TEXT,
+        task_id     TEXT,
+        query       TEXT NOT NULL,
+        options     TEXT NOT NULL,
+        results     TEXT NOT NULL,
+        duration_ms REAL NOT NULL
+      ) STRICT;
+      CREATE INDEX recall_log_session ON recall_log (session_id, id) WHERE session_id IS NOT NULL;
+      -- Append-only like the events. Deleting rows is left to an explicit privacy purge.
+      CREATE TRIGGER recall_log_no_update BEFORE UPDATE ON recall_log
+      BEGIN SELECT RAISE(ABORT, 'engram: recall log rows are immutable'); END;
+    `,
+  },
+  {
+    version: 3,
+    description: 'session cache versions (context states)',
+    sql: `
+      -- One row per compaction of a session's window: derived state, kept append-only so the history of
+      -- what the model saw can be audited. entries is JSON (event references and markers).
+      CREATE TABLE context_states (
+        session_id     TEXT NOT NULL REFERENCES sessions(id),
+        version        INTEGER NOT NULL,
+        up_to_turn     INTEGER NOT NULL,
+        evicted_events INTEGER NOT NULL,
+        entries        TEXT NOT NULL,
+        created_ms     INTEGER NOT NULL,
+        PRIMARY KEY (session_id, version)
+      ) STRICT;
+      CREATE TRIGGER context_states_no_update BEFORE UPDATE ON context_states
+      BEGIN SELECT RAISE(ABORT, 'engram: context states are immutable'); END;
+    `,
+  },
 ];
 
 export const LATEST_SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS[SQLITE_MIGRATIONS.length - 1]!.version;

@@ -11,13 +11,17 @@ import type {
   EventDraft,
   KeyedEvent,
   ListEventsQuery,
+  RecallLogInput,
+  RecallLogQuery,
+  RecallLogRecord,
   StorageBackend,
   StoreStats,
   StoredArtifact,
   TextHit,
   TextSearchQuery,
 } from '../backend.js';
-import { DEFAULT_CAPABILITIES } from '../backend.js';
+import { DEFAULT_CAPABILITIES, recallLogLimit } from '../backend.js';
+import type { ContextStateRecord } from '../../model/context-state.js';
 import { eventFromColumns, eventFromDraft } from '../event-record.js';
 import { startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { Fts5Planner } from './fts5-planner.js';
@@ -69,6 +73,17 @@ interface EventRow {
   tool_name: string | null;
   tool_call_id: string | null;
   meta: string | null;
+}
+
+interface RecallLogRow {
+  id: number;
+  ts_ms: number;
+  session_id: string | null;
+  task_id: string | null;
+  query: string;
+  options: string;
+  results: string;
+  duration_ms: number;
 }
 
 interface SessionRow {
@@ -383,6 +398,92 @@ export class SqliteBackend implements StorageBackend {
     }
   }
 
+  async findSuperseding(ids: EventId[]): Promise<Map<EventId, EventId>> {
+    this.assertOpen();
+    const out = new Map<EventId, EventId>();
+    for (const chunk of chunks([...new Set(ids)], 500)) {
+      // Ids are ULIDs, so the greatest id is the most recently stored superseding event.
+      const rows = this.db
+        .prepare(`SELECT supersedes, MAX(id) AS id FROM events WHERE supersedes IN (${chunk.map(() => '?').join(',')}) GROUP BY supersedes`)
+        .all(...chunk) as Array<{ supersedes: string; id: string }>;
+      for (const r of rows) out.set(r.supersedes as EventId, r.id as EventId);
+    }
+    return out;
+  }
+
+  async logRecall(entry: RecallLogInput): Promise<number> {
+    this.assertOpen();
+    try {
+      const info = this.stmts.insertRecallLog.run(
+        entry.tsMs,
+        entry.sessionId ?? null,
+        entry.taskId ?? null,
+        entry.query,
+        JSON.stringify(entry.options),
+        JSON.stringify(entry.results),
+        entry.durationMs,
+      );
+      return Number(info.lastInsertRowid);
+    } catch (err) {
+      throw translateSqliteError(err, 'recall log write failed');
+    }
+  }
+
+  async listRecallLog(query: RecallLogQuery = {}): Promise<RecallLogRecord[]> {
+    this.assertOpen();
+    const limit = recallLogLimit(query);
+    const rows = (
+      query.sessionId !== undefined
+        ? this.db.prepare('SELECT * FROM recall_log WHERE session_id = ? ORDER BY id DESC LIMIT ?').all(query.sessionId, limit)
+        : this.db.prepare('SELECT * FROM recall_log ORDER BY id DESC LIMIT ?').all(limit)
+    ) as RecallLogRow[];
+    return rows.map((r) => {
+      const rec: RecallLogRecord = {
+        id: r.id,
+        ts: new Date(r.ts_ms).toISOString(),
+        query: r.query,
+        options: JSON.parse(r.options) as RecallLogRecord['options'],
+        results: JSON.parse(r.results) as RecallLogRecord['results'],
+        durationMs: r.duration_ms,
+      };
+      if (r.session_id !== null) rec.sessionId = r.session_id;
+      if (r.task_id !== null) rec.taskId = r.task_id;
+      return rec;
+    });
+  }
+
+  async getContextState(sessionId: SessionId): Promise<ContextStateRecord | null> {
+    this.assertOpen();
+    const row = this.stmts.latestContextState.get(sessionId) as
+      | { session_id: string; version: number; up_to_turn: number; evicted_events: number; entries: string; created_ms: number }
+      | undefined;
+    if (!row) return null;
+    return {
+      sessionId: row.session_id as SessionId,
+      version: row.version,
+      upToTurn: row.up_to_turn,
+      evictedEvents: row.evicted_events,
+      entries: JSON.parse(row.entries) as ContextStateRecord['entries'],
+      createdAt: new Date(row.created_ms).toISOString(),
+    };
+  }
+
+  async putContextState(r: ContextStateRecord): Promise<void> {
+    this.assertOpen();
+    let changes: number;
+    try {
+      changes = this.stmts.insertContextState.run(r.sessionId, r.version, r.upToTurn, r.evictedEvents, JSON.stringify(r.entries), Date.parse(r.createdAt)).changes;
+    } catch (err) {
+      throw translateSqliteError(err, 'saving the session cache failed');
+    }
+    if (changes === 0) {
+      throw new EngramError('CONFLICT', `session ${r.sessionId} was compacted by another writer (cache version ${r.version} exists)`, {
+        sessionId: r.sessionId,
+        version: r.version,
+      });
+    }
+  }
+
   async stats(): Promise<StoreStats> {
     this.assertOpen();
     const kinds = this.db.prepare('SELECT kind, COUNT(*) AS n FROM events GROUP BY kind').all() as Array<{ kind: EventKind; n: number }>;
@@ -441,11 +542,19 @@ function prepareStatements(db: Db) {
     ),
     insertFts: db.prepare('INSERT INTO events_fts (rowid, body, meta) VALUES (?, ?, ?)'),
     eventById: db.prepare('SELECT * FROM events WHERE id = ?'),
+    latestContextState: db.prepare('SELECT * FROM context_states WHERE session_id = ? ORDER BY version DESC LIMIT 1'),
+    insertContextState: db.prepare(
+      `INSERT INTO context_states (session_id, version, up_to_turn, evicted_events, entries, created_ms)
+       VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, version) DO NOTHING`,
+    ),
     exportEvents: db.prepare('SELECT * FROM events WHERE session_id = ? AND turn > ? ORDER BY turn LIMIT ?'),
     eventByKey: db.prepare('SELECT * FROM events WHERE session_id = ? AND event_key = ?'),
     sessionById: db.prepare('SELECT * FROM sessions WHERE id = ?'),
     artifactById: db.prepare('SELECT * FROM artifacts WHERE id = ?'),
     artifactExists: db.prepare('SELECT 1 FROM artifacts WHERE id = ?'),
+    insertRecallLog: db.prepare(
+      'INSERT INTO recall_log (ts_ms, session_id, task_id, query, options, results, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    ),
   };
 }
 

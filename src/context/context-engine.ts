@@ -1,0 +1,268 @@
+import { EngramError, isEngramError } from '../errors.js';
+import type { EventRecord } from '../model/event.js';
+import type { EventId, SessionId } from '../model/ids.js';
+import type { TaskState } from '../model/task-state.js';
+import type { Tokenizer } from '../providers/tokenizer.js';
+import type { StorageBackend } from '../store/backend.js';
+import type { AssembleOptions, CodexDocument, ContextPack, HistoryItem, KarmaItem } from './assembly/assembler.js';
+import { assemblePack, HISTORY_SEPARATOR, renderHistoryItem } from './assembly/assembler.js';
+import type { BlockKind, PackBudgets } from './assembly/blocks.js';
+import { defaultBudgets } from './assembly/blocks.js';
+import type { FormatterRegistry } from './assembly/formatters.js';
+import type { CacheItem } from './cache-item.js';
+import type { CompactionDone, CompactionResult } from './compactor.js';
+import { compact } from './compactor.js';
+import type { ContextStateRecord, StoredCacheEntry } from './context-state.js';
+import { renderMarker } from './markers.js';
+
+export interface ContextOptions {
+  /** The model's context window, in tokens. */
+  windowTokens: number;
+  /** Per-block budgets. Default `defaultBudgets(windowTokens)`. */
+  budgets?: PackBudgets;
+  /**
+   * Compaction evicts down to this share of the cache budget (history + markers) once the cache exceeds it.
+   * Default 0.6: the gap is the hysteresis that keeps the prompt prefix unchanged between compactions.
+   */
+  lowWaterFraction?: number;
+  /** The last k events are never evicted. Default 8. */
+  keepLastTurns?: number;
+  /** Most markers in the window before merging (K_max). Default 8. */
+  maxMarkers?: number;
+}
+
+export interface PackOptions extends ContextOptions {
+  /** The stable system prompt / persona block. Default empty. */
+  identity?: string;
+  codex?: CodexDocument[];
+  karma?: KarmaItem[];
+  /** The new user message. Default empty. */
+  query?: string;
+  order?: readonly BlockKind[];
+}
+
+export interface SessionPack {
+  pack: ContextPack;
+  /** The compaction this call ran first, if the cache was over high water. */
+  compaction?: CompactionDone;
+  taskState?: TaskState;
+  /** Cache version the pack was built from (0 before the first compaction). */
+  cacheVersion: number;
+}
+
+const DEFAULT_LOW_WATER_FRACTION = 0.6;
+const MAX_SAVE_ATTEMPTS = 5;
+
+/**
+ * The window as a cache over the store (ENGRAM §4, §6): loads a session's cache (the persisted entries of
+ * the last compaction plus every later event), compacts it when it exceeds high water, persists the result,
+ * and assembles the context pack. Wiring of the pure parts in `context/`; no driver, no interface.
+ */
+export class ContextEngine {
+  constructor(
+    private readonly store: StorageBackend,
+    private readonly tokenizer: Tokenizer,
+    private readonly taskState: (sessionId: SessionId) => Promise<TaskState | undefined>,
+    private readonly formatters: FormatterRegistry,
+  ) {}
+
+  /** The session's cache as it stands: items in turn order, and the persisted version it came from. */
+  async loadCache(sessionId: SessionId): Promise<{ items: CacheItem[]; state: ContextStateRecord | null }> {
+    const state = await this.store.getContextState(sessionId);
+    const items: CacheItem[] = [];
+    if (state) {
+      const ids = state.entries.flatMap((e) => (e.t === 'e' ? [e.id] : []));
+      const events = new Map((await this.store.getEvents(ids)).map((e) => [e.id, e]));
+      for (const entry of state.entries) {
+        if (entry.t === 'm') {
+          items.push({ type: 'marker', marker: entry.marker, tokens: entry.tokens });
+          continue;
+        }
+        const event = events.get(entry.id);
+        if (!event) throw new EngramError('INTERNAL', `cache of session ${sessionId} names event ${entry.id}, which the store does not hold`);
+        items.push({ type: 'event', event, tokens: entry.tokens, isIndexed: true, ...(entry.pinned ? { isPinned: true } : {}) });
+      }
+    }
+    const tail = await this.store.listEvents({ sessionId, afterTurn: state?.upToTurn ?? 0 });
+    for (const event of tail) {
+      // The current task card has a block of its own; its old versions are history, reachable by recall.
+      if (event.kind === 'task_state') continue;
+      items.push({ type: 'event', event, tokens: this.eventTokens(event), isIndexed: true });
+    }
+    return { items, state };
+  }
+
+  /**
+   * Compacts the session's cache if it exceeds its high-water mark (the history and markers budgets of the
+   * window) and persists the new cache. Evicted events stay in the store: only the window lets go of them.
+   */
+  async compact(sessionIdInput: string, options: ContextOptions): Promise<CompactionResult & { cacheVersion: number }> {
+    const sessionId = sessionIdInput as SessionId;
+    for (let attempt = 1; ; attempt++) {
+      const { items, state } = await this.loadCache(sessionId);
+      const highWaterTokens = cacheBudget(this.budgets(options));
+      const lowWaterTokens = Math.floor(highWaterTokens * (options.lowWaterFraction ?? DEFAULT_LOW_WATER_FRACTION));
+      const taskState = await this.taskState(sessionId);
+      const result = compact(
+        items,
+        {
+          highWaterTokens,
+          lowWaterTokens,
+          ...(options.keepLastTurns !== undefined ? { keepLastTurns: options.keepLastTurns } : {}),
+          ...(options.maxMarkers !== undefined ? { maxMarkers: options.maxMarkers } : {}),
+        },
+        this.tokenizer,
+        { taskTerms: taskTerms(taskState) },
+      );
+      const version = state?.version ?? 0;
+      if (!result.shouldCompact) return { ...result, cacheVersion: version };
+      try {
+        await this.store.putContextState({
+          sessionId,
+          version: version + 1,
+          upToTurn: lastTurn(result.items),
+          entries: result.items.map(toEntry),
+          evictedEvents: (state?.evictedEvents ?? 0) + result.evicted.length,
+          createdAt: new Date().toISOString(),
+        });
+        return { ...result, cacheVersion: version + 1 };
+      } catch (err) {
+        // Another process compacted the same session first: start again from its result.
+        if (isEngramError(err, 'CONFLICT') && attempt < MAX_SAVE_ATTEMPTS) continue;
+        throw err;
+      }
+    }
+  }
+
+  /**
+   * The context pack for the session's next turn: compacts first when the cache is over high water, then
+   * assembles identity, codex, karma, markers, the recent tail, the task card and the query under the
+   * window's budgets (the pack invariant is checked; a violation is an error, never a silent overflow).
+   */
+  async pack(sessionIdInput: string, options: PackOptions): Promise<SessionPack> {
+    const sessionId = sessionIdInput as SessionId;
+    const budgets = this.budgets(options);
+    const compaction = await this.compact(sessionId, options);
+    const { items, state } = await this.loadCache(sessionId);
+    const markers = items.flatMap((i) => (i.type === 'marker' ? [i] : []));
+    const history = items.flatMap((i) => (i.type === 'event' ? [toHistoryItem(i.event, i.isPinned === true)] : []));
+    // Compaction keeps markers + history within their combined budget; give the markers exactly what they
+    // use and the history the rest, so the assembler never drops an event that no marker covers.
+    const markerTexts = markers.map((m) => renderMarker(m.marker));
+    // The assembler fits a block by the sum of its items' counts plus one separator between items (an upper
+    // bound of the joined text's count): size the markers block the same way so every marker fits.
+    const separatorTokens = this.tokenizer.count(HISTORY_SEPARATOR);
+    const markerTokens = markers.reduce((sum, m) => sum + m.tokens, 0) + Math.max(0, markers.length - 1) * separatorTokens;
+    const packBudgets: PackBudgets = { ...budgets, markers: markerTokens, history: cacheBudget(budgets) - markerTokens };
+    const taskState = await this.taskState(sessionId);
+    const assembleOptions: AssembleOptions = {
+      tokenizer: this.tokenizer,
+      windowTokens: options.windowTokens,
+      budgets: packBudgets,
+      ...(options.order ? { order: options.order } : {}),
+    };
+    const pack = assemblePack(
+      {
+        identity: options.identity ?? '',
+        ...(options.codex ? { codex: options.codex } : {}),
+        ...(options.karma ? { karma: options.karma } : {}),
+        markers: markerTexts,
+        history,
+        ...(taskState ? { taskState: cardForPack(taskState) } : {}),
+        query: options.query ?? '',
+      },
+      assembleOptions,
+    );
+    return {
+      pack,
+      ...(compaction.shouldCompact ? { compaction } : {}),
+      ...(taskState ? { taskState } : {}),
+      cacheVersion: state?.version ?? 0,
+    };
+  }
+
+  /** Renders a pack with a registered formatter (`text`, `openai`, `anthropic`, or one you registered). */
+  format(pack: ContextPack, name: string): unknown {
+    return this.formatters.get(name)(pack);
+  }
+
+  private budgets(options: ContextOptions): PackBudgets {
+    if (!Number.isInteger(options.windowTokens) || options.windowTokens < 256) {
+      throw new EngramError('INVALID_INPUT', 'windowTokens: must be an integer of at least 256', { field: 'windowTokens' });
+    }
+    const f = options.lowWaterFraction;
+    if (f !== undefined && !(f > 0 && f < 1)) {
+      throw new EngramError('INVALID_INPUT', 'lowWaterFraction: must be between 0 and 1 (exclusive)', { field: 'lowWaterFraction' });
+    }
+    return options.budgets ?? defaultBudgets(options.windowTokens);
+  }
+
+  /**
+   * Tokens an event takes in the history block, counted on the same rendering the assembler uses, plus two
+   * separators. The assembler joins items with a separator, and the markers block (given exactly its joined
+   * size) holds n-1 separators the marker items do not count. Charging each event one extra separator
+   * covers those as long as there are at least n-2 events in the cache, which always holds: the last
+   * 8 events are never evicted and adjacent markers merge above K_max = 8. So history always fits whole.
+   */
+  private eventTokens(event: EventRecord): number {
+    return this.tokenizer.count(renderHistoryItem(toHistoryItem(event, false))) + 2 * this.tokenizer.count(HISTORY_SEPARATOR);
+  }
+}
+
+/** The tokens the cache (history + markers) may hold: its compaction high-water mark. */
+export function cacheBudget(budgets: PackBudgets): number {
+  return budgets.history + budgets.markers;
+}
+
+/** How an event reads in the recent tail. */
+export function toHistoryItem(event: EventRecord, isPinned: boolean): HistoryItem {
+  const base = { id: event.id, turn: event.turn, ts: event.ts, ...(isPinned ? { isPinned } : {}) };
+  const tool = { ...(event.toolName ? { toolName: event.toolName } : {}), ...(event.toolCallId ? { toolCallId: event.toolCallId } : {}) };
+  switch (event.kind) {
+    case 'user':
+      return { ...base, role: 'user', text: event.content };
+    case 'assistant':
+      return { ...base, role: 'assistant', text: event.content };
+    case 'tool_call':
+      return { ...base, ...tool, role: 'assistant', text: event.content };
+    case 'tool_result':
+      return { ...base, ...tool, role: 'tool', text: event.content };
+    case 'decision':
+      return { ...base, role: 'system', text: `[decision] ${event.content}` };
+    case 'note':
+      return { ...base, role: 'system', text: `[note] ${event.content}` };
+    default:
+      return { ...base, role: 'system', text: event.content };
+  }
+}
+
+function toEntry(item: CacheItem): StoredCacheEntry {
+  if (item.type === 'marker') return { t: 'm', marker: item.marker, tokens: item.tokens };
+  return { t: 'e', id: item.event.id as EventId, turn: item.event.turn, tokens: item.tokens, ...(item.isPinned ? { pinned: true as const } : {}) };
+}
+
+function lastTurn(items: readonly CacheItem[]): number {
+  let max = 0;
+  for (const i of items) max = Math.max(max, i.type === 'event' ? i.event.turn : i.marker.toTurn);
+  return max;
+}
+
+/**
+ * The card as the model sees it: only fields that say something (empty lists, false flags and empty
+ * extensions are left out), so the hard-capped task block holds content, not scaffolding.
+ */
+export function cardForPack(state: TaskState): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(state).filter(([, v]) => {
+      if (v === false || v === undefined) return false;
+      if (Array.isArray(v)) return v.length > 0;
+      if (v && typeof v === 'object') return Object.keys(v).length > 0;
+      return true;
+    }),
+  );
+}
+
+function taskTerms(state: TaskState | undefined): string[] {
+  if (!state) return [];
+  return [...state.goals, ...state.nextActions, ...state.openLoops];
+}

@@ -1,0 +1,1 @@
+export type { ContextStateRecord, StoredCacheEntry } from '../model/context-state.js';

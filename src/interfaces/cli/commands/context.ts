@@ -1,0 +1,136 @@
+import { readFileSync } from 'node:fs';
+import type { Engram } from '../../../engine.js';
+import { EngramError } from '../../../errors.js';
+import type { Io } from '../output.js';
+import { formatPairs, printJson } from '../output.js';
+import { parseInteger } from './recall.js';
+
+export interface ContextArgs {
+  session: string;
+  window: string;
+  format?: string;
+  query?: string;
+  identity?: string;
+  identityFile?: string;
+  json?: boolean;
+}
+
+/** `engram context`: the context pack for the session's next turn (compacting first when over high water). */
+export async function contextCommand(mem: Engram, args: ContextArgs, io: Io): Promise<number> {
+  const format = args.format ?? 'text';
+  const identity = args.identityFile ? readText(args.identityFile, 'identity-file') : (args.identity ?? '');
+  const result = await mem.context.pack(args.session, {
+    windowTokens: parseInteger(args.window, 'window'),
+    identity,
+    ...(args.query ? { query: args.query } : {}),
+  });
+  const formatted = mem.context.format(result.pack, format);
+  if (args.json) {
+    printJson(io, {
+      session: args.session,
+      cacheVersion: result.cacheVersion,
+      totalTokens: result.pack.totalTokens,
+      windowTokens: result.pack.windowTokens,
+      headroomTokens: result.pack.headroomTokens,
+      blocks: result.pack.blocks.map(({ kind, tokens, budget, items, droppedItems }) => ({ kind, tokens, budget, items, droppedItems })),
+      compaction: result.compaction
+        ? { evicted: result.compaction.evicted.length, tokensBefore: result.compaction.tokensBefore, tokensAfter: result.compaction.tokensAfter, markers: result.compaction.markerCount }
+        : null,
+      format,
+      formatted,
+    });
+  } else {
+    io.out(typeof formatted === 'string' ? formatted : JSON.stringify(formatted, null, 2));
+  }
+  return 0;
+}
+
+export interface CompactArgs {
+  session: string;
+  window: string;
+  json?: boolean;
+}
+
+/** `engram compact`: compacts the session's window now if it is over its high-water mark. */
+export async function compactCommand(mem: Engram, args: CompactArgs, io: Io): Promise<number> {
+  const r = await mem.context.compact(args.session, { windowTokens: parseInteger(args.window, 'window') });
+  if (args.json) {
+    printJson(
+      io,
+      r.shouldCompact
+        ? { compacted: true, cacheVersion: r.cacheVersion, evicted: r.evicted.length, tokensBefore: r.tokensBefore, tokensAfter: r.tokensAfter, markers: r.markerCount, merged: r.merged, isLowWaterReached: r.isLowWaterReached }
+        : { compacted: false, cacheVersion: r.cacheVersion, reason: r.reason, tokens: r.tokensBefore },
+    );
+  } else if (r.shouldCompact) {
+    io.out(
+      formatPairs([
+        ['evicted events', `${r.evicted.length} (still stored; recall finds them)`],
+        ['window tokens', `${r.tokensBefore} -> ${r.tokensAfter}`],
+        ['markers', `${r.markerCount}${r.merged > 0 ? ` (${r.merged} merges)` : ''}`],
+        ['cache version', r.cacheVersion],
+      ]),
+    );
+  } else {
+    io.out(`Nothing to compact (${r.reason.replace(/_/g, ' ')}: ${r.tokensBefore} tokens in the window).`);
+  }
+  return 0;
+}
+
+export interface TaskArgs {
+  action: string;
+  session: string;
+  json?: boolean;
+  value?: string;
+  turn?: string;
+}
+
+/** `engram task get|update|set|history`: the session's task state card. */
+export async function taskCommand(mem: Engram, args: TaskArgs, io: Io): Promise<number> {
+  switch (args.action) {
+    case 'get': {
+      const v = await mem.taskStates.get(args.session);
+      if (args.json) printJson(io, v);
+      else io.out(v ? `version ${v.version} (turn ${v.producedByTurn}, ${v.ts})\n${JSON.stringify(v.state, null, 2)}` : `No task state for session ${args.session} yet.`);
+      return 0;
+    }
+    case 'update':
+    case 'set': {
+      if (args.value === undefined) {
+        throw new EngramError('INVALID_INPUT', `task ${args.action}: give the card as JSON, @FILE, or - for standard input`, { field: 'value' });
+      }
+      const update = parseJsonValue(args.value);
+      const v = await mem.taskStates.update(args.session, update as never, {
+        replace: args.action === 'set',
+        ...(args.turn !== undefined ? { producedByTurn: parseInteger(args.turn, 'turn') } : {}),
+      });
+      if (args.json) printJson(io, v);
+      else io.out(`Task state of ${args.session} is now version ${v.version}.`);
+      return 0;
+    }
+    case 'history': {
+      const versions = await mem.taskStates.history(args.session);
+      if (args.json) printJson(io, versions);
+      else for (const v of versions) io.out(`v${v.version}  turn ${v.producedByTurn}  ${v.ts}  phase ${v.state.phase}  goals: ${v.state.goals.join('; ') || '-'}`);
+      return 0;
+    }
+    default:
+      throw new EngramError('INVALID_INPUT', `task: unknown action "${args.action}"; use get, update, set or history`, { field: 'action' });
+  }
+}
+
+function parseJsonValue(value: string): unknown {
+  const text = value === '-' ? readFileSync(0, 'utf8') : value.startsWith('@') ? readText(value.slice(1), 'value') : value;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new EngramError('INVALID_INPUT', `value: not valid JSON (${(err as Error).message})`, { field: 'value' });
+  }
+}
+
+function readText(path: string, field: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    throw new EngramError('NOT_FOUND', `--${field}: cannot read ${path}`, { field });
+  }
+}

@@ -1,0 +1,114 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openEngram, type Engram } from '../../src/engine.js';
+import type { EventInput } from '../../src/model/event.js';
+import type { SessionId } from '../../src/model/ids.js';
+import { BACKEND_HARNESSES } from './harnesses.js';
+import type { BackendHarness } from './storage-contract.js';
+
+const WINDOW = 4096;
+
+/** A coding session: dialogue, tool calls, noisy tool output, a few needles early on. */
+function turnEvents(i: number): EventInput[] {
+  const needle = i === 3 ? ' The staging DB password rotates via vault path secret/staging/db-7f3a.' : '';
+  return [
+    { kind: 'user', content: `step ${i}: please check the worker logs for job batch ${i}.${needle}` },
+    { kind: 'tool_call', toolName: 'Bash', toolCallId: `c${i}`, content: JSON.stringify({ command: `kubectl logs worker-${i % 4} --tail=40` }) },
+    {
+      kind: 'tool_result',
+      toolName: 'Bash',
+      toolCallId: `c${i}`,
+      content: Array.from({ length: 12 }, (_, j) => `[worker-${i % 4}] job ${i * 100 + j} processed in ${(i * 7 + j) % 90} ms`).join('\n') +
+        (i === 5 ? '\nERROR ETIMEDOUT 10.42.7.19:6379 while flushing batch 5' : ''),
+    },
+    { kind: 'assistant', content: `Batch ${i} looks healthy; moving on.${i === 8 ? ' Decision: pin redis client to 4.6.13 because 4.7 breaks cluster mode.' : ''}` },
+  ];
+}
+
+for (const [name, createHarness] of BACKEND_HARNESSES) {
+  describe(`context engine: ${name}`, () => {
+    let harness: BackendHarness;
+    let mem: Engram;
+    beforeEach(async () => {
+      harness = await createHarness();
+      mem = await openEngram({ backend: harness.backend });
+    });
+    afterEach(async () => {
+      await mem?.close();
+      await harness?.cleanup();
+    });
+
+    it('keeps every pack within budget, with the card, markers for all evicted history and the recent tail', async () => {
+      await mem.taskStates.update('s', { goals: ['keep worker batches healthy'], phase: 'debugging', constraints: ['never restart redis in business hours'] });
+      let compactions = 0;
+      for (let i = 1; i <= 60; i++) {
+        await mem.append('s', turnEvents(i));
+        const { pack, compaction } = await mem.context.pack('s', { windowTokens: WINDOW, query: `what happened in batch ${i}?` });
+        if (compaction) compactions++;
+        // Within the window, headroom reserved.
+        expect(pack.totalTokens + pack.headroomTokens).toBeLessThanOrEqual(WINDOW);
+        const blocks = Object.fromEntries(pack.blocks.map((b) => [b.kind, b]));
+        expect(blocks.task_state!.text).toContain('never restart redis');
+        // Nothing dropped silently: every event of the cache made it into the history block.
+        expect(blocks.history!.droppedItems).toBe(0);
+        expect(blocks.markers!.droppedItems).toBe(0);
+        // The window's map of history is complete: each turn is in the tail or inside exactly one marker.
+        const { items } = await mem.context.loadCache('s' as SessionId);
+        const covered = new Map<number, number>();
+        for (const it of items) {
+          const [from, to] = it.type === 'event' ? [it.event.turn, it.event.turn] : [it.marker.fromTurn, it.marker.toTurn];
+          for (let t = from; t <= to; t++) covered.set(t, (covered.get(t) ?? 0) + 1);
+        }
+        const all = await mem.listEvents({ sessionId: 's' as SessionId });
+        for (const e of all) if (e.kind !== 'task_state') expect(covered.get(e.turn), `turn ${e.turn}`).toBe(1);
+        // The newest turn is always in the tail.
+        expect(blocks.history!.text).toContain(`step ${i}:`);
+      }
+      expect(compactions).toBeGreaterThanOrEqual(2);
+      const { pack } = await mem.context.pack('s', { windowTokens: WINDOW });
+      const markers = pack.blocks.find((b) => b.kind === 'markers')!;
+      // Turn 1 is the task card (not part of the window), so history starts at T2.
+      expect(markers.text).toMatch(/^\[Events T2-T\d+ evicted\. Key topics: .*Use recall\(query\) to retrieve details\.\]/);
+      // Evicted details are out of the window but recall brings them back exactly.
+      expect(pack.blocks.find((b) => b.kind === 'history')!.text).not.toContain('secret/staging/db-7f3a');
+      expect((await mem.recall('vault path for the staging DB password')).hits[0]?.excerpt).toContain('secret/staging/db-7f3a');
+      expect((await mem.recall('ETIMEDOUT')).hits[0]?.excerpt).toContain('ETIMEDOUT 10.42.7.19:6379');
+      expect((await mem.recall('why pin the redis client')).hits[0]?.excerpt).toContain('4.6.13');
+    });
+
+    it('keeps the prompt prefix byte-identical between compactions', async () => {
+      const texts: string[] = [];
+      const versions: number[] = [];
+      for (let i = 1; i <= 30; i++) {
+        await mem.append('s', turnEvents(i));
+        const r = await mem.context.pack('s', { windowTokens: WINDOW });
+        versions.push(r.cacheVersion);
+        texts.push(String(mem.context.format(r.pack, 'text')));
+      }
+      let stable = 0;
+      for (let i = 1; i < texts.length; i++) {
+        if (versions[i] !== versions[i - 1]) continue;
+        // Same cache version: the previous pack (minus its empty query) is a prefix of this one.
+        const prev = texts[i - 1]!;
+        const cut = prev.lastIndexOf('</history>') >= 0 ? prev.lastIndexOf('</history>') : prev.length;
+        expect(texts[i]!.startsWith(prev.slice(0, Math.max(0, cut - 200)))).toBe(true);
+        stable++;
+      }
+      expect(stable).toBeGreaterThan(10);
+    });
+
+    it('persists compaction: a second engine on the same store sees the same window', async () => {
+      for (let i = 1; i <= 40; i++) await mem.append('s', turnEvents(i));
+      const first = await mem.context.pack('s', { windowTokens: WINDOW });
+      expect(first.compaction).toBeDefined();
+      const other = await openEngram({ backend: harness.backend });
+      const again = await other.context.pack('s', { windowTokens: WINDOW });
+      expect(again.compaction).toBeUndefined();
+      expect(again.cacheVersion).toBe(first.cacheVersion);
+      expect(String(other.context.format(again.pack, 'text'))).toBe(String(mem.context.format(first.pack, 'text')));
+    });
+
+    it('refuses a window too small for its own budgets', async () => {
+      await expect(mem.context.pack('s', { windowTokens: 100 })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    });
+  });
+}
