@@ -2,8 +2,21 @@
  * Benchmark entry point: `npm run bench -- <name> [options]`. Each benchmark writes its report to
  * bench/results/ (committed, so numbers in the README and issues can be traced to a run).
  */
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { runEmbedderBench } from './embedder.js';
 import { runIngestRecall } from './ingest-recall.js';
+import { LOCOMO_RETRIEVERS, runLocomo, type LocomoRetriever } from './locomo.js';
+
+const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+/** The development split; the data lives beside the repository, never in it (CC BY-NC, evaluation only). */
+const DEFAULT_LOCOMO_DATA = resolve(REPO_ROOT, '../shared/bench-data/locomo/locomo-dev.json');
+
+const USAGE = `usage:
+  npm run bench -- ingest-recall [--sizes 10000,100000] [--queries 300] [--single 3000] [--backends sqlite,postgres] [--writers 1,2,4] [--writer-events 5000]
+  npm run bench -- embedder [--texts 20000] [--loads 5]
+  npm run bench -- locomo [--data FILE] [--k 5,10,25,50] [--retriever fts,vector,hybrid] [--json] [--ablation] [--out locomo]`;
 
 const [name, ...rest] = process.argv.slice(2);
 const { values } = parseArgs({
@@ -15,8 +28,21 @@ const { values } = parseArgs({
     backends: { type: 'string', default: 'sqlite,postgres' },
     writers: { type: 'string', default: '1,2,4' },
     'writer-events': { type: 'string', default: '5000' },
+    data: { type: 'string', default: DEFAULT_LOCOMO_DATA },
+    k: { type: 'string', default: '5,10,25,50' },
+    retriever: { type: 'string', default: LOCOMO_RETRIEVERS.join(',') },
+    json: { type: 'boolean', default: false },
+    ablation: { type: 'boolean', default: false },
+    out: { type: 'string', default: 'locomo' },
+    texts: { type: 'string', default: '20000' },
+    loads: { type: 'string', default: '5' },
   },
 });
+
+function fail(message: string): never {
+  console.error(`${message}\n${USAGE}`);
+  process.exit(2);
+}
 
 switch (name) {
   case 'ingest-recall':
@@ -29,9 +55,26 @@ switch (name) {
       writerEvents: Number(values['writer-events']),
     });
     break;
+  case 'locomo': {
+    const ks = values.k.split(',').map(Number);
+    if (ks.some((k) => !Number.isInteger(k) || k < 1 || k > 1000)) fail(`--k: expected integers from 1 to 1000, found "${values.k}"`);
+    const retrievers = values.retriever.split(',');
+    const unknown = retrievers.filter((r) => !(LOCOMO_RETRIEVERS as readonly string[]).includes(r));
+    if (unknown.length > 0) fail(`--retriever: unknown "${unknown.join(', ')}"; expected ${LOCOMO_RETRIEVERS.join(', ')}`);
+    if (!/^[\w.-]+$/.test(values.out)) fail('--out: a file name without directories, e.g. locomo-heldout');
+    await runLocomo({
+      data: resolve(values.data),
+      ks: [...new Set(ks)].sort((a, b) => a - b),
+      retrievers: retrievers as LocomoRetriever[],
+      json: values.json,
+      ablation: values.ablation,
+      out: values.out,
+    });
+    break;
+  }
+  case 'embedder':
+    await runEmbedderBench({ texts: Number(values.texts), loads: Number(values.loads) });
+    break;
   default:
-    console.error(
-      'usage: npm run bench -- ingest-recall [--sizes 10000,100000] [--queries 300] [--single 3000] [--backends sqlite,postgres] [--writers 1,2,4] [--writer-events 5000]',
-    );
-    process.exitCode = 2;
+    fail(name ? `unknown benchmark "${name}"` : 'name a benchmark');
 }
