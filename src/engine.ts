@@ -13,6 +13,7 @@ import { Ingestor } from './memory/ingest.js';
 import type { RecallOptions, RecallResult } from './memory/recall.js';
 import { Recaller } from './memory/recall.js';
 import { TaskStateStore } from './memory/task-state-store.js';
+import { KarmaStore } from './memory/karma-store.js';
 import { ContextEngine } from './context/context-engine.js';
 import { createFormatterRegistry } from './context/assembly/formatters.js';
 import type { AppendOutcome, ListEventsQuery, StorageBackend, StoreStats } from './store/backend.js';
@@ -66,6 +67,8 @@ export class Engram {
   readonly ingestor: Ingestor;
   /** Per-session task state cards (versioned, schema-checked, stored as events). */
   readonly taskStates: TaskStateStore;
+  /** Verified facts promoted into every pack's karma block. */
+  readonly karma: KarmaStore;
   /** The window as a cache: compaction, markers and context packs per session. */
   readonly context: ContextEngine;
   private readonly recaller: Recaller;
@@ -78,6 +81,7 @@ export class Engram {
   ) {
     this.ingestor = new Ingestor(store, ingestOptions);
     this.taskStates = new TaskStateStore(store, this.ingestor);
+    this.karma = new KarmaStore(store);
     this.context = new ContextEngine(store, tokenizer, async (id) => (await this.taskStates.get(id))?.state, createFormatterRegistry());
     this.recaller = new Recaller(store, tokenizer, (id) => this.readArtifactText(id));
   }

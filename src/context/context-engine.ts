@@ -155,6 +155,8 @@ export class ContextEngine {
     const markerTokens = markers.reduce((sum, m) => sum + m.tokens, 0) + Math.max(0, markers.length - 1) * separatorTokens;
     const packBudgets: PackBudgets = { ...budgets, markers: markerTokens, history: cacheBudget(budgets) - markerTokens };
     const taskState = await this.taskState(sessionId);
+    // Verified facts of this session and the store-wide ones, unless the caller gives its own list.
+    const karma = options.karma ?? (await this.store.listKarma({ sessionId })).map((k) => ({ id: k.id, text: k.text, verifiedAt: k.verifiedAt }));
     const assembleOptions: AssembleOptions = {
       tokenizer: this.tokenizer,
       windowTokens: options.windowTokens,
@@ -165,7 +167,7 @@ export class ContextEngine {
       {
         identity: options.identity ?? '',
         ...(options.codex ? { codex: options.codex } : {}),
-        ...(options.karma ? { karma: options.karma } : {}),
+        karma,
         markers: markerTexts,
         history,
         ...(taskState ? { taskState: cardForPack(taskState) } : {}),

@@ -49,8 +49,20 @@ export function packUnderBudget<T>(items: readonly T[], o: PackOptions<T>): Pack
   const byKind = new Map<string, number>();
   const packed: Array<PackedItem<T>> = [];
   const overQuota: T[] = [];
+  // Each item is measured once, as if it were the last one the pack can hold: its provenance label is then
+  // the widest it can be, so the count bounds the rendered hit from above wherever it lands. (Measuring per
+  // position tokenized over-quota items twice and cost ~10 % of recall at 100K events.)
+  const measured = new Map<T, number>();
+  const measure = (item: T): number => {
+    let tokens = measured.get(item);
+    if (tokens === undefined) {
+      tokens = o.measure(item, Math.max(1, o.maxItems));
+      measured.set(item, tokens);
+    }
+    return tokens;
+  };
   const tryAdd = (item: T, withQuota: boolean): void => {
-    const tokens = o.measure(item, packed.length + 1);
+    const tokens = measure(item);
     // +1: the newline joining it to the pack.
     if (used + tokens + 1 > o.budgetTokens) return;
     const kind = o.kindOf(item);

@@ -1,5 +1,6 @@
 import { EngramError } from '../errors.js';
 import type { ContextStateRecord } from '../model/context-state.js';
+import type { KarmaRecord } from '../model/karma.js';
 import type { ArtifactDraft, ArtifactRecord } from '../model/artifact.js';
 import type { EventArtifactRef, EventKind, EventRecord, SessionRecord } from '../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
@@ -241,6 +242,13 @@ export interface StorageBackend {
    * exists means another writer compacted first: `CONFLICT`, and the caller re-reads.
    */
   putContextState(record: ContextStateRecord): Promise<void>;
+
+  /** Stores a verified fact. */
+  addKarma(record: KarmaRecord): Promise<void>;
+  /** Facts for a session (those of the session and the store-wide ones), oldest verification first. */
+  listKarma(options: { sessionId?: SessionId; includeRemoved?: boolean }): Promise<KarmaRecord[]>;
+  /** Marks a fact removed (kept, with who and when); false when no such live fact exists. */
+  removeKarma(id: string, removedBy: string, removedAtMs: number): Promise<boolean>;
 
   stats(): Promise<StoreStats>;
   close(): Promise<void>;

@@ -214,6 +214,12 @@ describe('engram CLI: context engine', () => {
     expect(openai.messages[0].role).toBe('system');
     // Evicted, not lost.
     expect(engram(['recall', 'ECONNREFUSED']).stdout).toContain('10.0.4.12:5433');
+    // Recall within the session is conditioned on its card: debugging weighs tool output up.
+    const conditioned = JSON.parse(engram(['recall', 'ECONNREFUSED', '--session', 'demo-session', '--json']).stdout).hits[0];
+    expect(conditioned.kind).toBe('tool_result');
+    expect(conditioned.factors.phase).toBeGreaterThan(1);
+    const plain = JSON.parse(engram(['recall', 'ECONNREFUSED', '--session', 'demo-session', '--ignore-task', '--json']).stdout).hits[0];
+    expect(plain.modifier).toBe(1);
     expect(JSON.parse(engram(['compact', '--session', 'demo-session', '--window', '2000', '--json']).stdout).compacted).toBe(false);
   });
 

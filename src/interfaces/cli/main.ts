@@ -7,6 +7,7 @@ import { IMPORT_FORMATS } from '../../memory/importers/types.js';
 import { DEFAULT_DB_PATH, type StoreLocation } from '../../store/open-store.js';
 import { ingestCommand } from './commands/ingest.js';
 import { migrateCommand, type MigrateArgs } from './commands/migrate.js';
+import { karmaCommand, type KarmaArgs } from './commands/karma.js';
 import { compactCommand, contextCommand, taskCommand, type CompactArgs, type ContextArgs, type TaskArgs } from './commands/context.js';
 import { parseInteger, recallCommand } from './commands/recall.js';
 import { showCommand } from './commands/show.js';
@@ -92,6 +93,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     .option('--task <id>', 'only events bound to this task')
     .option('-k, --k <n>', 'most hits (default 10)')
     .option('-b, --budget <tokens>', 'token budget of the pack (default 2000)')
+    .option('--ignore-task', "with one --session: do not condition on that session's task card")
     .action(merged(withStore((m, args: Parameters<typeof recallCommand>[1] & GlobalOptions) => recallCommand(m, args, io))));
 
   program
@@ -151,6 +153,17 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     .requiredOption('-s, --session <id>', 'session')
     .option('--turn <n>', 'the turn whose work produced this update (default: the latest)')
     .action(merged(withStore((m, args: TaskArgs & GlobalOptions) => taskCommand(m, args, io), (args) => args.action === 'update' || args.action === 'set')));
+
+  program
+    .command('karma')
+    .description('verified facts, promoted into the stable prefix of every context pack of their scope')
+    .argument('<action>', 'add TEXT | list | remove ID')
+    .argument('[value]', 'the fact (add) or its id (remove)')
+    .option('-s, --session <id>', 'add: only for this session; list: facts of this session and the store-wide ones')
+    .option('--from <event>', 'add: the event the fact was verified from')
+    .option('--by <name>', 'who verified or removes it (default: user)')
+    .option('--all', 'list: include removed facts')
+    .action(merged(withStore((m, args: KarmaArgs & GlobalOptions) => karmaCommand(m, args, io), (args) => args.action !== 'list')));
 
   program
     .command('migrate')

@@ -167,6 +167,32 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         FOR EACH ROW EXECUTE FUNCTION ${s}.engram_refuse_change();
     `,
   },
+  {
+    version: 4,
+    description: 'karma (verified facts)',
+    sql: (s) => `
+      CREATE TABLE ${s}.karma (
+        id              text COLLATE "C" PRIMARY KEY,
+        session_id      text COLLATE "C" REFERENCES ${s}.sessions (id),
+        text            text NOT NULL,
+        source_event_id text COLLATE "C" REFERENCES ${s}.events (id),
+        verified_by     text NOT NULL,
+        verified_ms     bigint NOT NULL,
+        removed_ms      bigint,
+        removed_by      text
+      );
+      CREATE INDEX karma_session ON ${s}.karma (session_id, verified_ms);
+      -- A fact is never rewritten or dropped; removal only records who and when, once.
+      CREATE TRIGGER karma_no_rewrite BEFORE UPDATE ON ${s}.karma
+        FOR EACH ROW WHEN (NEW.id IS DISTINCT FROM OLD.id OR NEW.text IS DISTINCT FROM OLD.text
+          OR NEW.session_id IS DISTINCT FROM OLD.session_id OR NEW.source_event_id IS DISTINCT FROM OLD.source_event_id
+          OR NEW.verified_by IS DISTINCT FROM OLD.verified_by OR NEW.verified_ms IS DISTINCT FROM OLD.verified_ms
+          OR OLD.removed_ms IS NOT NULL)
+        EXECUTE FUNCTION ${s}.engram_refuse_change();
+      CREATE TRIGGER karma_no_delete BEFORE DELETE ON ${s}.karma
+        FOR EACH ROW EXECUTE FUNCTION ${s}.engram_refuse_change();
+    `,
+  },
 ];
 
 export const LATEST_POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1]!.version;

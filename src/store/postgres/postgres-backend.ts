@@ -19,6 +19,8 @@ import type {
 } from '../backend.js';
 import { DEFAULT_CAPABILITIES, recallLogLimit } from '../backend.js';
 import type { ContextStateRecord } from '../../model/context-state.js';
+import type { KarmaRecord } from '../../model/karma.js';
+import { karmaFromColumns, type KarmaColumns } from '../karma-record.js';
 import { eventFromColumns, eventFromDraft } from '../event-record.js';
 import { LATEST_POSTGRES_SCHEMA_VERSION, MIGRATIONS_TABLE, POSTGRES_MIGRATIONS, TEXT_SEARCH_CONFIG } from './migrations.js';
 import type { PgErrorPhase } from './pg-errors.js';
@@ -403,6 +405,33 @@ export class PostgresBackend implements StorageBackend {
         version: r.version,
       });
     }
+  }
+
+  async addKarma(k: KarmaRecord): Promise<void> {
+    await this.query(
+      `INSERT INTO ${this.sql.s}.karma (id, session_id, text, source_event_id, verified_by, verified_ms) VALUES ($1, $2, $3, $4, $5, $6)`,
+      [k.id, k.sessionId ?? null, k.text, k.sourceEventId ?? null, k.verifiedBy, Date.parse(k.verifiedAt)],
+      'storing the karma fact failed',
+    );
+  }
+
+  async listKarma(options: { sessionId?: SessionId; includeRemoved?: boolean }): Promise<KarmaRecord[]> {
+    const rows = await this.query<KarmaColumns>(
+      `SELECT * FROM ${this.sql.s}.karma WHERE (session_id IS NULL OR session_id = $1) ${options.includeRemoved ? '' : 'AND removed_ms IS NULL'}
+       ORDER BY verified_ms, id`,
+      [options.sessionId ?? null],
+      'reading karma failed',
+    );
+    return rows.map(karmaFromColumns);
+  }
+
+  async removeKarma(id: string, removedBy: string, removedAtMs: number): Promise<boolean> {
+    const rows = await this.query<{ id: string }>(
+      `UPDATE ${this.sql.s}.karma SET removed_ms = $1, removed_by = $2 WHERE id = $3 AND removed_ms IS NULL RETURNING id`,
+      [removedAtMs, removedBy, id],
+      'removing the karma fact failed',
+    );
+    return rows.length > 0;
   }
 
   async logRecall(entry: RecallLogInput): Promise<number> {

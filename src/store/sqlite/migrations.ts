@@ -138,6 +138,31 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       BEGIN SELECT RAISE(ABORT, 'engram: context states are immutable'); END;
     `,
   },
+  {
+    version: 4,
+    description: 'karma (verified facts)',
+    sql: `
+      CREATE TABLE karma (
+        id              TEXT PRIMARY KEY,
+        session_id      TEXT REFERENCES sessions(id),
+        text            TEXT NOT NULL,
+        source_event_id TEXT REFERENCES events(id),
+        verified_by     TEXT NOT NULL,
+        verified_ms     INTEGER NOT NULL,
+        removed_ms      INTEGER,
+        removed_by      TEXT
+      ) STRICT;
+      CREATE INDEX karma_session ON karma (session_id, verified_ms);
+      -- A fact is never rewritten or dropped; removal only records who and when, once.
+      CREATE TRIGGER karma_no_rewrite BEFORE UPDATE ON karma
+      WHEN NEW.id IS NOT OLD.id OR NEW.text IS NOT OLD.text OR NEW.session_id IS NOT OLD.session_id
+        OR NEW.source_event_id IS NOT OLD.source_event_id OR NEW.verified_by IS NOT OLD.verified_by
+        OR NEW.verified_ms IS NOT OLD.verified_ms OR OLD.removed_ms IS NOT NULL
+      BEGIN SELECT RAISE(ABORT, 'engram: karma facts are immutable; only their removal is recorded'); END;
+      CREATE TRIGGER karma_no_delete BEFORE DELETE ON karma
+      BEGIN SELECT RAISE(ABORT, 'engram: karma facts are never deleted'); END;
+    `,
+  },
 ];
 
 export const LATEST_SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS[SQLITE_MIGRATIONS.length - 1]!.version;

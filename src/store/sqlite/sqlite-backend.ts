@@ -22,6 +22,8 @@ import type {
 } from '../backend.js';
 import { DEFAULT_CAPABILITIES, recallLogLimit } from '../backend.js';
 import type { ContextStateRecord } from '../../model/context-state.js';
+import type { KarmaRecord } from '../../model/karma.js';
+import { karmaFromColumns, type KarmaColumns } from '../karma-record.js';
 import { eventFromColumns, eventFromDraft } from '../event-record.js';
 import { startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { Fts5Planner } from './fts5-planner.js';
@@ -482,6 +484,36 @@ export class SqliteBackend implements StorageBackend {
         version: r.version,
       });
     }
+  }
+
+  async addKarma(k: KarmaRecord): Promise<void> {
+    this.assertOpen();
+    try {
+      this.db
+        .prepare(
+          `INSERT INTO karma (id, session_id, text, source_event_id, verified_by, verified_ms) VALUES (?, ?, ?, ?, ?, ?)`,
+        )
+        .run(k.id, k.sessionId ?? null, k.text, k.sourceEventId ?? null, k.verifiedBy, Date.parse(k.verifiedAt));
+    } catch (err) {
+      throw translateSqliteError(err, 'storing the karma fact failed');
+    }
+  }
+
+  async listKarma(options: { sessionId?: SessionId; includeRemoved?: boolean }): Promise<KarmaRecord[]> {
+    this.assertOpen();
+    const rows = this.db
+      .prepare(
+        `SELECT * FROM karma WHERE (session_id IS NULL OR session_id = ?) ${options.includeRemoved ? '' : 'AND removed_ms IS NULL'}
+         ORDER BY verified_ms, id`,
+      )
+      .all(options.sessionId ?? null) as KarmaColumns[];
+    return rows.map(karmaFromColumns);
+  }
+
+  async removeKarma(id: string, removedBy: string, removedAtMs: number): Promise<boolean> {
+    this.assertOpen();
+    const info = this.db.prepare('UPDATE karma SET removed_ms = ?, removed_by = ? WHERE id = ? AND removed_ms IS NULL').run(removedAtMs, removedBy, id);
+    return info.changes > 0;
   }
 
   async stats(): Promise<StoreStats> {

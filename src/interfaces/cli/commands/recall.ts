@@ -13,11 +13,18 @@ export interface RecallArgs {
   task?: string;
   k?: string;
   budget?: string;
+  /** Do not condition on the session's task card. */
+  ignoreTask?: boolean;
   json?: boolean;
 }
 
 export async function recallCommand(mem: Engram, args: RecallArgs, io: Io): Promise<number> {
+  // Recall within one session is conditioned on that session's task card (ENGRAM §5), when it has one.
+  const onlySession = args.session?.length === 1 ? args.session[0] : undefined;
+  const card = onlySession && !args.ignoreTask ? await mem.taskStates.get(onlySession) : null;
   const result = await mem.recall(args.query.join(' '), {
+    ...(card ? { taskState: card.state } : {}),
+    ...(onlySession ? { askingSessionId: onlySession } : {}),
     ...(args.session ? { sessionIds: args.session } : {}),
     ...(args.kind ? { kinds: args.kind as EventKind[] } : {}),
     ...(args.since ? { fromMs: parseTime(args.since, 'since') } : {}),
