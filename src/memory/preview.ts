@@ -6,6 +6,7 @@
  */
 import { EngramError } from '../errors.js';
 import type { Preview, PreviewKind } from '../model/artifact.js';
+import { formatBytes } from '../util/format-bytes.js';
 
 export interface PreviewOptions {
   /** Declared media type, if the producer gave one (e.g. 'image/png', 'application/json', 'text/csv'). */
@@ -863,15 +864,3 @@ function plural(n: number, singular: string, pluralForm = `${singular}s`): strin
   return `${formatCount(n)} ${n === 1 ? singular : pluralForm}`;
 }
 
-/** Binary units (1 KB = 1024 B), one decimal. */
-function formatBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`;
-  const units = ['KB', 'MB', 'GB', 'TB'];
-  let value = bytes / 1024;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return `${value.toFixed(1)} ${units[unit]}`;
-}

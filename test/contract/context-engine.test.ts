@@ -1,9 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openEngram, type Engram } from '../../src/engine.js';
+import { describe, expect, it } from 'vitest';
+import { openEngram } from '../../src/engine.js';
 import type { EventInput } from '../../src/model/event.js';
 import type { SessionId } from '../../src/model/ids.js';
-import { BACKEND_HARNESSES } from './harnesses.js';
-import type { BackendHarness } from './storage-contract.js';
+import { BACKEND_HARNESSES, useEngram } from './harnesses.js';
 
 const WINDOW = 4096;
 
@@ -26,23 +25,14 @@ function turnEvents(i: number): EventInput[] {
 
 for (const [name, createHarness] of BACKEND_HARNESSES) {
   describe(`context engine: ${name}`, () => {
-    let harness: BackendHarness;
-    let mem: Engram;
-    beforeEach(async () => {
-      harness = await createHarness();
-      mem = await openEngram({ backend: harness.backend });
-    });
-    afterEach(async () => {
-      await mem?.close();
-      await harness?.cleanup();
-    });
+    const ctx = useEngram(createHarness);
 
     it('keeps every pack within budget, with the card, markers for all evicted history and the recent tail', async () => {
-      await mem.taskStates.update('s', { goals: ['keep worker batches healthy'], phase: 'debugging', constraints: ['never restart redis in business hours'] });
+      await ctx.mem.taskStates.update('s', { goals: ['keep worker batches healthy'], phase: 'debugging', constraints: ['never restart redis in business hours'] });
       let compactions = 0;
       for (let i = 1; i <= 60; i++) {
-        await mem.append('s', turnEvents(i));
-        const { pack, compaction } = await mem.context.pack('s', { windowTokens: WINDOW, query: `what happened in batch ${i}?` });
+        await ctx.mem.append('s', turnEvents(i));
+        const { pack, compaction } = await ctx.mem.context.pack('s', { windowTokens: WINDOW, query: `what happened in batch ${i}?` });
         if (compaction) compactions++;
         // Within the window, headroom reserved.
         expect(pack.totalTokens + pack.headroomTokens).toBeLessThanOrEqual(WINDOW);
@@ -52,37 +42,37 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
         expect(blocks.history!.droppedItems).toBe(0);
         expect(blocks.markers!.droppedItems).toBe(0);
         // The window's map of history is complete: each turn is in the tail or inside exactly one marker.
-        const { items } = await mem.context.loadCache('s' as SessionId);
+        const { items } = await ctx.mem.context.loadCache('s' as SessionId);
         const covered = new Map<number, number>();
         for (const it of items) {
           const [from, to] = it.type === 'event' ? [it.event.turn, it.event.turn] : [it.marker.fromTurn, it.marker.toTurn];
           for (let t = from; t <= to; t++) covered.set(t, (covered.get(t) ?? 0) + 1);
         }
-        const all = await mem.listEvents({ sessionId: 's' as SessionId });
+        const all = await ctx.mem.listEvents({ sessionId: 's' as SessionId });
         for (const e of all) if (e.kind !== 'task_state') expect(covered.get(e.turn), `turn ${e.turn}`).toBe(1);
         // The newest turn is always in the tail.
         expect(blocks.history!.text).toContain(`step ${i}:`);
       }
       expect(compactions).toBeGreaterThanOrEqual(2);
-      const { pack } = await mem.context.pack('s', { windowTokens: WINDOW });
+      const { pack } = await ctx.mem.context.pack('s', { windowTokens: WINDOW });
       const markers = pack.blocks.find((b) => b.kind === 'markers')!;
       // Turn 1 is the task card (not part of the window), so history starts at T2.
       expect(markers.text).toMatch(/^\[Events T2-T\d+ evicted\. Key topics: .*Use recall\(query\) to retrieve details\.\]/);
       // Evicted details are out of the window but recall brings them back exactly.
       expect(pack.blocks.find((b) => b.kind === 'history')!.text).not.toContain('secret/staging/db-7f3a');
-      expect((await mem.recall('vault path for the staging DB password')).hits[0]?.excerpt).toContain('secret/staging/db-7f3a');
-      expect((await mem.recall('ETIMEDOUT')).hits[0]?.excerpt).toContain('ETIMEDOUT 10.42.7.19:6379');
-      expect((await mem.recall('why pin the redis client')).hits[0]?.excerpt).toContain('4.6.13');
+      expect((await ctx.mem.recall('vault path for the staging DB password')).hits[0]?.excerpt).toContain('secret/staging/db-7f3a');
+      expect((await ctx.mem.recall('ETIMEDOUT')).hits[0]?.excerpt).toContain('ETIMEDOUT 10.42.7.19:6379');
+      expect((await ctx.mem.recall('why pin the redis client')).hits[0]?.excerpt).toContain('4.6.13');
     });
 
     it('keeps the prompt prefix byte-identical between compactions', async () => {
       const texts: string[] = [];
       const versions: number[] = [];
       for (let i = 1; i <= 30; i++) {
-        await mem.append('s', turnEvents(i));
-        const r = await mem.context.pack('s', { windowTokens: WINDOW });
+        await ctx.mem.append('s', turnEvents(i));
+        const r = await ctx.mem.context.pack('s', { windowTokens: WINDOW });
         versions.push(r.cacheVersion);
-        texts.push(String(mem.context.format(r.pack, 'text')));
+        texts.push(String(ctx.mem.context.format(r.pack, 'text')));
       }
       let stable = 0;
       for (let i = 1; i < texts.length; i++) {
@@ -97,18 +87,18 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
     });
 
     it('persists compaction: a second engine on the same store sees the same window', async () => {
-      for (let i = 1; i <= 40; i++) await mem.append('s', turnEvents(i));
-      const first = await mem.context.pack('s', { windowTokens: WINDOW });
+      for (let i = 1; i <= 40; i++) await ctx.mem.append('s', turnEvents(i));
+      const first = await ctx.mem.context.pack('s', { windowTokens: WINDOW });
       expect(first.compaction).toBeDefined();
-      const other = await openEngram({ backend: harness.backend });
+      const other = await openEngram({ backend: ctx.harness.backend });
       const again = await other.context.pack('s', { windowTokens: WINDOW });
       expect(again.compaction).toBeUndefined();
       expect(again.cacheVersion).toBe(first.cacheVersion);
-      expect(String(other.context.format(again.pack, 'text'))).toBe(String(mem.context.format(first.pack, 'text')));
+      expect(String(other.context.format(again.pack, 'text'))).toBe(String(ctx.mem.context.format(first.pack, 'text')));
     });
 
     it('refuses a window too small for its own budgets', async () => {
-      await expect(mem.context.pack('s', { windowTokens: 100 })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+      await expect(ctx.mem.context.pack('s', { windowTokens: 100 })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
     });
   });
 }

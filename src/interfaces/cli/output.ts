@@ -1,3 +1,4 @@
+export { formatBytes } from '../../util/format-bytes.js';
 /** Output helpers shared by the commands: JSON to stdout, humans get aligned text. */
 export interface Io {
   out: (text: string) => void;
@@ -16,17 +17,6 @@ export function printJson(io: Io, value: unknown): void {
   io.out(JSON.stringify(value, null, 2));
 }
 
-export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ['KB', 'MB', 'GB', 'TB'];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${v.toFixed(1)} ${units[i]}`;
-}
 
 /** Two-column table: labels padded to the widest. */
 export function formatPairs(pairs: Array<[string, string | number]>): string {

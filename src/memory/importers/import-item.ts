@@ -1,3 +1,4 @@
+export { formatBytes } from '../../util/format-bytes.js';
 import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import { eventInputSchema, sessionIdSchema } from '../../model/event.js';
@@ -93,9 +94,3 @@ export function base64ByteLength(base64: string): number {
   return Math.max(0, Math.floor((base64.length * 3) / 4) - padding);
 }
 
-/** A size for people: `512 B`, `12.3 KiB`, `4.0 MiB`. */
-export function formatBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
-  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
-}
