@@ -5,7 +5,7 @@ import type { ArtifactId, EventId, SessionId } from './model/ids.js';
 import { ARTIFACT_ID_PREFIX, EVENT_ID_PREFIX } from './model/ids.js';
 import { createGptTokenizer } from './providers/gpt-tokenizer.js';
 import type { Tokenizer } from './providers/tokenizer.js';
-import { decodeArtifact } from './memory/artifact-codec.js';
+import { decodeArtifact, sha256Hex } from './memory/artifact-codec.js';
 import type { ImportFileOptions, ImportReport, ImportSourceFile } from './memory/import-runner.js';
 import { runImport } from './memory/import-runner.js';
 import type { IngestOptions } from './memory/ingest.js';
@@ -34,6 +34,10 @@ export interface ArtifactContent {
   record: ArtifactRecord;
   bytes: Buffer;
 }
+
+/** Session holding indexed codex documents (RAG mode). */
+export const CODEX_SESSION = 'codex';
+const CODEX_BATCH = 200;
 
 // Decompressed artifact texts kept for recall excerpts: repeated recalls over the same logs are common.
 const ARTIFACT_TEXT_CACHE_CHARS = 64 * 1024 * 1024;
@@ -82,8 +86,29 @@ export class Engram {
     this.ingestor = new Ingestor(store, ingestOptions);
     this.taskStates = new TaskStateStore(store, this.ingestor);
     this.karma = new KarmaStore(store);
-    this.context = new ContextEngine(store, tokenizer, async (id) => (await this.taskStates.get(id))?.state, createFormatterRegistry());
+    this.context = new ContextEngine(
+      store,
+      tokenizer,
+      async (id) => (await this.taskStates.get(id))?.state,
+      createFormatterRegistry(),
+      (docs) => this.indexCodex(docs),
+    );
     this.recaller = new Recaller(store, tokenizer, (id) => this.readArtifactText(id));
+  }
+
+  /**
+   * Stores codex documents in the `codex` session so recall can serve them (the RAG side of the CAG/RAG
+   * switch). Keyed by path and content hash: unchanged documents are stored once, edited ones again.
+   */
+  async indexCodex(docs: ReadonlyArray<{ id: string; title: string; text: string }>): Promise<void> {
+    const events = docs.map((d) => ({
+      kind: 'note' as const,
+      content: `${d.title}\n\n${d.text}`,
+      tags: ['codex'],
+      key: `codex:${d.id.slice(0, 180)}:${sha256Hex(d.text).slice(0, 16)}`,
+      meta: { codexId: d.id },
+    }));
+    for (let i = 0; i < events.length; i += CODEX_BATCH) await this.ingestor.append(CODEX_SESSION, events.slice(i, i + CODEX_BATCH));
   }
 
   /** Appends one event or a batch to a session (created on first use), in one transaction. */

@@ -8,6 +8,9 @@ import type { AssembleOptions, CodexDocument, ContextPack, HistoryItem, KarmaIte
 import { assemblePack, HISTORY_SEPARATOR, renderHistoryItem } from './assembly/assembler.js';
 import type { BlockKind, PackBudgets } from './assembly/blocks.js';
 import { defaultBudgets } from './assembly/blocks.js';
+import { decideCodexMode } from './assembly/cag-rag.js';
+import type { KvBudgetDecision, KvDtype, ModelProfile, ModelProfileId } from './assembly/governor.js';
+import { checkKvBudget, governHistory, MODEL_PROFILES } from './assembly/governor.js';
 import type { FormatterRegistry } from './assembly/formatters.js';
 import type { CacheItem } from './cache-item.js';
 import type { CompactionDone, CompactionResult } from './compactor.js';
@@ -34,7 +37,23 @@ export interface ContextOptions {
 export interface PackOptions extends ContextOptions {
   /** The stable system prompt / persona block. Default empty. */
   identity?: string;
+  /**
+   * Static knowledge (documents, a codebase): inlined when under `maxCodexFraction` of the window and within
+   * its budget (CAG), otherwise indexed into the `codex` session and served through recall (RAG). The
+   * decision and its numbers are in `pack.decisions.codex`.
+   */
   codex?: CodexDocument[];
+  /** CAG threshold as a share of the window. Default 0.7 (Deep Memory §2). */
+  maxCodexFraction?: number;
+  /** Governor (Deep Memory §5): keep at most this many history messages (pinned ones always). */
+  maxHistoryMessages?: number;
+  /** Governor: character cap of the whole prompt. */
+  maxTotalChars?: number;
+  /**
+   * Governor: the model's KV-cache budget. When prompt + headroom would need more than 90 % of it, the window
+   * is compacted further before the pack is returned.
+   */
+  kv?: { profile: ModelProfile | ModelProfileId; kvBudgetBytes: number; dtype?: KvDtype };
   karma?: KarmaItem[];
   /** The new user message. Default empty. */
   query?: string;
@@ -43,6 +62,8 @@ export interface PackOptions extends ContextOptions {
 
 export interface SessionPack {
   pack: ContextPack;
+  /** What the governor did: history pruned by depth or characters, and the KV decision. */
+  governor?: { droppedByDepth: number; droppedByCharCap: number; kv?: KvBudgetDecision; kvCondensedTokens?: number };
   /** The compaction this call ran first, if the cache was over high water. */
   compaction?: CompactionDone;
   taskState?: TaskState;
@@ -64,6 +85,8 @@ export class ContextEngine {
     private readonly tokenizer: Tokenizer,
     private readonly taskState: (sessionId: SessionId) => Promise<TaskState | undefined>,
     private readonly formatters: FormatterRegistry,
+    /** Stores codex documents so recall can serve them (RAG mode); idempotent per document content. */
+    private readonly indexDocuments: (docs: CodexDocument[]) => Promise<void> = async () => {},
   ) {}
 
   /** The session's cache as it stands: items in turn order, and the persisted version it came from. */
@@ -97,11 +120,19 @@ export class ContextEngine {
    * window) and persists the new cache. Evicted events stay in the store: only the window lets go of them.
    */
   async compact(sessionIdInput: string, options: ContextOptions): Promise<CompactionResult & { cacheVersion: number }> {
-    const sessionId = sessionIdInput as SessionId;
+    const highWaterTokens = cacheBudget(this.budgets(options));
+    const lowWaterTokens = Math.floor(highWaterTokens * (options.lowWaterFraction ?? DEFAULT_LOW_WATER_FRACTION));
+    return this.compactTo(sessionIdInput as SessionId, options, highWaterTokens, lowWaterTokens);
+  }
+
+  private async compactTo(
+    sessionId: SessionId,
+    options: ContextOptions,
+    highWaterTokens: number,
+    lowWaterTokens: number,
+  ): Promise<CompactionResult & { cacheVersion: number }> {
     for (let attempt = 1; ; attempt++) {
       const { items, state } = await this.loadCache(sessionId);
-      const highWaterTokens = cacheBudget(this.budgets(options));
-      const lowWaterTokens = Math.floor(highWaterTokens * (options.lowWaterFraction ?? DEFAULT_LOW_WATER_FRACTION));
       const taskState = await this.taskState(sessionId);
       const result = compact(
         items,
@@ -140,12 +171,36 @@ export class ContextEngine {
    * window's budgets (the pack invariant is checked; a violation is an error, never a silent overflow).
    */
   async pack(sessionIdInput: string, options: PackOptions): Promise<SessionPack> {
-    const sessionId = sessionIdInput as SessionId;
+    const first = await this.packOnce(sessionIdInput as SessionId, options, undefined);
+    if (!options.kv) return first;
+    const profile = typeof options.kv.profile === 'string' ? MODEL_PROFILES[options.kv.profile] : options.kv.profile;
+    if (!profile) throw new EngramError('INVALID_INPUT', `kv.profile: unknown model profile "${String(options.kv.profile)}"`, { field: 'kv.profile' });
+    const kvOptions = { profile, kvBudgetBytes: options.kv.kvBudgetBytes, ...(options.kv.dtype ? { dtype: options.kv.dtype } : {}) };
+    const decision = checkKvBudget(first.pack, kvOptions);
+    if (!decision.mustCondense) return { ...first, governor: { ...(first.governor ?? { droppedByDepth: 0, droppedByCharCap: 0 }), kv: decision } };
+    // Condense before inference (Deep Memory §5): compact the window by what the KV budget cannot hold.
+    const second = await this.packOnce(sessionIdInput as SessionId, options, decision.condenseTokens);
+    const after = checkKvBudget(second.pack, kvOptions);
+    return { ...second, governor: { ...(second.governor ?? { droppedByDepth: 0, droppedByCharCap: 0 }), kv: after, kvCondensedTokens: decision.condenseTokens } };
+  }
+
+  private async packOnce(sessionId: SessionId, options: PackOptions, condenseTokens: number | undefined): Promise<SessionPack> {
     const budgets = this.budgets(options);
-    const compaction = await this.compact(sessionId, options);
+    const compaction =
+      condenseTokens === undefined ? await this.compact(sessionId, options) : await this.condense(sessionId, options, condenseTokens);
+    if (options.codex && options.codex.length > 0) await this.indexCodexIfNeeded(options.codex, budgets, options);
     const { items, state } = await this.loadCache(sessionId);
     const markers = items.flatMap((i) => (i.type === 'marker' ? [i] : []));
-    const history = items.flatMap((i) => (i.type === 'event' ? [toHistoryItem(i.event, i.isPinned === true)] : []));
+    const allHistory = items.flatMap((i) => (i.type === 'event' ? [toHistoryItem(i.event, i.isPinned === true)] : []));
+    const governed =
+      options.maxHistoryMessages !== undefined || options.maxTotalChars !== undefined
+        ? governHistory(allHistory, {
+            ...(options.maxHistoryMessages !== undefined ? { maxHistoryMessages: options.maxHistoryMessages } : {}),
+            ...(options.maxTotalChars !== undefined ? { maxTotalChars: options.maxTotalChars } : {}),
+            fixedChars: (options.identity ?? '').length + (options.query ?? '').length,
+          })
+        : undefined;
+    const history = governed ? governed.kept : allHistory;
     // Compaction keeps markers + history within their combined budget; give the markers exactly what they
     // use and the history the rest, so the assembler never drops an event that no marker covers.
     const markerTexts = markers.map((m) => renderMarker(m.marker));
@@ -162,6 +217,7 @@ export class ContextEngine {
       windowTokens: options.windowTokens,
       budgets: packBudgets,
       ...(options.order ? { order: options.order } : {}),
+      ...(options.maxCodexFraction !== undefined ? { maxCodexFraction: options.maxCodexFraction } : {}),
     };
     const pack = assemblePack(
       {
@@ -177,10 +233,32 @@ export class ContextEngine {
     );
     return {
       pack,
+      ...(governed ? { governor: { droppedByDepth: governed.droppedByDepth, droppedByCharCap: governed.droppedByCharCap } } : {}),
       ...(compaction.shouldCompact ? { compaction } : {}),
       ...(taskState ? { taskState } : {}),
       cacheVersion: state?.version ?? 0,
     };
+  }
+
+  /**
+   * A compaction forced by the governor: the high-water mark is the cache's current size less what the KV
+   * budget cannot hold, so the window shrinks by at least that many tokens (evicted events stay stored).
+   */
+  private async condense(sessionId: SessionId, options: ContextOptions, condenseTokens: number): Promise<CompactionResult & { cacheVersion: number }> {
+    const { items } = await this.loadCache(sessionId);
+    const size = items.reduce((sum, i) => sum + i.tokens, 0);
+    const target = Math.max(1, size - condenseTokens);
+    return this.compactTo(sessionId, options, Math.max(0, target - 1), Math.floor(target * (options.lowWaterFraction ?? DEFAULT_LOW_WATER_FRACTION)));
+  }
+
+  /** In RAG mode the codex is served through recall: its documents are stored (once) in the `codex` session. */
+  private async indexCodexIfNeeded(codex: CodexDocument[], budgets: PackBudgets, options: PackOptions): Promise<void> {
+    const codexTokens = codex.reduce((sum, d) => sum + this.tokenizer.count(d.text), 0);
+    const decision = decideCodexMode(codexTokens, options.windowTokens, {
+      codexBudgetTokens: budgets.codex,
+      ...(options.maxCodexFraction !== undefined ? { maxFraction: options.maxCodexFraction } : {}),
+    });
+    if (decision.mode === 'rag') await this.indexDocuments(codex);
   }
 
   /** Renders a pack with a registered formatter (`text`, `openai`, `anthropic`, or one you registered). */

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { openEngram, type Engram } from '../../engine.js';
 import { EngramError, isEngramError } from '../../errors.js';
 import { EVENT_KINDS } from '../../model/event.js';
+import { MODEL_PROFILES } from '../../context/assembly/governor.js';
 import { IMPORT_FORMATS } from '../../memory/importers/types.js';
 import { DEFAULT_DB_PATH, type StoreLocation } from '../../store/open-store.js';
 import { ingestCommand } from './commands/ingest.js';
@@ -136,6 +137,11 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     .option('-q, --query <text>', 'the new user message')
     .option('--identity <text>', 'the system prompt / identity block')
     .option('--identity-file <file>', 'read the identity block from a file')
+    .option('--codex <path...>', 'static knowledge: files or directories, inlined below 0.7 of the window, else served through recall')
+    .option('--max-messages <n>', 'governor: keep at most this many history messages')
+    .option('--max-chars <n>', 'governor: character cap of the whole prompt')
+    .addOption(new Option('--model-profile <id>', 'governor: model whose KV cache to budget').choices(Object.keys(MODEL_PROFILES)))
+    .option('--kv-budget-mb <mb>', 'governor: KV-cache memory for this request; compacts further before it would be exceeded')
     .action(merged(withStore((m, args: ContextArgs & GlobalOptions) => contextCommand(m, args, io))));
 
   program

@@ -4,6 +4,7 @@ import { EngramError } from '../../../errors.js';
 import type { Io } from '../output.js';
 import { formatPairs, printJson } from '../output.js';
 import { parseInteger } from './recall.js';
+import { loadCodex } from '../../../context/codex-loader.js';
 
 export interface ContextArgs {
   session: string;
@@ -12,6 +13,12 @@ export interface ContextArgs {
   query?: string;
   identity?: string;
   identityFile?: string;
+  /** Files or directories of static knowledge. */
+  codex?: string[];
+  maxMessages?: string;
+  maxChars?: string;
+  modelProfile?: string;
+  kvBudgetMb?: string;
   json?: boolean;
 }
 
@@ -19,10 +26,20 @@ export interface ContextArgs {
 export async function contextCommand(mem: Engram, args: ContextArgs, io: Io): Promise<number> {
   const format = args.format ?? 'text';
   const identity = args.identityFile ? readText(args.identityFile, 'identity-file') : (args.identity ?? '');
+  const codex = args.codex && args.codex.length > 0 ? loadCodex(args.codex) : undefined;
+  if (args.kvBudgetMb !== undefined && args.modelProfile === undefined) {
+    throw new EngramError('INVALID_INPUT', '--kv-budget-mb needs --model-profile (one of the known profiles)', { field: 'model-profile' });
+  }
   const result = await mem.context.pack(args.session, {
     windowTokens: parseInteger(args.window, 'window'),
     identity,
     ...(args.query ? { query: args.query } : {}),
+    ...(codex ? { codex: codex.documents } : {}),
+    ...(args.maxMessages !== undefined ? { maxHistoryMessages: parseInteger(args.maxMessages, 'max-messages') } : {}),
+    ...(args.maxChars !== undefined ? { maxTotalChars: parseInteger(args.maxChars, 'max-chars') } : {}),
+    ...(args.modelProfile !== undefined
+      ? { kv: { profile: args.modelProfile as never, kvBudgetBytes: parseInteger(args.kvBudgetMb ?? '0', 'kv-budget-mb') * 1024 * 1024 } }
+      : {}),
   });
   const formatted = mem.context.format(result.pack, format);
   if (args.json) {
@@ -36,6 +53,9 @@ export async function contextCommand(mem: Engram, args: ContextArgs, io: Io): Pr
       compaction: result.compaction
         ? { evicted: result.compaction.evicted.length, tokensBefore: result.compaction.tokensBefore, tokensAfter: result.compaction.tokensAfter, markers: result.compaction.markerCount }
         : null,
+      codex: result.pack.decisions.codex,
+      codexSkipped: codex?.skipped ?? [],
+      governor: result.governor ?? null,
       format,
       formatted,
     });
