@@ -241,6 +241,45 @@ export class ContextEngine {
   }
 
   /**
+   * Pins (or unpins) an event in the session's window: a pinned event is never evicted and never pruned by
+   * the governor. Only events still in the window can be pinned; an evicted one is out of the prompt (recall
+   * finds it; promote the fact as karma to keep it in every pack).
+   */
+  async pin(sessionIdInput: string, eventId: string, isPinned = true): Promise<void> {
+    const sessionId = sessionIdInput as SessionId;
+    for (let attempt = 1; ; attempt++) {
+      const { items, state } = await this.loadCache(sessionId);
+      const index = items.findIndex((i) => i.type === 'event' && i.event.id === eventId);
+      if (index < 0) {
+        const event = await this.store.getEvent(eventId as EventId);
+        if (!event || event.sessionId !== sessionId) {
+          throw new EngramError('NOT_FOUND', `no event ${eventId} in session ${sessionId}`, { field: 'eventId' });
+        }
+        throw new EngramError(
+          'INVALID_INPUT',
+          `event ${eventId} was evicted from the window of ${sessionId} (turn ${event.turn}); recall finds it, or add the fact as karma`,
+          { field: 'eventId' },
+        );
+      }
+      const next = items.map((item, i) => (i === index && item.type === 'event' ? { ...item, isPinned } : item));
+      try {
+        await this.store.putContextState({
+          sessionId,
+          version: (state?.version ?? 0) + 1,
+          upToTurn: lastTurn(next),
+          entries: next.map(toEntry),
+          evictedEvents: state?.evictedEvents ?? 0,
+          createdAt: new Date().toISOString(),
+        });
+        return;
+      } catch (err) {
+        if (isEngramError(err, 'CONFLICT') && attempt < MAX_SAVE_ATTEMPTS) continue;
+        throw err;
+      }
+    }
+  }
+
+  /**
    * A compaction forced by the governor: the high-water mark is the cache's current size less what the KV
    * budget cannot hold, so the window shrinks by at least that many tokens (evicted events stay stored).
    */

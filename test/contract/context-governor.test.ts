@@ -82,5 +82,20 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
       expect(r.pack.blocks.find((b) => b.kind === 'history')!.text).not.toContain('turn 1:');
       expect((await ctx.mem.recall('svc-1 line 3')).hits[0]?.excerpt).toContain('svc-1 line 3');
     });
+
+    it('never evicts a pinned event, and refuses to pin one already evicted', async () => {
+      const [pinned] = await ctx.mem.append('s', { kind: 'tool_result', toolName: 'Bash', content: 'PINNED OUTPUT: migration 0042 applied' });
+      for (let i = 1; i <= 40; i++) await ctx.mem.append('s', turn(i));
+      const victim = (await ctx.mem.append('s', { kind: 'tool_result', content: 'soon evicted' }))[0]!;
+      await ctx.mem.context.pin('s', pinned!.record.id);
+      for (let i = 41; i <= 80; i++) await ctx.mem.append('s', turn(i));
+      const r = await ctx.mem.context.pack('s', { windowTokens: 4000 });
+      expect(r.compaction).toBeDefined();
+      const history = r.pack.blocks.find((b) => b.kind === 'history')!.text;
+      expect(history).toContain('PINNED OUTPUT: migration 0042 applied');
+      expect(history).not.toContain('soon evicted');
+      await expect(ctx.mem.context.pin('s', victim.record.id)).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+      await expect(ctx.mem.context.pin('s', 'evt_01jzzzzzzzzzzzzzzzzzzzzzzz')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    });
   });
 }

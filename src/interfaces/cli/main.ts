@@ -152,6 +152,23 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     .action(merged(withStore((m, args: CompactArgs & GlobalOptions) => compactCommand(m, args, io))));
 
   program
+    .command('pin')
+    .description('pin an event in the session window (never evicted or pruned); --unpin to release it')
+    .argument('<event>', 'event id')
+    .requiredOption('-s, --session <id>', 'session')
+    .option('--unpin', 'release the pin')
+    .action(
+      merged(
+        withStore(async (m, args: GlobalOptions & { event: string; session: string; unpin?: boolean }) => {
+          await m.context.pin(args.session, args.event, !args.unpin);
+          if (args.json) io.out(JSON.stringify({ event: args.event, isPinned: !args.unpin }));
+          else io.out(`${args.event} ${args.unpin ? 'unpinned' : 'pinned'} in the window of ${args.session}.`);
+          return EXIT.OK;
+        }),
+      ),
+    );
+
+  program
     .command('task')
     .description("read or change a session's task state card (versioned; every version is kept)")
     .argument('<action>', 'get | update (merge fields) | set (replace the card) | history')
