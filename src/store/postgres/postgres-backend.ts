@@ -25,7 +25,8 @@ import { eventFromColumns, eventFromDraft } from '../event-record.js';
 import { LATEST_POSTGRES_SCHEMA_VERSION, MIGRATIONS_TABLE, POSTGRES_MIGRATIONS, TEXT_SEARCH_CONFIG } from './migrations.js';
 import type { PgErrorPhase } from './pg-errors.js';
 import { isServerError, redactPgUrl, translatePgError } from './pg-errors.js';
-import { chunkForIndex, compileTsQuery, indexTokens } from './tsquery.js';
+import { chunkForIndex, indexTokens } from './tsquery.js';
+import { TsqueryPlanner } from './tsquery-planner.js';
 
 export interface PostgresBackendOptions {
   /**
@@ -152,6 +153,7 @@ export class PostgresBackend implements StorageBackend {
   /** The store's URL without its password. */
   readonly displayUrl: string;
   private readonly sql: ReturnType<typeof buildStatements>;
+  private readonly planner: TsqueryPlanner;
   private isClosed = false;
 
   private constructor(
@@ -163,6 +165,17 @@ export class PostgresBackend implements StorageBackend {
     this.displayUrl = location.displayUrl;
     this.capabilities = { ...DEFAULT_CAPABILITIES, fullText: 'tsvector', supportsConcurrentWriters: true, isPowerLossDurable };
     this.sql = buildStatements(quoteIdent(location.schema));
+    this.planner = new TsqueryPlanner((queries, cap) => this.cappedCounts(queries, cap));
+  }
+
+  /** Rows each tsquery matches, counted through the GIN index and capped (so a common word costs little). */
+  private async cappedCounts(queries: string[], cap: number): Promise<number[]> {
+    const s = this.sql.s;
+    const columns = queries.map(
+      (_, i) => `(SELECT count(*) FROM (SELECT 1 FROM ${s}.event_text WHERE tsv @@ to_tsquery(${this.sql.config}, $${i + 1}) LIMIT ${cap}) x) AS c${i}`,
+    );
+    const rows = await this.query<Record<string, string>>(`SELECT ${columns.join(', ')}`, queries, 'full-text search failed', 'search');
+    return queries.map((_, i) => Number(rows[0]?.[`c${i}`] ?? 0));
   }
 
   /**
@@ -328,8 +341,9 @@ export class PostgresBackend implements StorageBackend {
 
   async searchText(query: TextSearchQuery): Promise<TextHit[]> {
     this.assertOpen();
-    const tsquery = compileTsQuery(query.terms);
-    if (tsquery === null || query.limit <= 0) return [];
+    if (query.limit <= 0) return [];
+    const tsquery = await this.planner.plan(query.terms);
+    if (tsquery === null) return [];
     const params: unknown[] = [tsquery];
     const param = (value: unknown): string => {
       params.push(value);

@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { MAX_RANKED_ROWS, TsqueryPlanner } from './tsquery-planner.js';
+
+/** A counter over a fixed table of frequencies, recording how often it is asked. */
+function counter(table: Record<string, number>) {
+  const calls: string[][] = [];
+  const count = async (queries: string[], cap: number): Promise<number[]> => {
+    calls.push(queries);
+    return queries.map((q) => Math.min(cap, table[q] ?? 0));
+  };
+  return { count, calls };
+}
+
+describe('TsqueryPlanner', () => {
+  it('ORs every term when all of them are rare enough to rank', async () => {
+    const { count } = counter({ "'zeppelin'": 3, "'hangar'": 40 });
+    const plan = await new TsqueryPlanner(count).plan([{ text: 'zeppelin' }, { text: 'hangar' }]);
+    expect(plan).toBe("'zeppelin' | 'hangar'");
+  });
+
+  it('lets the rare terms select rows and all terms rank them when a common term would exceed the budget', async () => {
+    const { count } = counter({ "'zeppelin'": 3, "'the'": MAX_RANKED_ROWS * 10, "'config'": MAX_RANKED_ROWS });
+    const plan = await new TsqueryPlanner(count).plan([{ text: 'config' }, { text: 'zeppelin' }, { text: 'the' }]);
+    expect(plan).toBe("('zeppelin') & ('zeppelin' | 'config' | 'the')");
+  });
+
+  it('always keeps phrases and prefix terms among the selecting terms', async () => {
+    const { count } = counter({ "('src' <-> 'db' <-> 'pool' <-> 'ts')": MAX_RANKED_ROWS * 2, "'3f9a2c':*": MAX_RANKED_ROWS * 2, "'error'": 10 });
+    const plan = await new TsqueryPlanner(count).plan([{ text: 'src/db/pool.ts' }, { text: '3f9a2c', isPrefix: true }, { text: 'error' }]);
+    expect(plan).toBe("'error' | ('src' <-> 'db' <-> 'pool' <-> 'ts') | '3f9a2c':*");
+  });
+
+  it('asks the database once per term and then answers from its cache', async () => {
+    const { count, calls } = counter({ "'alpha'": 1, "'beta'": 2 });
+    const planner = new TsqueryPlanner(count);
+    await planner.plan([{ text: 'alpha' }, { text: 'beta' }]);
+    await planner.plan([{ text: 'beta' }, { text: 'alpha' }]);
+    expect(calls).toEqual([["'alpha'", "'beta'"]]);
+  });
+
+  it('needs no count for a single term, and returns null for no usable term', async () => {
+    const { count, calls } = counter({});
+    expect(await new TsqueryPlanner(count).plan([{ text: 'solo' }])).toBe("'solo'");
+    expect(await new TsqueryPlanner(count).plan([{ text: '--' }])).toBeNull();
+    expect(calls).toEqual([]);
+  });
+});
