@@ -10,7 +10,7 @@ import type { ImportFileOptions, ImportReport, ImportSourceFile } from './memory
 import { runImport } from './memory/import-runner.js';
 import type { IngestOptions } from './memory/ingest.js';
 import { Ingestor } from './memory/ingest.js';
-import type { RecallOptions, RecallResult } from './memory/recall.js';
+import type { RecallBatchResult, RecallOptions, RecallResult } from './memory/recall.js';
 import { Recaller } from './memory/recall.js';
 import { TaskStateStore } from './memory/task-state-store.js';
 import { KarmaStore } from './memory/karma-store.js';
@@ -118,6 +118,11 @@ export class Engram {
 
   recall(query: string, options: RecallOptions = {}): Promise<RecallResult> {
     return this.recaller.recall(query, options);
+  }
+
+  /** Several queries at once, sharing one token budget, each event returned once (ENGRAM §4.5). */
+  recallBatch(queries: readonly string[], options: RecallOptions = {}): Promise<RecallBatchResult> {
+    return this.recaller.recallBatch(queries, options);
   }
 
   /** Imports a transcript file (generic JSONL, OpenAI, Anthropic or Claude Code). */

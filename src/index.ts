@@ -7,7 +7,7 @@ export { EVENT_KINDS, eventInputSchema, sessionIdSchema } from './model/event.js
 export type { EventInput, EventKind, EventRecord, SessionRecord, EventArtifactRef } from './model/event.js';
 export type { ArtifactRecord, Preview, PreviewKind } from './model/artifact.js';
 export type { EventId, ArtifactId, SessionId } from './model/ids.js';
-export type { RecallOptions, RecallResult, RecallHit } from './memory/recall.js';
+export type { RecallOptions, RecallResult, RecallHit, RecallBatchResult } from './memory/recall.js';
 export { MODIFIER_FACTORS, DEFAULT_PHASE_SALIENCE, MODIFIER_DEFAULTS, taskModifier } from './memory/task-modifier.js';
 export type { ModifierFactor, ModifierFactors, ModifierOptions, PhaseSalienceTable } from './memory/task-modifier.js';
 export { mmrSelect } from './memory/mmr.js';

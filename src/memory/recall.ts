@@ -83,6 +83,19 @@ export interface RecallHit {
   isKeyEvent: boolean;
 }
 
+/** Results of {@link Recaller.recallBatch}, one per query, in order. */
+export interface RecallBatchResult {
+  results: RecallResult[];
+  budgetTokens: number;
+  /** Upper bound of the tokens of `text`, never above `budgetTokens`. */
+  usedTokens: number;
+  /** Every result's pack, in order. */
+  text: string;
+}
+
+/** Most queries in one batch. */
+export const MAX_BATCH_QUERIES = 16;
+
 export interface RecallResult {
   query: string;
   hits: RecallHit[];
@@ -147,10 +160,46 @@ export class Recaller {
   ) {}
 
   async recall(query: string, options: RecallOptions = {}): Promise<RecallResult> {
+    return this.recallExcluding(query, options, new Set());
+  }
+
+  /**
+   * Several queries in one call (ENGRAM §4.5 `recall(["q1", "q2"])`): the token budget is shared evenly, and
+   * an event returned for one query is not repeated for a later one, which fills its share with other evidence.
+   */
+  async recallBatch(queries: readonly string[], options: RecallOptions = {}): Promise<RecallBatchResult> {
+    if (!Array.isArray(queries) || queries.length === 0 || queries.length > MAX_BATCH_QUERIES) {
+      throw new EngramError('INVALID_INPUT', `queries: give 1 to ${MAX_BATCH_QUERIES} queries`, { field: 'queries' });
+    }
+    const total = options.budgetTokens ?? DEFAULTS.budgetTokens;
+    // One token per joining newline is reserved, so the whole batch stays within the budget.
+    const share = Math.floor((total - queries.length) / queries.length);
+    if (share < MIN_RECALL_BUDGET_TOKENS) {
+      throw new EngramError('INVALID_INPUT', `budgetTokens: ${total} tokens cannot give ${queries.length} queries ${MIN_RECALL_BUDGET_TOKENS} each`, {
+        field: 'budgetTokens',
+      });
+    }
+    const seen = new Set<string>();
+    const results: RecallResult[] = [];
+    for (const [i, query] of queries.entries()) {
+      if (typeof query !== 'string') throw new EngramError('INVALID_INPUT', `queries[${i}]: must be a string`, { field: `queries[${i}]` });
+      const r = await this.recallExcluding(query, { ...options, budgetTokens: share }, seen);
+      for (const h of r.hits) seen.add(h.eventId);
+      results.push(r);
+    }
+    return {
+      results,
+      budgetTokens: total,
+      usedTokens: results.reduce((sum, r) => sum + r.usedTokens + 1, 0),
+      text: results.map((r) => r.text).join('\n'),
+    };
+  }
+
+  private async recallExcluding(query: string, options: RecallOptions, excluded: ReadonlySet<string>): Promise<RecallResult> {
     const startedMs = performance.now();
     const o: ResolvedOptions = { ...DEFAULTS, ...stripUndefined(options) };
     validateOptions(query, o);
-    const result = await this.rank(query, o);
+    const result = await this.rank(query, o, excluded);
     if (o.logRecall) {
       const logId = await this.log(query, options, o, result, performance.now() - startedMs);
       if (logId !== undefined) result.logId = logId;
@@ -158,7 +207,7 @@ export class Recaller {
     return result;
   }
 
-  private async rank(query: string, o: ResolvedOptions): Promise<RecallResult> {
+  private async rank(query: string, o: ResolvedOptions, excluded: ReadonlySet<string> = new Set()): Promise<RecallResult> {
     const parsed = parseQuery(query);
     const filter = toFilter(o);
     const candidateLimit = Math.max(MIN_CANDIDATES, o.k * CANDIDATES_PER_HIT);
@@ -247,7 +296,8 @@ export class Recaller {
       : detailed;
 
     // Reserve the header with the largest numbers it can show, so the final header always fits.
-    const { packed } = packUnderBudget(ordered, {
+    const fresh = excluded.size > 0 ? ordered.filter((d) => !excluded.has(d.event.id)) : ordered;
+    const { packed } = packUnderBudget(fresh, {
       budgetTokens: o.budgetTokens,
       usedTokens: this.tokenizer.count(this.header(query, o.k, candidates)),
       maxItems: o.k,
