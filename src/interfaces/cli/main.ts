@@ -7,6 +7,7 @@ import { MODEL_PROFILES } from '../../context/assembly/governor.js';
 import { IMPORT_FORMATS } from '../../memory/importers/types.js';
 import { DEFAULT_DB_PATH, type StoreLocation } from '../../store/open-store.js';
 import { ingestCommand } from './commands/ingest.js';
+import { mcpCommand, type McpArgs } from './commands/mcp.js';
 import { migrateCommand, type MigrateArgs } from './commands/migrate.js';
 import { karmaCommand, type KarmaArgs } from './commands/karma.js';
 import { compactCommand, contextCommand, taskCommand, type CompactArgs, type ContextArgs, type TaskArgs } from './commands/context.js';
@@ -187,6 +188,12 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     .option('--by <name>', 'who verified or removes it (default: user)')
     .option('--all', 'list: include removed facts')
     .action(merged(withStore((m, args: KarmaArgs & GlobalOptions) => karmaCommand(m, args, io), (args) => args.action !== 'list')));
+
+  program
+    .command('mcp')
+    .description('serve the MCP tools (recall, expand, get/update_task_state, append_events) on stdio for an agent host')
+    .option('-s, --session <id>', 'the session the tools work for (default: $ENGRAM_SESSION)')
+    .action(merged(withStore((m, args: McpArgs & GlobalOptions) => mcpCommand(m, args, io, VERSION), true)));
 
   program
     .command('migrate')

@@ -2,6 +2,7 @@ import type { Engram } from '../../../engine.js';
 import type { EventRecord } from '../../../model/event.js';
 import type { Io } from '../output.js';
 import { formatBytes, printJson } from '../output.js';
+import { isUtf8Text } from '../../../util/is-utf8-text.js';
 
 export interface ShowArgs {
   id: string;
@@ -50,14 +51,4 @@ function renderEvent(e: EventRecord): string {
   }
   if (e.meta) head.push(`meta: ${JSON.stringify(e.meta)}`);
   return `${head.join('\n')}\n---\n${e.content}`;
-}
-
-function isUtf8Text(bytes: Buffer): boolean {
-  if (bytes.includes(0)) return false;
-  try {
-    new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-    return true;
-  } catch {
-    return false;
-  }
 }

@@ -1,0 +1,54 @@
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { Engram } from '../../../engine.js';
+import { EngramError } from '../../../errors.js';
+import { validateSessionId } from '../../../memory/ingest.js';
+import { createMcpServer } from '../../mcp/server.js';
+import { EXIT } from '../exit-codes.js';
+import type { Io } from '../output.js';
+
+export interface McpArgs {
+  session?: string;
+}
+
+/**
+ * `engram mcp`: serves the MCP tools on stdio until stdin closes or a SIGINT / SIGTERM arrives, then lets the
+ * running tool calls finish and returns (the caller closes the store). Stdout carries the protocol only:
+ * everything this command says goes to stderr.
+ */
+export async function mcpCommand(mem: Engram, args: McpArgs, io: Io, version: string): Promise<number> {
+  const session = args.session || process.env.ENGRAM_SESSION;
+  if (!session) {
+    throw new EngramError('INVALID_INPUT', '--session: name the session this server works for (or set ENGRAM_SESSION)', { field: 'session' });
+  }
+  const sessionId = validateSessionId(session, 'session');
+  const { server, settled } = createMcpServer(mem, { sessionId, version });
+  const transport = new StdioServerTransport();
+
+  let stop: (code: number) => void = () => {};
+  const stopped = new Promise<number>((resolve) => {
+    stop = resolve;
+  });
+  const onEnd = () => stop(EXIT.OK);
+  // A client stopping its server sends SIGTERM: a normal end. Ctrl-C keeps the CLI's documented 130.
+  const onSigterm = () => stop(EXIT.OK);
+  const onSigint = () => stop(EXIT.INTERRUPTED);
+  process.stdin.once('end', onEnd);
+  process.stdin.once('close', onEnd);
+  process.once('SIGTERM', onSigterm);
+  process.once('SIGINT', onSigint);
+  server.server.onclose = onEnd;
+  transport.onerror = (err) => io.err(`engram mcp: transport error: ${err.message}`);
+  try {
+    await server.connect(transport);
+    io.err(`engram mcp: serving session ${sessionId} on stdio`);
+    const code = await stopped;
+    await settled();
+    await server.close();
+    return code;
+  } finally {
+    process.stdin.off('end', onEnd);
+    process.stdin.off('close', onEnd);
+    process.off('SIGTERM', onSigterm);
+    process.off('SIGINT', onSigint);
+  }
+}

@@ -1,0 +1,319 @@
+import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { Engram } from '../../engine.js';
+import { eventInputSchema } from '../../model/event.js';
+import type { TaskStateUpdate, TaskStateVersion } from '../../model/task-state.js';
+import { taskStateUpdateSchema } from '../../model/task-state.js';
+import type { RecallHit } from '../../memory/recall.js';
+import { isUtf8Text } from '../../util/is-utf8-text.js';
+import type { ToolErrorOptions } from './errors.js';
+import { toolErrorResult } from './errors.js';
+
+export interface EngramMcpServerOptions {
+  /** The session this server works for: `append_events` writes to it, task state tools read and write its card. */
+  sessionId: string;
+  /** Reported to clients in the initialize handshake. */
+  version: string;
+}
+
+export interface EngramMcpServer {
+  server: McpServer;
+  /** Resolves once every tool call started so far has finished (so the store can close under none). */
+  settled(): Promise<void>;
+}
+
+/** Most queries in one batched recall call; each gets its own budget, so a batch costs up to this many packs. */
+export const MAX_RECALL_BATCH = 10;
+/** Default cut of `expand`: a whole typical event, or the first pages of a large tool output. */
+export const DEFAULT_EXPAND_MAX_TOKENS = 4000;
+
+/**
+ * A permissive schema that advertises `precise`'s JSON Schema to the client. The engine validates these
+ * arguments itself and names the offending field (`taskState.phase`, `events[2].kind`); letting the SDK
+ * validate them first would answer with its own differently shaped message, outside errors.ts.
+ */
+function validatedByEngine(precise: z.ZodType, description: string) {
+  const { $schema: _unused, ...json } = z.toJSONSchema(precise, { io: 'input', target: 'draft-7' }) as Record<string, unknown>;
+  return z.record(z.string(), z.unknown()).meta({ ...json, description });
+}
+
+const recallInput = z.object({
+  query: z
+    .union([z.string(), z.array(z.string()).min(1).max(MAX_RECALL_BATCH)])
+    .describe(
+      `What to look for: the exact string you need (an error message, a path, a hash, an identifier) and/or words. ` +
+        `Give an array of up to ${MAX_RECALL_BATCH} queries to search several things in one call.`,
+    ),
+  k: z.number().int().optional().describe('Most hits per query (1-1000). Default 10.'),
+  budgetTokens: z.number().int().optional().describe('Token budget of the evidence per query (at least 64). Default 2000.'),
+  sessionOnly: z
+    .boolean()
+    .optional()
+    .describe("Search only this session, ranked by its task state card. Default false: search everything stored."),
+});
+
+const expandInput = z.object({
+  id: z.string().describe('An event id (evt_...) or artifact id (art_...) as a recall hit printed it, or a unique prefix of at least 4 characters after the underscore.'),
+  maxTokens: z.number().int().min(1).optional().describe(`Longest answer in tokens; longer content is cut with a notice. Default ${DEFAULT_EXPAND_MAX_TOKENS}.`),
+});
+
+const updateTaskStateInput = z.object({
+  update: validatedByEngine(
+    taskStateUpdateSchema,
+    'The fields to change. Given fields replace the stored ones (lists are replaced whole); extensions merge by key (null removes one); taskId null clears it.',
+  ),
+});
+
+const appendEventsInput = z.object({
+  events: z
+    .array(validatedByEngine(eventInputSchema, 'One event: kind and content are required; give a key to make retries idempotent.'))
+    .describe('Events in the order they happened, stored in one transaction.'),
+});
+
+/**
+ * An MCP server over one {@link Engram}, working for one session. Thin: each tool parses its arguments, calls
+ * the engine and renders the answer; every failure goes through {@link toolErrorResult}.
+ */
+export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): EngramMcpServer {
+  const { sessionId } = options;
+  const server = new McpServer({ name: 'engram', version: options.version });
+  const inFlight = new Set<Promise<unknown>>();
+  const run = (fn: () => Promise<CallToolResult>, errorOptions: ToolErrorOptions = {}): Promise<CallToolResult> => {
+    const call = fn().catch((err: unknown) => toolErrorResult(err, errorOptions));
+    inFlight.add(call);
+    void call.finally(() => inFlight.delete(call));
+    return call;
+  };
+
+  server.registerTool(
+    'recall',
+    {
+      title: 'Recall from memory',
+      description:
+        'Search the lossless memory of this and earlier sessions: every message, tool call and tool output is stored verbatim, ' +
+        'including what was compacted out of your context. Returns quoted evidence with provenance (session, turn, event id). ' +
+        'If you are unsure about an exact value (a path, a hash, an error message, a port, a version, a decision), call recall before answering; ' +
+        'do not guess. Use expand on a hit id to read its full content.',
+      inputSchema: recallInput,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    (args) =>
+      run(async () => {
+        const queries = typeof args.query === 'string' ? [args.query] : args.query;
+        const card = args.sessionOnly ? await mem.taskStates.get(sessionId) : null;
+        // One budget shared by the batch; an event already returned for one query is not repeated (ENGRAM §4.5).
+        const { results } = await mem.recallBatch(queries, {
+          askingSessionId: sessionId,
+          ...(args.sessionOnly ? { sessionIds: [sessionId] } : {}),
+          ...(card ? { taskState: card.state } : {}),
+          ...(args.k !== undefined ? { k: args.k } : {}),
+          ...(args.budgetTokens !== undefined ? { budgetTokens: args.budgetTokens } : {}),
+        });
+        const text = results
+          .map((r) =>
+            r.isTruncated ? `${r.text}\n[more matches were left out: call again with a larger budgetTokens or k, or a narrower query]` : r.text,
+          )
+          .join('\n\n');
+        return {
+          content: [{ type: 'text', text }],
+          structuredContent: {
+            ...(card ? { taskStateVersion: card.version } : {}),
+            results: results.map((r) => ({
+              query: r.query,
+              hits: r.hits.map(hitSummary),
+              candidates: r.candidates,
+              usedTokens: r.usedTokens,
+              budgetTokens: r.budgetTokens,
+              isTruncated: r.isTruncated,
+            })),
+          },
+        };
+      }),
+  );
+
+  server.registerTool(
+    'expand',
+    {
+      title: 'Expand an event or artifact',
+      description:
+        'Read the full stored content of one event (evt_...) or artifact (art_..., e.g. a large tool output kept outside the context) by its id ' +
+        'from a recall hit. Use it when an excerpt is not enough to answer exactly. Long content is cut at maxTokens with a notice.',
+      inputSchema: expandInput,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    (args) =>
+      run(async () => {
+        const maxTokens = args.maxTokens ?? DEFAULT_EXPAND_MAX_TOKENS;
+        const target = await mem.resolve(args.id);
+        if (target.kind === 'event') {
+          const e = await mem.getEvent(target.id);
+          const head =
+            `${e.id}  session ${e.sessionId}  turn ${e.turn}  ${e.kind}${e.toolName ? ` (${e.toolName})` : ''}  ${e.ts}` +
+            (e.artifact ? `\nThis is a preview; the full content is artifact ${e.artifact.id}: expand it to read everything.` : '');
+          const body = cutToTokens(mem, e.content, maxTokens);
+          return {
+            content: [{ type: 'text', text: `${head}\n---\n${body.text}` }],
+            structuredContent: {
+              kind: 'event',
+              id: e.id,
+              sessionId: e.sessionId,
+              turn: e.turn,
+              eventKind: e.kind,
+              ts: e.ts,
+              ...(e.artifact ? { artifactId: e.artifact.id } : {}),
+              totalTokens: body.totalTokens,
+              isTruncated: body.isTruncated,
+            },
+          };
+        }
+        const { record, bytes } = await mem.readArtifact(target.id);
+        const head = `${record.id}  ${record.mediaType}  ${record.sizeBytes} bytes`;
+        if (!isUtf8Text(bytes)) {
+          return {
+            content: [{ type: 'text', text: `${head}\nBinary content: it cannot be shown as text.` }],
+            structuredContent: { kind: 'artifact', id: record.id, mediaType: record.mediaType, sizeBytes: record.sizeBytes, isText: false },
+          };
+        }
+        const body = cutToTokens(mem, bytes.toString('utf8'), maxTokens);
+        return {
+          content: [{ type: 'text', text: `${head}\n---\n${body.text}` }],
+          structuredContent: {
+            kind: 'artifact',
+            id: record.id,
+            mediaType: record.mediaType,
+            sizeBytes: record.sizeBytes,
+            isText: true,
+            totalTokens: body.totalTokens,
+            isTruncated: body.isTruncated,
+          },
+        };
+      }),
+  );
+
+  server.registerTool(
+    'get_task_state',
+    {
+      title: 'Get the task state card',
+      description:
+        "Read this session's task state card: task, goals, constraints, open loops, next actions, key events, premises and phase. " +
+        'Read it when you resume work or lose track of what you were doing.',
+      inputSchema: z.object({}),
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    () =>
+      run(async () => {
+        const card = await mem.taskStates.get(sessionId);
+        if (!card) {
+          return {
+            content: [{ type: 'text', text: `No task state yet for session ${sessionId}. Create one with update_task_state.` }],
+            structuredContent: { sessionId, version: 0 },
+          };
+        }
+        return cardResult(card, `Task state of session ${sessionId}, version ${card.version}:`);
+      }),
+  );
+
+  server.registerTool(
+    'update_task_state',
+    {
+      title: 'Update the task state card',
+      description:
+        "Change this session's task state card. Update it when the goal, constraints, phase, open loops or next actions change, " +
+        'and add the ids of events the task depends on to keyEvents so they stay retrievable. Recall in this session is ranked by the card. ' +
+        'Every version is kept; returns the new version.',
+      inputSchema: updateTaskStateInput,
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    },
+    (args) =>
+      run(async () => {
+        // Only shaped as an object here: the task-state store validates every field and names the bad one.
+        const card = await mem.taskStates.update(sessionId, args.update as TaskStateUpdate);
+        return cardResult(card, `Task state of session ${sessionId} is now version ${card.version}:`);
+      }, { fieldPrefixes: { taskState: 'update' } }),
+  );
+
+  server.registerTool(
+    'append_events',
+    {
+      title: 'Store events in memory',
+      description:
+        'Store turns of this session in memory (user and assistant messages, tool calls and results, decisions, notes), verbatim and in order. ' +
+        'Large tool outputs are kept whole as artifacts. Give each event a key to make retries safe: a key already stored with the same content ' +
+        'is not stored twice. Returns each event id and turn.',
+      inputSchema: appendEventsInput,
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    },
+    (args) =>
+      run(async () => {
+        // The ingestor takes unknown input and validates every event, naming the field (`events[2].kind`).
+        const outcomes = await mem.ingestor.append(sessionId, args.events);
+        const events = outcomes.map((o) => ({
+          id: o.record.id,
+          turn: o.record.turn,
+          isDuplicate: o.isDuplicate,
+          ...(o.record.artifact ? { artifactId: o.record.artifact.id } : {}),
+        }));
+        const lines = events.map(
+          (e) => `${e.id}  turn ${e.turn}${e.artifactId ? `  artifact ${e.artifactId}` : ''}${e.isDuplicate ? '  (already stored)' : ''}`,
+        );
+        return {
+          content: [{ type: 'text', text: `Stored ${events.length} event(s) in session ${sessionId}:\n${lines.join('\n')}` }],
+          structuredContent: { sessionId, events },
+        };
+      }),
+  );
+
+  server.registerResource(
+    'task-state',
+    new ResourceTemplate('engram://session/{id}/task-state', { list: undefined }),
+    { title: 'Task state card', description: "A session's current task state card as JSON (null before the first update).", mimeType: 'application/json' },
+    async (uri, variables) => {
+      const id = String(variables.id);
+      const card = await mem.taskStates.get(id);
+      return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(card, null, 2) }] };
+    },
+  );
+
+  return {
+    server,
+    settled: async () => {
+      while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+    },
+  };
+}
+
+function hitSummary(h: RecallHit) {
+  return {
+    eventId: h.eventId,
+    sessionId: h.sessionId,
+    turn: h.turn,
+    kind: h.kind,
+    ts: h.ts,
+    score: h.score,
+    isExactMatch: h.isExactMatch,
+    isKeyEvent: h.isKeyEvent,
+    excerpt: h.excerpt,
+    ...(h.toolName ? { toolName: h.toolName } : {}),
+    ...(h.artifactId ? { artifactId: h.artifactId } : {}),
+    ...(h.supersededBy ? { supersededBy: h.supersededBy } : {}),
+  };
+}
+
+function cardResult(card: TaskStateVersion, title: string): CallToolResult {
+  const structured = { sessionId: card.sessionId, version: card.version, state: card.state, eventId: card.eventId, producedByTurn: card.producedByTurn, ts: card.ts };
+  return { content: [{ type: 'text', text: `${title}\n${JSON.stringify(card.state, null, 2)}` }], structuredContent: structured };
+}
+
+/** Cuts text to `maxTokens` with the engine's tokenizer, telling the model how much is left and how to get it. */
+function cutToTokens(mem: Engram, text: string, maxTokens: number): { text: string; totalTokens: number; isTruncated: boolean } {
+  const totalTokens = mem.tokenizer.count(text);
+  if (totalTokens <= maxTokens) return { text, totalTokens, isTruncated: false };
+  const kept = mem.tokenizer.truncate(text, maxTokens);
+  const more = totalTokens - mem.tokenizer.count(kept);
+  return {
+    text: `${kept}\n[truncated: ${more} more tokens; ask with a larger maxTokens or recall a narrower query]`,
+    totalTokens,
+    isTruncated: true,
+  };
+}
