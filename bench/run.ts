@@ -5,6 +5,7 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { CONTEXT_PARTS, runContextBench, type ContextPart } from './context.js';
 import { runEmbedderBench } from './embedder.js';
 import { runIngestRecall } from './ingest-recall.js';
 import { LOCOMO_RETRIEVERS, runLocomo, type LocomoRetriever } from './locomo.js';
@@ -12,10 +13,14 @@ import { LOCOMO_RETRIEVERS, runLocomo, type LocomoRetriever } from './locomo.js'
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** The development split; the data lives beside the repository, never in it (CC BY-NC, evaluation only). */
 const DEFAULT_LOCOMO_DATA = resolve(REPO_ROOT, '../shared/bench-data/locomo/locomo-dev.json');
+/** A real Claude Code session (MIT, d-kimuson/claude-code-viewer), beside the repository like the LoCoMo data. */
+const DEFAULT_TRANSCRIPT = resolve(REPO_ROOT, '../shared/bench-data/transcripts/claude-code-viewer-sample-fe5e1c67.jsonl');
 
 const USAGE = `usage:
   npm run bench -- ingest-recall [--sizes 10000,100000] [--queries 300] [--single 3000] [--backends sqlite,postgres] [--writers 1,2,4] [--writer-events 5000]
   npm run bench -- embedder [--texts 20000] [--loads 5]
+  npm run bench -- context [--parts prefix,latency,ablation] [--windows 8192,32768] [--turns 300] [--transcript FILE] [--transcript-window 8192]
+                           [--sizes 10000,100000] [--steady-turns 200] [--latency-window 32768] [--probes 14] [--seed 42] [--no-profile]
   npm run bench -- locomo [--data FILE] [--k 5,10,25,50] [--retriever fts,vector,hybrid] [--json] [--ablation] [--out locomo]`;
 
 const [name, ...rest] = process.argv.slice(2);
@@ -36,6 +41,16 @@ const { values } = parseArgs({
     out: { type: 'string', default: 'locomo' },
     texts: { type: 'string', default: '20000' },
     loads: { type: 'string', default: '5' },
+    parts: { type: 'string', default: CONTEXT_PARTS.join(',') },
+    windows: { type: 'string', default: '8192,32768' },
+    turns: { type: 'string', default: '300' },
+    transcript: { type: 'string', default: DEFAULT_TRANSCRIPT },
+    'transcript-window': { type: 'string', default: '8192' },
+    'steady-turns': { type: 'string', default: '200' },
+    'latency-window': { type: 'string', default: '32768' },
+    probes: { type: 'string', default: '14' },
+    seed: { type: 'string', default: '42' },
+    'no-profile': { type: 'boolean', default: false },
   },
 });
 
@@ -69,6 +84,30 @@ switch (name) {
       json: values.json,
       ablation: values.ablation,
       out: values.out,
+    });
+    break;
+  }
+  case 'context': {
+    const parts = values.parts.split(',');
+    const unknown = parts.filter((p) => !(CONTEXT_PARTS as readonly string[]).includes(p));
+    if (unknown.length > 0) fail(`--parts: unknown "${unknown.join(', ')}"; expected ${CONTEXT_PARTS.join(', ')}`);
+    const ints = (field: string, text: string, min: number): number[] => {
+      const list = text.split(',').map(Number);
+      if (list.some((n) => !Number.isInteger(n) || n < min)) fail(`--${field}: expected integers >= ${min}, found "${text}"`);
+      return list;
+    };
+    await runContextBench({
+      parts: parts as ContextPart[],
+      windows: ints('windows', values.windows, 1024),
+      turns: ints('turns', values.turns, 2)[0]!,
+      seed: ints('seed', values.seed, 0)[0]!,
+      transcript: resolve(values.transcript),
+      transcriptWindow: ints('transcript-window', values['transcript-window'], 1024)[0]!,
+      sizes: ints('sizes', values.sizes, 1),
+      steadyTurns: ints('steady-turns', values['steady-turns'], 1)[0]!,
+      latencyWindow: ints('latency-window', values['latency-window'], 1024)[0]!,
+      probesPerType: ints('probes', values.probes, 1)[0]!,
+      profile: !values['no-profile'],
     });
     break;
   }

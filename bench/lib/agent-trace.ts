@@ -61,9 +61,9 @@ function contentWord(rng: Prng, minRank = 0): string {
   return CONTENT_WORDS[Math.max(lo, minRank)]!;
 }
 
-const MODULES = ['api', 'db', 'auth', 'payments', 'search', 'orders', 'ui', 'worker', 'cache', 'billing', 'cli', 'core'];
+export const MODULES = ['api', 'db', 'auth', 'payments', 'search', 'orders', 'ui', 'worker', 'cache', 'billing', 'cli', 'core'];
 const FILES = ['client', 'pool', 'router', 'handler', 'schema', 'index', 'utils', 'config', 'service', 'model', 'types', 'queue'];
-const ERRORS = ['ECONNREFUSED', 'ETIMEDOUT', 'ECONNRESET', 'ENOENT', 'EADDRINUSE', 'EACCES', 'TS2345', 'TS2322', 'E11000'];
+export const ERRORS = ['ECONNREFUSED', 'ETIMEDOUT', 'ECONNRESET', 'ENOENT', 'EADDRINUSE', 'EACCES', 'TS2345', 'TS2322', 'E11000'];
 
 export interface TraceEvent {
   sessionId: string;
@@ -103,11 +103,13 @@ export function* agentTrace(count: number, options: TraceOptions = {}): Generato
   }
 }
 
-function path(rng: Prng): string {
+/** A source path such as `src/auth/pool.ts`. */
+export function path(rng: Prng): string {
   return `src/${rng.pick(MODULES)}/${rng.pick(FILES)}.ts`;
 }
 
-function sentence(rng: Prng, words: number): string {
+/** Prose of `words` words over the Zipfian vocabulary, with paths, hashes and error codes sprinkled in. */
+export function sentence(rng: Prng, words: number): string {
   const out: string[] = [];
   for (let i = 0; i < words; i++) {
     const r = rng.next();
@@ -120,7 +122,8 @@ function sentence(rng: Prng, words: number): string {
   return `${out.join(' ')}.`;
 }
 
-function toolCall(rng: Prng, tool: string): string {
+/** A tool call's JSON arguments for `Bash`, `Read`, `Grep` or `Edit`. */
+export function toolCall(rng: Prng, tool: string): string {
   switch (tool) {
     case 'Bash':
       return JSON.stringify({ command: rng.pick(['npm test -- ', 'npm run build ', 'git log --oneline ', 'pytest -x ', 'curl -s localhost:8080/']) + path(rng) });
@@ -133,7 +136,8 @@ function toolCall(rng: Prng, tool: string): string {
   }
 }
 
-function toolResult(rng: Prng, large: boolean): string {
+/** A tool's output: a build log, a JSON response, grep hits, a test run or a stack trace; `large` gives 150-600 lines. */
+export function toolResult(rng: Prng, large: boolean): string {
   const lines = large ? rng.int(150, 600) : rng.int(8, 24);
   const kind = rng.int(0, 4);
   const out: string[] = [];
