@@ -122,7 +122,15 @@ export class ContextEngine {
   async compact(sessionIdInput: string, options: ContextOptions): Promise<CompactionResult & { cacheVersion: number }> {
     const highWaterTokens = cacheBudget(this.budgets(options));
     const lowWaterTokens = Math.floor(highWaterTokens * (options.lowWaterFraction ?? DEFAULT_LOW_WATER_FRACTION));
-    return this.compactTo(sessionIdInput as SessionId, options, highWaterTokens, lowWaterTokens);
+    const first = await this.compactTo(sessionIdInput as SessionId, options, highWaterTokens, lowWaterTokens);
+    const after = first.shouldCompact ? first.tokensAfter : first.tokensBefore;
+    if (after <= highWaterTokens) return first;
+    // The protected last turns alone exceed the budget (e.g. a few 1,000-token file writes): the pack could
+    // not hold them all, and the assembler would drop older ones that no marker covers. Protect only the
+    // newest event this once, so every event is either in the window or behind a marker. (Found by the
+    // context benchmark replaying a Claude Code transcript at an 8K window.)
+    const second = await this.compactTo(sessionIdInput as SessionId, { ...options, keepLastTurns: 1 }, highWaterTokens, lowWaterTokens);
+    return second.shouldCompact ? second : first;
   }
 
   private async compactTo(

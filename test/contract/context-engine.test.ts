@@ -97,6 +97,28 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
       expect(String(other.context.format(again.pack, 'text'))).toBe(String(ctx.mem.context.format(first.pack, 'text')));
     });
 
+    it('covers every event by the window or a marker even when the last turns alone exceed the history budget', async () => {
+      for (let i = 1; i <= 12; i++) await ctx.mem.append('s', turnEvents(i));
+      // Big tool calls (a file write of ~1,200 tokens each) among the last 8 events, which compaction protects.
+      for (let i = 0; i < 3; i++) {
+        await ctx.mem.append('s', [
+          { kind: 'tool_call', toolName: 'Write', toolCallId: `w${i}`, content: JSON.stringify({ path: `src/gen${i}.ts`, text: 'export const x = 1;\n'.repeat(400) }) },
+          { kind: 'tool_result', toolName: 'Write', toolCallId: `w${i}`, content: 'ok' },
+        ]);
+      }
+      const { pack } = await ctx.mem.context.pack('s', { windowTokens: WINDOW });
+      const history = pack.blocks.find((b) => b.kind === 'history')!;
+      expect(history.droppedItems).toBe(0);
+      const { items } = await ctx.mem.context.loadCache('s' as SessionId);
+      const covered = new Set<number>();
+      for (const it of items) {
+        const [from, to] = it.type === 'event' ? [it.event.turn, it.event.turn] : [it.marker.fromTurn, it.marker.toTurn];
+        for (let t = from; t <= to; t++) covered.add(t);
+      }
+      const all = await ctx.mem.listEvents({ sessionId: 's' as SessionId });
+      for (const e of all) expect(covered.has(e.turn), `turn ${e.turn}`).toBe(true);
+    });
+
     it('refuses a window too small for its own budgets', async () => {
       await expect(ctx.mem.context.pack('s', { windowTokens: 100 })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
     });
