@@ -2,7 +2,16 @@ import { describe, expect, it } from 'vitest';
 import type { EventRecord } from '../model/event.js';
 import type { TaskState } from '../model/task-state.js';
 import { EMPTY_TASK_STATE, TASK_PHASES } from '../model/task-state.js';
-import { DEFAULT_PHASE_SALIENCE, MODIFIER_FACTORS, phaseSalience, taskModifier } from './task-modifier.js';
+import { DEFAULT_PHASE_SALIENCE, MODIFIER_FACTORS, phaseSalience, taskModifier as modifierWithDefaults } from './task-modifier.js';
+import type { ModifierOptions } from './task-modifier.js';
+
+/**
+ * Most tests here pin the mechanism (the phase table, the constraint floor) at full strength; the dampened
+ * defaults that recall uses are tested on their own at the end.
+ */
+const FULL_STRENGTH: ModifierOptions = { phaseStrength: 1, constraintFloor: 3 };
+const taskModifier = (...[event, state, context, options]: Parameters<typeof modifierWithDefaults>) =>
+  modifierWithDefaults(event, state, context, { ...FULL_STRENGTH, ...options });
 
 type Ev = Pick<EventRecord, 'kind' | 'taskId' | 'premiseRef' | 'tags'>;
 const ev = (over: Partial<Ev> = {}): Ev => ({ kind: 'note', tags: [], ...over });
@@ -100,5 +109,12 @@ describe('taskModifier', () => {
       else expect(off.factors[f]).toBe(1);
     }
     expect(taskModifier(e, state, { isSuperseded: true }, { disable: [...MODIFIER_FACTORS] }).modifier).toBe(1);
+  });
+
+  it('dampens phase salience and the constraint floor by default, so they break near-ties rather than overturn relevance', () => {
+    const live = { isSuperseded: false };
+    expect(modifierWithDefaults(ev({ kind: 'tool_result' }), card({ phase: 'debugging' }), live).modifier).toBeCloseTo(1.35);
+    expect(modifierWithDefaults(ev({ kind: 'tool_result' }), card({ phase: 'planning' }), live).modifier).toBeCloseTo(0.79);
+    expect(modifierWithDefaults(ev({ kind: 'note', tags: ['constraint'] }), card({ phase: 'debugging' }), live).modifier).toBeCloseTo(1.5);
   });
 });

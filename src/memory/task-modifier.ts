@@ -74,8 +74,19 @@ export const MODIFIER_DEFAULTS = {
   incompatiblePremiseFactor: 0.2,
   /** Boost of mistakes, successes and lessons when the task ends with a self-assessment (A.3 line 12). */
   selfAssessmentBoost: 2.0,
-  /** Lowest modifier of a live constraint (A.3 line 15). */
-  constraintFloor: 3.0,
+  /**
+   * Lowest modifier of a live constraint (A.3 line 15 says 3.0). At 3.0 a constraint that shares one word
+   * with the question outranked the exact answer (bench/results/context.md ablation: plain lookups gained
+   * 21 points of precision@1 with the floor off); 1.5 keeps constraints ahead of equally relevant chatter.
+   */
+  constraintFloor: 1.5,
+  /**
+   * How far phase salience moves a score: the table's weight w becomes 1 + strength x (w - 1). At full
+   * strength a tool result at half the best relevance (x 2.0 while debugging) beat the exact answer, and the
+   * factor cost 21-43 points of precision@1 on several probe types; at 0.35 the table spans ~0.75-1.35, a
+   * preference that breaks near-ties instead of overturning relevance.
+   */
+  phaseStrength: 0.35,
   /**
    * Largest modifier (M_MAX of A.3). The largest product of the other defaults is phase 2.0 × self-assessment
    * 2.0 = 4, so with the defaults the clamp never reorders anything; it bounds custom settings, so that no
@@ -95,8 +106,10 @@ export interface ModifierOptions {
   incompatiblePremiseFactor?: number;
   /** Default 2.0. */
   selfAssessmentBoost?: number;
-  /** Default 3.0. */
+  /** Default 1.5. */
   constraintFloor?: number;
+  /** Default 0.35 (1 = the table's weights as they are). */
+  phaseStrength?: number;
   /** Default 5.0. */
   maxModifier?: number;
   /** Default {@link DEFAULT_PHASE_SALIENCE}. Kinds it lacks weigh 1. */
@@ -152,7 +165,7 @@ export function taskModifier(
     : 1;
   const supersession = on('supersession') && context.isSuperseded && !state.requestHistorical ? o.supersededFactor : 1;
   const premise = on('premise') && event.premiseRef !== undefined && !state.premises.includes(event.premiseRef) ? o.incompatiblePremiseFactor : 1;
-  const phase = on('phase') ? phaseSalience(state.phase, event.kind, options.phaseSalience) : 1;
+  const phase = on('phase') ? 1 + o.phaseStrength * (phaseSalience(state.phase, event.kind, options.phaseSalience) - 1) : 1;
   const tags = event.tags.map((t) => t.toLowerCase());
   const selfAssessment =
     on('selfAssessment') && state.requiresSelfAssessment && tags.some((t) => SELF_ASSESSMENT_TAGS.includes(t)) ? o.selfAssessmentBoost : 1;
