@@ -21,7 +21,7 @@ import { DEFAULT_CAPABILITIES, recallLogLimit } from '../backend.js';
 import type { ContextStateRecord } from '../../model/context-state.js';
 import type { KarmaRecord } from '../../model/karma.js';
 import { karmaFromColumns, type KarmaColumns } from '../karma-record.js';
-import { eventFromColumns, eventFromDraft } from '../event-record.js';
+import { eventFromColumns, eventFromDraft, type EventColumns } from '../event-record.js';
 import { LATEST_POSTGRES_SCHEMA_VERSION, MIGRATIONS_TABLE, POSTGRES_MIGRATIONS, TEXT_SEARCH_CONFIG } from './migrations.js';
 import type { PgErrorPhase } from './pg-errors.js';
 import { isServerError, redactPgUrl, translatePgError } from './pg-errors.js';
@@ -81,28 +81,14 @@ export interface PgPool extends PgQueryable {
   on(event: 'error', listener: (err: Error) => void): unknown;
 }
 
-interface EventRow {
-  id: string;
-  session_id: string;
-  turn: number;
-  kind: string;
+/** An events row as node-postgres returns it: bigints as strings, NUL-escaped content flagged, tags nullable. */
+type EventRow = Omit<EventColumns, 'ts_ms' | 'artifact_size' | 'tags'> & {
   ts_ms: string;
-  content: string;
-  content_escaped: boolean;
-  artifact_id: string | null;
-  artifact_media: string | null;
   artifact_size: string | null;
-  preview_kind: string | null;
-  event_key: string | null;
+  content_escaped: boolean;
   input_hash: string | null;
-  task_id: string | null;
-  premise_ref: string | null;
   tags: string[] | null;
-  supersedes: string | null;
-  tool_name: string | null;
-  tool_call_id: string | null;
-  meta: Record<string, unknown> | null;
-}
+};
 
 interface RecallLogRow {
   id: string;

@@ -24,7 +24,7 @@ import { DEFAULT_CAPABILITIES, recallLogLimit } from '../backend.js';
 import type { ContextStateRecord } from '../../model/context-state.js';
 import type { KarmaRecord } from '../../model/karma.js';
 import { karmaFromColumns, type KarmaColumns } from '../karma-record.js';
-import { eventFromColumns, eventFromDraft } from '../event-record.js';
+import { eventFromColumns, eventFromDraft, type EventColumns } from '../event-record.js';
 import { startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { Fts5Planner } from './fts5-planner.js';
 import { ENGRAM_APPLICATION_ID, LATEST_SQLITE_SCHEMA_VERSION, SQLITE_MIGRATIONS } from './migrations.js';
@@ -54,28 +54,13 @@ const FALLBACK_AUTOCHECKPOINT_PAGES = 10_000;
 // Another process (a CLI ingest while `engram serve` runs) may hold the write lock briefly.
 const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 
-interface EventRow {
+/** An events row as SQLite returns it: the shared columns, with tags and meta still JSON text. */
+type EventRow = Omit<EventColumns, 'tags' | 'meta'> & {
   rowid: number;
-  id: string;
-  session_id: string;
-  turn: number;
-  kind: string;
-  ts_ms: number;
-  content: string;
-  artifact_id: string | null;
-  artifact_media: string | null;
-  artifact_size: number | null;
-  preview_kind: string | null;
-  event_key: string | null;
   input_hash: string | null;
-  task_id: string | null;
-  premise_ref: string | null;
   tags: string | null;
-  supersedes: string | null;
-  tool_name: string | null;
-  tool_call_id: string | null;
   meta: string | null;
-}
+};
 
 interface RecallLogRow {
   id: number;
