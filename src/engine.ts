@@ -19,7 +19,7 @@ import { createFormatterRegistry } from './context/assembly/formatters.js';
 import type { AppendOutcome, ListEventsQuery, StorageBackend, StoreStats } from './store/backend.js';
 import type { StoreLocation } from './store/open-store.js';
 import { openStore } from './store/open-store.js';
-import { LruCache } from './memory/lru-cache.js';
+import { LruCache } from './util/lru-cache.js';
 import type { CopyOptions, CopyReport } from './memory/store-copy.js';
 import { copyStore } from './memory/store-copy.js';
 

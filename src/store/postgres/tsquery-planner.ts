@@ -1,5 +1,5 @@
 import type { SearchTerm } from '../backend.js';
-import { LruCache } from '../../memory/lru-cache.js';
+import { LruCache } from '../../util/lru-cache.js';
 import { compileTsQuery } from './tsquery.js';
 
 /**

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { stemmer } from 'stemmer';
 import type { SearchTerm } from '../backend.js';
-import { LruCache } from '../../memory/lru-cache.js';
+import { LruCache } from '../../util/lru-cache.js';
 import { quoteFts5 } from './fts5-query.js';
 
 /**
