@@ -16,7 +16,9 @@ import type { CacheItem } from './cache-item.js';
 import type { CompactionDone, CompactionResult } from './compactor.js';
 import { compact } from './compactor.js';
 import type { ContextStateRecord, StoredCacheEntry } from './context-state.js';
-import { renderMarker } from './markers.js';
+import { buildMarker, createMarker, renderMarker } from './markers.js';
+import { computeTermStats } from './topic-terms.js';
+import type { Marker } from '../model/marker.js';
 
 export interface ContextOptions {
   /** The model's context window, in tokens. */
@@ -72,6 +74,23 @@ export interface SessionPack {
 }
 
 const DEFAULT_LOW_WATER_FRACTION = 0.6;
+/** An event costs at least this many tokens in the window: its label, two separators, one token of text. */
+const MIN_EVENT_TOKENS = 8;
+const BULK_PAGE_EVENTS = 2000;
+/** Events sampled per bulk-evicted run for its marker's topics. */
+const BULK_SAMPLE_EVENTS = 400;
+
+interface BulkRun {
+  first?: EventRecord;
+  last?: EventRecord;
+  count: number;
+  sample: EventRecord[];
+  tools: Map<string, number>;
+}
+
+function newRun(): BulkRun {
+  return { count: 0, sample: [], tools: new Map() };
+}
 const MAX_SAVE_ATTEMPTS = 5;
 
 /**
@@ -140,8 +159,14 @@ export class ContextEngine {
     lowWaterTokens: number,
   ): Promise<CompactionResult & { cacheVersion: number }> {
     for (let attempt = 1; ; attempt++) {
-      const { items, state } = await this.loadCache(sessionId);
       const taskState = await this.taskState(sessionId);
+      try {
+        await this.evictHugeTail(sessionId, highWaterTokens, taskTerms(taskState));
+      } catch (err) {
+        if (isEngramError(err, 'CONFLICT') && attempt < MAX_SAVE_ATTEMPTS) continue;
+        throw err;
+      }
+      const { items, state } = await this.loadCache(sessionId);
       const result = compact(
         items,
         {
@@ -246,6 +271,86 @@ export class ContextEngine {
       ...(taskState ? { taskState } : {}),
       cacheVersion: state?.version ?? 0,
     };
+  }
+
+  /**
+   * The cold path (a large session imported, never compacted): events older than the newest
+   * `highWater / MIN_EVENT_TOKENS` can never all fit, so instead of loading and token-counting the whole
+   * tail, the older part is paged through once and each run of it becomes one marker, built from a
+   * deterministic sample (topics) and exact counts (range, events, tools). Events tagged `constraint` stay
+   * in the window. Measured on 100K imported events: the first pack took 16 s and ~1 GB before this.
+   */
+  private async evictHugeTail(sessionId: SessionId, highWaterTokens: number, terms: string[]): Promise<void> {
+    const [session, state] = await Promise.all([this.store.getSession(sessionId), this.store.getContextState(sessionId)]);
+    if (!session) return;
+    const from = state?.upToTurn ?? 0;
+    const cutoff = session.lastTurn - Math.ceil(highWaterTokens / MIN_EVENT_TOKENS);
+    if (cutoff <= from) return;
+    const stride = Math.max(1, Math.floor((cutoff - from) / BULK_SAMPLE_EVENTS));
+    const entries: StoredCacheEntry[] = [];
+    let run: BulkRun = newRun();
+    let evicted = 0;
+    const flush = (): void => {
+      if (run.first === undefined || run.last === undefined) return;
+      const marker = this.bulkMarker(run, terms);
+      entries.push({ t: 'm', marker, tokens: this.tokenizer.count(renderMarker(marker)) });
+      evicted += run.count;
+      run = newRun();
+    };
+    for (let after = from; after < cutoff; ) {
+      const page = await this.store.listEvents({ sessionId, afterTurn: after, toTurn: cutoff, limit: BULK_PAGE_EVENTS });
+      if (page.length === 0) break;
+      for (const e of page) {
+        if (e.tags.includes('constraint')) {
+          flush();
+          entries.push({ t: 'e', id: e.id, turn: e.turn, tokens: this.eventTokens(e) });
+          continue;
+        }
+        run.first ??= e;
+        run.last = e;
+        run.count++;
+        if (e.kind !== 'task_state' && (e.turn - from) % stride === 0) run.sample.push(e);
+        if (e.toolName && e.kind === 'tool_call') run.tools.set(e.toolName, (run.tools.get(e.toolName) ?? 0) + 1);
+      }
+      after = page[page.length - 1]!.turn;
+    }
+    flush();
+    await this.store.putContextState({
+      sessionId,
+      version: (state?.version ?? 0) + 1,
+      upToTurn: cutoff,
+      entries: [...(state?.entries ?? []), ...entries],
+      evictedEvents: (state?.evictedEvents ?? 0) + evicted,
+      createdAt: new Date().toISOString(),
+    });
+  }
+
+  /** A marker for a bulk-evicted run: topics from its sample, range and tool counts exact. */
+  private bulkMarker(run: BulkRun, terms: string[]): Marker {
+    const first = run.first!;
+    const last = run.last!;
+    const sample = run.sample.length > 0 ? run.sample : [first];
+    const fromSample = buildMarker(sample, { taskTerms: terms, background: computeTermStats(sample) }, this.tokenizer);
+    const top = Math.max(1, ...fromSample.topicWeights);
+    const tools = [...run.tools.entries()]
+      .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+      .slice(0, 2)
+      .map(([name, n]) => ({ text: `${name} x${n}`, weight: top }));
+    // Tool counts of the sample would understate the run: replace them with the exact ones.
+    const topics = fromSample.topics.flatMap((text, i) => (/^\S+ x\d+$/.test(text) ? [] : [{ text, weight: fromSample.topicWeights[i]! }]));
+    return createMarker(
+      {
+        fromTurn: first.turn,
+        toTurn: last.turn,
+        sessionId: first.sessionId as SessionId,
+        level: 0,
+        eventCount: run.count,
+        firstTs: first.ts < last.ts ? first.ts : last.ts,
+        lastTs: first.ts < last.ts ? last.ts : first.ts,
+        topics: [...tools, ...topics],
+      },
+      this.tokenizer,
+    );
   }
 
   /**

@@ -119,6 +119,30 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
       for (const e of all) expect(covered.has(e.turn), `turn ${e.turn}`).toBe(true);
     });
 
+    it('bounds the first pack of a large never-compacted session, keeping constraints and covering every turn', async () => {
+      const events: EventInput[] = [];
+      for (let i = 1; i <= 750; i++) events.push(...turnEvents(i));
+      events[199] = { kind: 'note', content: 'Constraint: never run migrations on Fridays.', tags: ['constraint'] };
+      for (let i = 0; i < events.length; i += 500) await ctx.mem.append('s', events.slice(i, i + 500));
+      const { pack, compaction } = await ctx.mem.context.pack('s', { windowTokens: WINDOW });
+      expect(compaction).toBeDefined();
+      const blocks = Object.fromEntries(pack.blocks.map((b) => [b.kind, b]));
+      expect(blocks.history!.droppedItems).toBe(0);
+      expect(blocks.markers!.droppedItems).toBe(0);
+      expect(blocks.history!.text).toContain('never run migrations on Fridays');
+      // The constraint at turn 200 splits the evicted history; tool counts are exact, not the sample's.
+      expect(blocks.markers!.text).toContain('[Events T1-T199 evicted. Key topics: ');
+      expect(blocks.markers!.text).toMatch(/\[Events T201-T\d+ evicted\. Key topics: [^\]]*Bash x\d{3}/);
+      const { items } = await ctx.mem.context.loadCache('s' as SessionId);
+      const covered = new Map<number, number>();
+      for (const it of items) {
+        const [from, to] = it.type === 'event' ? [it.event.turn, it.event.turn] : [it.marker.fromTurn, it.marker.toTurn];
+        for (let t = from; t <= to; t++) covered.set(t, (covered.get(t) ?? 0) + 1);
+      }
+      for (let t = 1; t <= 3000; t++) expect(covered.get(t), `turn ${t}`).toBe(1);
+      expect((await ctx.mem.recall('vault path for the staging DB password')).hits[0]?.excerpt).toContain('secret/staging/db-7f3a');
+    });
+
     it('refuses a window too small for its own budgets', async () => {
       await expect(ctx.mem.context.pack('s', { windowTokens: 100 })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
     });
