@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { isEngramError } from '../errors.js';
 import type { SessionId } from '../model/ids.js';
 import { assertValidCache, cacheTokens, itemTurnRange } from './cache-item.js';
 import type { CacheItem, Marker } from './cache-item.js';
-import { SESSION, eventItem, makeEvent } from './test-support.js';
+import { SESSION, eventItem, makeEvent, invalidField } from './test-support.js';
 
 const marker = (fromTurn: number, toTurn: number, sessionId: SessionId = SESSION): Marker => ({
   fromTurn,
@@ -17,15 +16,6 @@ const marker = (fromTurn: number, toTurn: number, sessionId: SessionId = SESSION
   lastTs: '2025-01-01T00:00:00.000Z',
 });
 
-function fieldOf(fn: () => void): string | undefined {
-  try {
-    fn();
-  } catch (err) {
-    if (isEngramError(err, 'INVALID_INPUT')) return err.data.field;
-    throw err;
-  }
-  return undefined;
-}
 
 describe('cache items', () => {
   const items: CacheItem[] = [
@@ -51,18 +41,18 @@ describe('cache items', () => {
 
   it('rejects an item that does not come after the previous one, naming it', () => {
     const overlapping: CacheItem[] = [items[0]!, { type: 'marker', marker: marker(1, 3), tokens: 30 }];
-    expect(fieldOf(() => assertValidCache(overlapping))).toBe('items[1]');
+    expect(invalidField(() => assertValidCache(overlapping))).toBe('items[1]');
     const backwards: CacheItem[] = [items[2]!, items[0]!];
-    expect(fieldOf(() => assertValidCache(backwards))).toBe('items[1]');
+    expect(invalidField(() => assertValidCache(backwards))).toBe('items[1]');
   });
 
   it('rejects negative or non-finite token costs', () => {
-    expect(fieldOf(() => assertValidCache([eventItem(makeEvent(1, 'user', 'x'), -1)]))).toBe('items[0].tokens');
-    expect(fieldOf(() => assertValidCache([eventItem(makeEvent(1, 'user', 'x'), Number.NaN)], 'cache'))).toBe('cache[0].tokens');
+    expect(invalidField(() => assertValidCache([eventItem(makeEvent(1, 'user', 'x'), -1)]))).toBe('items[0].tokens');
+    expect(invalidField(() => assertValidCache([eventItem(makeEvent(1, 'user', 'x'), Number.NaN)], 'cache'))).toBe('cache[0].tokens');
   });
 
   it('rejects items of another session', () => {
     const other: CacheItem = { type: 'marker', marker: marker(5, 6, 's2' as SessionId), tokens: 30 };
-    expect(fieldOf(() => assertValidCache([items[0]!, other]))).toBe('items[1].sessionId');
+    expect(invalidField(() => assertValidCache([items[0]!, other]))).toBe('items[1].sessionId');
   });
 });

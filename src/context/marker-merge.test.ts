@@ -1,12 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { isEngramError } from '../errors.js';
 import type { SessionId } from '../model/ids.js';
 import { createGptTokenizer } from '../providers/gpt-tokenizer.js';
 import type { CacheItem, Marker } from './cache-item.js';
 import { mergeAdjacentMarkers, mergeMarkers } from './marker-merge.js';
 import { MARKER_MAX_TOKENS, createMarker, renderMarker, toMarkerItem } from './markers.js';
 import type { WeightedTopic } from './markers.js';
-import { SESSION, eventItem, makeEvent } from './test-support.js';
+import { SESSION, eventItem, makeEvent, invalidField } from './test-support.js';
 
 const tokenizer = createGptTokenizer();
 
@@ -30,15 +29,6 @@ const item = (m: Marker): CacheItem => toMarkerItem(m, tokenizer);
 const ranges = (items: readonly CacheItem[]): string[] =>
   items.map((it) => (it.type === 'marker' ? `M${it.marker.fromTurn}-${it.marker.toTurn}` : `E${it.event.turn}`));
 
-function invalidField(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (err) {
-    if (isEngramError(err, 'INVALID_INPUT')) return err.data.field;
-    throw err;
-  }
-  return undefined;
-}
 
 describe('mergeMarkers', () => {
   it('covers the union of both ranges one level up, with counts and timestamps combined', () => {

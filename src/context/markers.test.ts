@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { isEngramError } from '../errors.js';
 import type { EventKind, EventRecord } from '../model/event.js';
 import type { SessionId } from '../model/ids.js';
 import { createGptTokenizer } from '../providers/gpt-tokenizer.js';
@@ -12,7 +11,7 @@ import {
   toMarkerItem,
   unionTopics,
 } from './markers.js';
-import { SESSION, makeEvent } from './test-support.js';
+import { SESSION, makeEvent, invalidField } from './test-support.js';
 import { computeTermStats } from './topic-terms.js';
 
 const tokenizer = createGptTokenizer();
@@ -38,15 +37,6 @@ function dockerSpan(firstTurn = 12): EventRecord[] {
   return rows.map(([kind, content, toolName], i) => makeEvent(firstTurn + i, kind, content, toolName ? { toolName } : {}));
 }
 
-function invalidField(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (err) {
-    if (isEngramError(err, 'INVALID_INPUT')) return err.data.field;
-    throw err;
-  }
-  return undefined;
-}
 
 describe('renderMarker', () => {
   it('renders the paper form with an ASCII hyphen', () => {

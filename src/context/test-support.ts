@@ -1,3 +1,4 @@
+import { EngramError, isEngramError } from '../errors.js';
 import type { EventKind, EventRecord } from '../model/event.js';
 import type { EventId, SessionId } from '../model/ids.js';
 import type { EventCacheItem } from './cache-item.js';
@@ -60,4 +61,26 @@ export function createRng(seed: number): Rng {
       return value;
     },
   };
+}
+
+/** The field an INVALID_INPUT error names, or undefined when `fn` does not throw. Other errors propagate. */
+export function invalidField(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (err) {
+    if (isEngramError(err, 'INVALID_INPUT')) return err.data.field;
+    throw err;
+  }
+  return undefined;
+}
+
+/** The EngramError `fn` throws; fails the test when it throws nothing. */
+export function thrown(fn: () => unknown): EngramError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof EngramError) return err;
+    throw err;
+  }
+  throw new Error('expected an EngramError');
 }

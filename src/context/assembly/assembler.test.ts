@@ -1,5 +1,5 @@
+import { thrown } from '../test-support.js';
 import { describe, expect, it } from 'vitest';
-import { EngramError } from '../../errors.js';
 import { createGptTokenizer } from '../../providers/gpt-tokenizer.js';
 import { assemblePack, renderHistoryItem, renderTaskState } from './assembler.js';
 import type { ContextPack, HistoryItem, KarmaItem, PackInput } from './assembler.js';
@@ -38,15 +38,6 @@ function block(pack: ContextPack, kind: BlockKind) {
   return b;
 }
 
-function thrown(fn: () => unknown): EngramError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof EngramError) return err;
-    throw err;
-  }
-  throw new Error('expected an EngramError');
-}
 
 const tight: PackBudgets = {
   identity: 200,

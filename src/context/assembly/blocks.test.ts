@@ -1,5 +1,5 @@
+import { thrown } from '../test-support.js';
 import { describe, expect, it } from 'vitest';
-import { EngramError } from '../../errors.js';
 import { createGptTokenizer } from '../../providers/gpt-tokenizer.js';
 import {
   BLOCK_KINDS,
@@ -14,15 +14,6 @@ import {
 } from './blocks.js';
 import type { PackBudgets } from './blocks.js';
 
-function thrown(fn: () => unknown): EngramError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof EngramError) return err;
-    throw err;
-  }
-  throw new Error('expected an EngramError');
-}
 
 describe('validateBudgets', () => {
   const budgets: PackBudgets = {

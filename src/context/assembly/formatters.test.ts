@@ -1,5 +1,5 @@
+import { thrown } from '../test-support.js';
 import { describe, expect, it } from 'vitest';
-import { EngramError } from '../../errors.js';
 import { createGptTokenizer } from '../../providers/gpt-tokenizer.js';
 import { assemblePack } from './assembler.js';
 import type { HistoryItem, PackInput } from './assembler.js';
@@ -17,15 +17,6 @@ import type { AnthropicContentBlock, AnthropicMessagesPayload, OpenAiMessage } f
 const tokenizer = createGptTokenizer();
 const WINDOW = 128_000;
 
-function thrown(fn: () => unknown): EngramError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof EngramError) return err;
-    throw err;
-  }
-  throw new Error('expected an EngramError');
-}
 
 const TOPICS = ['the nginx config', 'the failing migration', 'cache headers', 'the CI runner', 'TLS renewal', 'the index rebuild'];
 
