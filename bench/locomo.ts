@@ -1,22 +1,25 @@
 /**
  * Evidence recall on LoCoMo: for each question, the share of its gold evidence turns among the top k turns a
- * retriever returns from the question's own conversation (the corpus is every turn of it). Compares Engram's
- * full-text recall, the built-in embedder, and their fusion. Writes bench/results/<out>.{md,json}.
+ * retriever returns from the question's own conversation (the corpus is every turn of it). The `fts`, `vector`
+ * and `hybrid` rows are Engram's own recall (src/eval/locomo-eval.ts, the code behind `engram bench locomo`);
+ * rows marked "bench" are comparisons computed here: brute-force cosine, and two fusions of the engine's
+ * full-text top 100 with the cosine top 100. Writes bench/results/<out>.{md,json}.
  *
  *   npm run bench -- locomo [--data FILE] [--k 5,10,25,50] [--retriever fts,vector,hybrid] [--json]
  *                           [--ablation] [--out locomo]
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { openEngram } from '../src/engine.js';
-import { BUILTIN_EMBEDDER_NAME, createBuiltinEmbedder } from '../src/providers/builtin-embedder.js';
+import { LOCOMO_CATEGORIES, loadLocomo, turnText, type LocomoCategory, type LocomoConversation } from '../src/eval/locomo-data.js';
+import { evaluateLocomo, evidenceRecall, summarizeRecall, type LocomoReport, type RecallAtK } from '../src/eval/locomo-eval.js';
+import { HYBRID_VECTOR_WEIGHT } from '../src/memory/recall.js';
+import { BUILTIN_EMBEDDER_NAME, createBuiltinEmbedder, type BuiltinEmbedder } from '../src/providers/builtin-embedder.js';
 import { openGloveTables } from '../src/providers/glove/glove-cache.js';
 import type { GloveTables } from '../src/providers/glove/glove-tables.js';
 import { computeCommonComponent, DEFAULT_ENCODER_CONFIG, SentenceEncoder, type EncoderConfig } from '../src/providers/glove/sentence-encoder.js';
-import { LOCOMO_CATEGORIES, loadLocomo, turnText, type LocomoCategory, type LocomoConversation } from './lib/locomo-data.js';
 import { machineLine, round } from './lib/stats.js';
 
 export const LOCOMO_RETRIEVERS = ['fts', 'vector', 'hybrid'] as const;
@@ -38,10 +41,8 @@ export interface LocomoArgs {
 export const RRF_K = 60;
 /** Weighted score fusion: share of the full-text score; equal weights, not tuned here. */
 export const FUSION_FTS_WEIGHT = 0.5;
-/** Depth of each ranking fed to a fusion. */
+/** Depth of each ranking fed to a fusion computed here. */
 const FUSION_DEPTH = 100;
-/** Budget large enough that only k limits recall's hits. */
-const UNLIMITED_BUDGET_TOKENS = 1_000_000;
 
 /** One ranked candidate: a turn id and the retriever's score. */
 interface Scored {
@@ -52,13 +53,15 @@ interface Scored {
 /** Per question, ranked turn ids (best first), in conversation order then question order. */
 type Rankings = Scored[][];
 
-interface RecallScores {
-  questions: number;
-  [recallAtK: `recallAt${number}`]: number;
-}
+/** One question's recall per k (null without evidence), in conversation order then question order. */
+type QuestionRecall = { category: LocomoCategory; recall: Record<number, number | null> };
+
+type RecallScores = RecallAtK;
 
 export interface LocomoResult extends RecallScores {
   retriever: string;
+  /** Who ranked: Engram's recall (`engine`), or a comparison computed in the benchmark (`bench`). */
+  source: 'engine' | 'bench';
   /** What the row is, in a few words. */
   label: string;
   k: number[];
@@ -81,68 +84,91 @@ interface AblationRow {
 
 export async function runLocomo(args: LocomoArgs): Promise<LocomoResult[]> {
   const conversations = loadLocomo(args.data);
-  const maxK = Math.max(...args.ks);
-  const depth = Math.max(maxK, FUSION_DEPTH);
-  const needsFts = args.retrievers.includes('fts') || args.retrievers.includes('hybrid') || args.ablation;
-  const needsVector = args.retrievers.includes('vector') || args.retrievers.includes('hybrid');
+  const ks = args.ks;
+  const wants = (r: LocomoRetriever): boolean => args.retrievers.includes(r);
+  // The comparisons fuse the engine's full-text ranking (top 100) with brute-force cosine.
+  const needsFtsDeep = wants('hybrid') || args.ablation;
+  const needsEmbedder = wants('vector') || wants('hybrid');
   const questions = conversations.flatMap((c) => c.questions);
   const unanswerable = questions.filter((q) => q.evidence.length === 0).length;
   log(`${conversations.length} conversations, ${conversations.reduce((n, c) => n + c.turns.length, 0)} turns, ${questions.length} questions`);
 
   const results: LocomoResult[] = [];
-  const rankingsOf = new Map<string, Rankings>();
+  const recallsOf = new Map<string, QuestionRecall[]>();
   const timings: Record<string, number> = {};
-  let fts: { atK: Map<number, Rankings>; deep: Rankings } | undefined;
-  if (needsFts) {
-    const t0 = performance.now();
-    fts = await ftsRankings(conversations, args.ks, depth);
-    timings.ftsMs = performance.now() - t0;
-    if (args.retrievers.includes('fts')) {
-      results.push(score('fts', "Engram full-text recall (BM25 + exact-match boost + recency; each k its own call)", conversations, args.ks, (k) => fts!.atK.get(k)!));
-    }
+  const engineTimings: Record<string, LocomoReport['timingsMs']> = {};
+  const add = (retriever: string, source: LocomoResult['source'], label: string, recalls: QuestionRecall[]): void => {
+    recallsOf.set(retriever, recalls);
+    results.push(toResult(retriever, source, label, recalls, ks));
+  };
+
+  let ftsDeep: Rankings | undefined;
+  if (wants('fts') || needsFtsDeep) {
+    const depthKs = needsFtsDeep ? [...ks, FUSION_DEPTH] : ks;
+    const report = await evaluateLocomo(conversations, { ks: depthKs, retriever: 'fts', embedder: null, keepQuestions: true, onProgress: progress('fts') });
+    // Its timings include the k = 100 calls when the comparisons need them.
+    engineTimings[needsFtsDeep ? `fts (and k = ${FUSION_DEPTH})` : 'fts'] = report.timingsMs;
+    const qs = report.questionResults!;
+    if (needsFtsDeep) ftsDeep = qs.map((q) => q.ranked[FUSION_DEPTH]!.map((h) => ({ id: h.diaId, score: h.score })));
+    if (wants('fts')) add('fts', 'engine', 'Engram recall, retriever fts: BM25 + exact-match boost + recency, MMR order', qs);
   }
-  let vector: Rankings | undefined;
+
+  let embedder: BuiltinEmbedder | undefined;
   let cacheNote = '';
-  if (needsVector) {
+  if (needsEmbedder) {
     const t0 = performance.now();
-    const embedder = await createBuiltinEmbedder();
+    embedder = await createBuiltinEmbedder();
     timings.embedderOpenMs = performance.now() - t0;
     cacheNote = embedder.cache.isBuilt ? `cache built (${embedder.cache.buildReason})` : 'cache loaded';
-    const t1 = performance.now();
-    vector = await vectorRankings(conversations, depth, (texts) => embedder.embed(texts));
-    timings.vectorMs = performance.now() - t1;
-    rankingsOf.set('vector', vector);
-    if (args.retrievers.includes('vector')) {
-      results.push(score('vector', `${BUILTIN_EMBEDDER_NAME}, brute-force cosine`, conversations, args.ks, () => vector!));
-    }
   }
-  if (args.retrievers.includes('hybrid') && fts && vector) {
-    const rrf = fuseRrf(fts.deep, vector);
-    const weighted = fuseWeighted(fts.deep, vector, FUSION_FTS_WEIGHT);
-    rankingsOf.set('hybrid', weighted);
-    rankingsOf.set('hybrid-rrf', rrf);
-    results.push(
-      score('hybrid', `weighted score fusion: ${FUSION_FTS_WEIGHT} x fts score / best fts score + ${1 - FUSION_FTS_WEIGHT} x min-max normalised cosine`, conversations, args.ks, () => weighted),
+  if (embedder && wants('vector')) {
+    const report = await evaluateLocomo(conversations, { ks, retriever: 'vector', embedder, keepQuestions: true, onProgress: progress('vector') });
+    engineTimings.vector = report.timingsMs;
+    add('vector', 'engine', `Engram recall, retriever vector: ${BUILTIN_EMBEDDER_NAME} vectors in sqlite-vec, recency, MMR order`, report.questionResults!);
+  }
+  if (embedder && wants('hybrid')) {
+    const report = await evaluateLocomo(conversations, { ks, retriever: 'hybrid', embedder, keepQuestions: true, onProgress: progress('hybrid') });
+    engineTimings.hybrid = report.timingsMs;
+    add(
+      'hybrid',
+      'engine',
+      `Engram recall, retriever hybrid: ${1 - HYBRID_VECTOR_WEIGHT} x fts / best fts + ${HYBRID_VECTOR_WEIGHT} x min-max cosine, then exact-match boost, recency, MMR order`,
+      report.questionResults!,
     );
-    results.push(score('hybrid-rrf', `reciprocal rank fusion of fts and vector (k = ${RRF_K})`, conversations, args.ks, () => rrf));
+  }
+
+  // Comparisons computed here, as before the engine had vectors: brute-force cosine and two fusions of it.
+  let brute: Rankings | undefined;
+  if (embedder) {
+    const t1 = performance.now();
+    brute = await vectorRankings(conversations, Math.max(...ks, FUSION_DEPTH), (texts) => embedder!.embed(texts));
+    timings.bruteForceVectorMs = performance.now() - t1;
+    if (wants('vector')) add('vector-brute', 'bench', `bench: ${BUILTIN_EMBEDDER_NAME}, brute-force cosine over every turn`, rankingRecalls(conversations, brute, ks));
+  }
+  if (brute && ftsDeep && wants('hybrid')) {
+    add(
+      'hybrid-bench',
+      'bench',
+      `bench: ${FUSION_FTS_WEIGHT} x fts score / best fts score + ${1 - FUSION_FTS_WEIGHT} x min-max cosine, over the engine's fts top ${FUSION_DEPTH} and the brute-force cosine top ${FUSION_DEPTH}`,
+      rankingRecalls(conversations, fuseWeighted(ftsDeep, brute, FUSION_FTS_WEIGHT), ks),
+    );
+    add('hybrid-rrf', 'bench', `bench: reciprocal rank fusion (k = ${RRF_K}) of the same two rankings`, rankingRecalls(conversations, fuseRrf(ftsDeep, brute), ks));
   }
 
   // Paired comparison with full-text recall: the same questions, so question difficulty cancels out.
-  const ftsResult = results.find((r) => r.retriever === 'fts');
-  if (ftsResult && fts) {
+  const ftsRecalls = recallsOf.get('fts');
+  if (ftsRecalls) {
     for (const r of results) {
-      if (r === ftsResult) continue;
-      const rankings = rankingsOf.get(r.retriever)!;
-      r.vsFts = Object.fromEntries(
-        args.ks.map((k) => [`recallAt${k}`, pairedDelta(scoredRecalls(conversations, rankings, k), scoredRecalls(conversations, fts!.atK.get(k)!, k))]),
-      );
+      if (r.retriever === 'fts') continue;
+      const mine = recallsOf.get(r.retriever)!;
+      r.vsFts = Object.fromEntries(ks.map((k) => [`recallAt${k}`, pairedDelta(scoredRecalls(mine, k), scoredRecalls(ftsRecalls, k))]));
     }
   }
 
   let ablation: AblationRow[] = [];
-  if (args.ablation && fts) {
+  if (args.ablation && ftsDeep) {
     const { tables } = await openGloveTables();
-    ablation = await runAblation(conversations, tables, fts.deep, depth, args.ks);
+    ablation = await runAblation(conversations, tables, ftsDeep, Math.max(...ks, FUSION_DEPTH), ks);
   }
 
   const report = {
@@ -153,8 +179,9 @@ export async function runLocomo(args: LocomoArgs): Promise<LocomoResult[]> {
     data: relative(process.cwd(), args.data),
     conversations: conversations.map((c) => c.sampleId),
     questionsWithoutEvidence: unanswerable,
-    embedder: needsVector ? { name: BUILTIN_EMBEDDER_NAME, config: DEFAULT_ENCODER_CONFIG, cache: cacheNote } : undefined,
+    embedder: embedder ? { name: BUILTIN_EMBEDDER_NAME, config: DEFAULT_ENCODER_CONFIG, cache: cacheNote } : undefined,
     timingsMs: Object.fromEntries(Object.entries(timings).map(([k, v]) => [k, round(v, 0)])),
+    engineTimingsMs: engineTimings,
     results,
     ablation,
   };
@@ -167,33 +194,14 @@ export async function runLocomo(args: LocomoArgs): Promise<LocomoResult[]> {
   return results;
 }
 
-/** Engram's real recall over a temporary SQLite store per conversation: one event per turn. */
-async function ftsRankings(conversations: LocomoConversation[], ks: number[], depth: number): Promise<{ atK: Map<number, Rankings>; deep: Rankings }> {
-  const atK = new Map<number, Rankings>(ks.map((k) => [k, []]));
-  const deep: Rankings = [];
-  for (const conv of conversations) {
-    const dir = mkdtempSync(join(tmpdir(), 'engram-locomo-'));
-    const mem = await openEngram({ db: join(dir, 'locomo.db') });
-    try {
-      const outcomes = await mem.append(
-        conv.sampleId,
-        conv.turns.map((t) => ({ kind: 'user' as const, content: turnText(t), key: t.diaId, ts: t.tsMs, meta: { diaId: t.diaId } })),
-      );
-      const diaIdOf = new Map(outcomes.map((o) => [o.record.id as string, o.record.key!]));
-      const ranked = async (question: string, k: number): Promise<Scored[]> => {
-        const result = await mem.recall(question, { k, budgetTokens: UNLIMITED_BUDGET_TOKENS });
-        return result.hits.map((h) => ({ id: diaIdOf.get(h.eventId)!, score: h.score }));
-      };
-      for (const q of conv.questions) {
-        for (const k of ks) atK.get(k)!.push(await ranked(q.question, k));
-        deep.push(await ranked(q.question, depth));
-      }
-    } finally {
-      await mem.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }
-  return { atK, deep };
+/** Logs an engine run's progress on stderr, every 400 steps (turns embedded, recall calls). */
+function progress(name: string): (p: { done: number; total: number }) => void {
+  let last = 0;
+  return (p) => {
+    if (p.done - last < 400 && p.done < p.total) return;
+    last = p.done;
+    log(`${name}: ${p.done}/${p.total}`);
+  };
 }
 
 /** Brute-force cosine of each question against every turn of its conversation. */
@@ -243,34 +251,24 @@ function sortScores(scores: Map<string, number>): Scored[] {
   return [...scores].map(([id, score]) => ({ id, score })).sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
-function score(retriever: string, label: string, conversations: LocomoConversation[], ks: number[], rankingsAt: (k: number) => Rankings): LocomoResult {
-  const perQuestion = (k: number): Array<{ category: LocomoCategory; recall: number }> => {
-    const rankings = rankingsAt(k);
-    const rows: Array<{ category: LocomoCategory; recall: number }> = [];
-    let i = 0;
-    for (const conv of conversations) {
-      for (const q of conv.questions) {
-        const top = new Set(rankings[i++]!.slice(0, k).map((s) => s.id));
-        // A question without evidence has no recall to measure; it is counted in the report, not here.
-        if (q.evidence.length === 0) continue;
-        rows.push({ category: q.category, recall: q.evidence.filter((e) => top.has(e)).length / q.evidence.length });
-      }
+/** Recall per question and k of a ranking computed here (its top k). */
+function rankingRecalls(conversations: LocomoConversation[], rankings: Rankings, ks: number[]): QuestionRecall[] {
+  const out: QuestionRecall[] = [];
+  let i = 0;
+  for (const conv of conversations) {
+    for (const q of conv.questions) {
+      const ranked = rankings[i++]!;
+      out.push({ category: q.category, recall: Object.fromEntries(ks.map((k) => [k, evidenceRecall(q.evidence, ranked.slice(0, k).map((s) => s.id))])) });
     }
-    return rows;
-  };
-  const rowsAt = new Map(ks.map((k) => [k, perQuestion(k)]));
-  const summarize = (keep: (c: LocomoCategory) => boolean): RecallScores => {
-    const out: RecallScores = { questions: 0 };
-    for (const k of ks) {
-      const rows = rowsAt.get(k)!.filter((r) => keep(r.category));
-      out.questions = rows.length;
-      out[`recallAt${k}`] = rows.length === 0 ? Number.NaN : round(rows.reduce((s, r) => s + r.recall, 0) / rows.length, 4);
-    }
-    return out;
-  };
+  }
+  return out;
+}
+
+function toResult(retriever: string, source: LocomoResult['source'], label: string, recalls: QuestionRecall[], ks: number[]): LocomoResult {
+  const summarize = (keep: (c: LocomoCategory) => boolean): RecallScores => summarizeRecall(recalls.filter((r) => keep(r.category)), ks);
   const byCategory: LocomoResult['byCategory'] = {};
   for (const [id, name] of Object.entries(LOCOMO_CATEGORIES)) byCategory[id] = { name, ...summarize((c) => c === Number(id)) };
-  return { retriever, label, k: ks, ...summarize((c) => c <= 4), allCategories: summarize(() => true), byCategory };
+  return { retriever, source, label, k: ks, ...summarize((c) => c <= 4), allCategories: summarize(() => true), byCategory };
 }
 
 /**
@@ -305,15 +303,18 @@ async function runAblation(conversations: LocomoConversation[], tables: GloveTab
     const encoder = new SentenceEncoder(tables, config, common);
     const vector = await vectorRankings(conversations, depth, async (texts) => texts.map((t) => encoder.embed(t)));
     const hybrid = fuseWeighted(ftsDeep, vector, FUSION_FTS_WEIGHT);
-    const v = score('vector', variant, conversations, ks, () => vector);
-    const h = score('hybrid', variant, conversations, ks, () => hybrid);
-    const perQuestion = { vector: scoredRecalls(conversations, vector, ABLATION_DELTA_K), hybrid: scoredRecalls(conversations, hybrid, ABLATION_DELTA_K) };
+    const vectorRecalls = rankingRecalls(conversations, vector, ks);
+    const hybridRecalls = rankingRecalls(conversations, hybrid, ks);
+    const scores = (recalls: QuestionRecall[]): RecallScores => summarizeRecall(recalls.filter((r) => r.category <= 4), ks);
+    const v = scores(vectorRecalls);
+    const h = scores(hybridRecalls);
+    const perQuestion = { vector: scoredRecalls(vectorRecalls, ABLATION_DELTA_K), hybrid: scoredRecalls(hybridRecalls, ABLATION_DELTA_K) };
     baseline ??= perQuestion;
     rows.push({
       variant,
       config,
-      vector: pickScores(v),
-      hybrid: pickScores(h),
+      vector: v,
+      hybrid: h,
       vectorDelta: pairedDelta(perQuestion.vector, baseline.vector),
       hybridDelta: pairedDelta(perQuestion.hybrid, baseline.hybrid),
     });
@@ -326,17 +327,11 @@ async function runAblation(conversations: LocomoConversation[], tables: GloveTab
 const ABLATION_DELTA_K = 10;
 
 /** Recall@k of each question of categories 1-4 that has evidence, in order. */
-function scoredRecalls(conversations: LocomoConversation[], rankings: Rankings, k: number): number[] {
-  const out: number[] = [];
-  let i = 0;
-  for (const conv of conversations) {
-    for (const q of conv.questions) {
-      const top = new Set(rankings[i++]!.slice(0, k).map((s) => s.id));
-      if (q.evidence.length === 0 || q.category > 4) continue;
-      out.push(q.evidence.filter((e) => top.has(e)).length / q.evidence.length);
-    }
-  }
-  return out;
+function scoredRecalls(recalls: QuestionRecall[], k: number): number[] {
+  return recalls.flatMap((r) => {
+    const v = r.recall[k];
+    return r.category <= 4 && typeof v === 'number' ? [v] : [];
+  });
 }
 
 /** Mean paired difference and its standard error (same questions), in recall units. */
@@ -347,18 +342,24 @@ function pairedDelta(a: number[], b: number[]): { mean: number; standardError: n
   return { mean: round(mean, 4), standardError: round(Math.sqrt(variance / d.length), 4) };
 }
 
-function pickScores(r: LocomoResult): RecallScores {
-  const out: RecallScores = { questions: r.questions };
-  for (const k of r.k) out[`recallAt${k}`] = r[`recallAt${k}`]!;
-  return out;
-}
-
 function renderMarkdown(
-  report: { when: string; engram: string; machine: string; cpus: number; data: string; conversations: string[]; questionsWithoutEvidence: number; timingsMs: Record<string, number>; results: LocomoResult[]; ablation: AblationRow[] },
+  report: {
+    when: string;
+    engram: string;
+    machine: string;
+    cpus: number;
+    data: string;
+    conversations: string[];
+    questionsWithoutEvidence: number;
+    timingsMs: Record<string, number>;
+    engineTimingsMs: Record<string, LocomoReport['timingsMs']>;
+    results: LocomoResult[];
+    ablation: AblationRow[];
+  },
   args: LocomoArgs,
 ): string {
   const ks = args.ks;
-  const pct = (n: number | undefined): string => (n === undefined || Number.isNaN(n) ? '-' : (n * 100).toFixed(1));
+  const pct = (n: number | null | undefined): string => (typeof n !== 'number' || Number.isNaN(n) ? '-' : (n * 100).toFixed(1));
   const head = (first: string): string => `| ${first} | ${ks.map((k) => `@${k}`).join(' | ')} | questions |\n| --- | ${ks.map(() => '---:').join(' | ')} | ---: |`;
   const row = (name: string, s: RecallScores): string => `| ${name} | ${ks.map((k) => pct(s[`recallAt${k}`])).join(' | ')} | ${s.questions} |`;
   const delta = (d: { mean: number; standardError: number } | undefined): string =>
@@ -384,7 +385,7 @@ function renderMarkdown(
   const ablation =
     report.ablation.length === 0
       ? ''
-      : `\n## Encoder ablation (categories 1-4; hybrid = weighted fusion with fts)\n\n` +
+      : `\n## Encoder ablation (categories 1-4; brute-force cosine, and hybrid = the bench's weighted fusion with the engine's fts top ${FUSION_DEPTH})\n\n` +
         `Δ@${ABLATION_DELTA_K}: paired difference from the default over the same questions, ± one standard error; differences within about two\n` +
         `standard errors are noise at this size.\n\n` +
         `| variant | vector ${ks.map((k) => `@${k}`).join(' | ')} | Δ@${ABLATION_DELTA_K} | hybrid ${ks.map((k) => `@${k}`).join(' | ')} | Δ@${ABLATION_DELTA_K} |\n` +
@@ -399,11 +400,24 @@ Generated by \`npm run bench -- locomo${args.ablation ? ' --ablation' : ''}\` on
 \`${report.data}\` (${report.conversations.join(', ')}). Recall@k = share of a question's gold evidence turns among the
 top k turns retrieved from its own conversation, averaged over questions, in percent. ${report.questionsWithoutEvidence}
 question(s) without evidence are left out. Every turn is indexed as \`speaker: text\`, plus \`[image: caption]\`
-when an image was shared. \`fts\` is Engram's recall as it stands in the tree measured (one temporary SQLite store per
-conversation, one event per turn, session times as timestamps, default options); the fusions run here, in the
-benchmark, over its top ${FUSION_DEPTH} and the vector top ${FUSION_DEPTH}, with untuned constants.
+when an image was shared.
+
+The \`fts\`, \`vector\` and \`hybrid\` rows are Engram's own recall, the product path: \`evaluateLocomo\`
+(src/eval/locomo-eval.ts, the code behind \`engram bench locomo\`) opens one temporary SQLite store per conversation,
+appends one event per turn (session times as timestamps), embeds the turns through the engine's indexer into
+sqlite-vec, and asks every question through \`recall\` with default ranking options, once per k. The rows whose
+label starts with "bench" are comparisons computed here, as this report did before the engine had vectors:
+brute-force cosine over every turn, and fusions of the engine's full-text top ${FUSION_DEPTH} with the cosine top
+${FUSION_DEPTH}, with untuned constants. Where \`hybrid\` and \`hybrid-bench\` differ, the causes are the engine's
+candidate depth (max(40, 4k) per side, so the cosine's min-max range depends on k; the bench fuses 100 of each),
+recency and the exact-match boost (the engine applies them to every fused candidate's score; the bench has them
+only inside the full-text score, at about half the weight) and MMR order. The fusion formula is the same, except
+that the engine gives vectors a weight of 0.2 instead of 0.5 when a question names identifiers.
 
 ${labels}
+
+No local ONNX row: this machine has no sentence-embedding model on disk and cannot download one from a model hub. With one,
+\`engram bench locomo --data FILE --embedder onnx:<model directory>\` measures it the same way.
 
 ## Categories 1-4 (the usual scored set)
 
@@ -425,6 +439,9 @@ ${all}
 ${categories}
 ${ablation}
 Timings (ms, noisy: other work shares the 2 cores): ${Object.entries(report.timingsMs).map(([k, v]) => `${k} ${v}`).join(', ')}.
+${Object.entries(report.engineTimingsMs)
+  .map(([name, t]) => `Engine \`${name}\`: append ${t.append}, embed ${t.embed}, recall call p50 ${t.queryP50} / p95 ${t.queryP95}, total ${t.total}.`)
+  .join('\n')}
 `;
 }
 

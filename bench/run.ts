@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CONTEXT_PARTS, runContextBench, type ContextPart } from './context.js';
 import { runEmbedderBench } from './embedder.js';
+import { runHttpLoad } from './http-load.js';
 import { runIngestRecall } from './ingest-recall.js';
 import { LOCOMO_RETRIEVERS, runLocomo, type LocomoRetriever } from './locomo.js';
 
@@ -19,9 +20,12 @@ const DEFAULT_TRANSCRIPT = resolve(REPO_ROOT, '../shared/bench-data/transcripts/
 const USAGE = `usage:
   npm run bench -- ingest-recall [--sizes 10000,100000] [--queries 300] [--single 3000] [--backends sqlite,postgres] [--writers 1,2,4] [--writer-events 5000]
   npm run bench -- embedder [--texts 20000] [--loads 5]
+  npm run bench -- http-load [--agents 8] [--seconds 20] [--warmup 2] [--batch 4] [--retry-rate 0.05] [--profile]
   npm run bench -- context [--parts prefix,latency,ablation] [--windows 8192,32768] [--turns 300] [--transcript FILE] [--transcript-window 8192]
                            [--sizes 10000,100000] [--steady-turns 200] [--latency-window 32768] [--probes 14] [--seed 42] [--no-profile]
-  npm run bench -- locomo [--data FILE] [--k 5,10,25,50] [--retriever fts,vector,hybrid] [--json] [--ablation] [--out locomo]`;
+  npm run bench -- bus [--engrams 100000] [--queries 500] [--backends sqlite,postgres] [--pg-engrams 10000]
+  npm run bench -- locomo [--data FILE] [--k 5,10,25,50] [--retriever fts,vector,hybrid] [--json] [--ablation] [--out locomo]
+  npm run bench -- needle [--quick] [--seed 1,2] [--window 32000] [--cycles 1,3,5] [--json] [--out DIR] [--replay FILE [--format F] [--session S]]`;
 
 const [name, ...rest] = process.argv.slice(2);
 const { values } = parseArgs({
@@ -51,6 +55,23 @@ const { values } = parseArgs({
     probes: { type: 'string', default: '14' },
     seed: { type: 'string', default: '42' },
     'no-profile': { type: 'boolean', default: false },
+    agents: { type: 'string', default: '8' },
+    seconds: { type: 'string', default: '20' },
+    warmup: { type: 'string', default: '2' },
+    batch: { type: 'string', default: '4' },
+    'retry-rate': { type: 'string', default: '0.05' },
+    profile: { type: 'boolean', default: false },
+    engrams: { type: 'string', default: '100000' },
+    'pg-engrams': { type: 'string', default: '10000' },
+    // needle (bench/needle.ts parses its own flags again; these only keep this parser from refusing them)
+    quick: { type: 'boolean' },
+    window: { type: 'string' },
+    cycles: { type: 'string' },
+    replay: { type: 'string' },
+    format: { type: 'string' },
+    session: { type: 'string' },
+    traces: { type: 'string' },
+    'needles-per-type': { type: 'string' },
   },
 });
 
@@ -111,9 +132,34 @@ switch (name) {
     });
     break;
   }
+  case 'http-load': {
+    const int = (field: string, min: number): number => {
+      const n = Number(values[field as 'agents']);
+      if (!Number.isInteger(n) || n < min) fail(`--${field}: expected an integer >= ${min}`);
+      return n;
+    };
+    const retryRate = Number(values['retry-rate']);
+    if (!(retryRate >= 0 && retryRate <= 1)) fail('--retry-rate: expected a share from 0 to 1');
+    await runHttpLoad({ agents: int('agents', 1), seconds: int('seconds', 1), warmupSeconds: int('warmup', 0), batch: int('batch', 1), retryRate, profile: values.profile });
+    break;
+  }
+  case 'needle':
+    await (await import('./needle.js')).runNeedleCli(rest);
+    break;
   case 'embedder':
     await runEmbedderBench({ texts: Number(values.texts), loads: Number(values.loads) });
     break;
+  case 'bus-deref': await (await import('./bus-deref.js')).runBusDerefBench(); break;
+  case 'bus': {
+    const { runBusBench } = await import('./bus.js');
+    await runBusBench({
+      engrams: Number(values.engrams),
+      queries: Number(values.queries),
+      backends: values.backends.split(',') as Array<'sqlite' | 'postgres'>,
+      pgEngrams: Number(values['pg-engrams']),
+    });
+    break;
+  }
   default:
     fail(name ? `unknown benchmark "${name}"` : 'name a benchmark');
 }

@@ -12,8 +12,20 @@ import type { IngestOptions } from './memory/ingest.js';
 import { Ingestor } from './memory/ingest.js';
 import type { RecallBatchResult, RecallOptions, RecallResult } from './memory/recall.js';
 import { Recaller } from './memory/recall.js';
+import type { EmbeddingIndexerOptions, VectorStatus } from './memory/embedding-indexer.js';
+import { EmbeddingIndexer } from './memory/embedding-indexer.js';
+import type { Embedder } from './providers/embedder.js';
+import { existsSync } from 'node:fs';
+import { join, resolve as resolvePath } from 'node:path';
+import { Bus, type BusOptions } from './bus/bus.js';
+import type { BusAgent } from './bus/bus-agent.js';
+import type { PointerResolver } from './bus/resolvers/pointer-resolver.js';
+import { createPointerResolver } from './bus/resolvers/pointer-resolver.js';
+import { openRepoResolver, type RepoResolver } from './bus/resolvers/repo-resolver.js';
+import type { AgentRecord } from './model/agent.js';
 import { TaskStateStore } from './memory/task-state-store.js';
 import { KarmaStore } from './memory/karma-store.js';
+import { AgentRegistry } from './memory/agent-registry.js';
 import { ContextEngine } from './context/context-engine.js';
 import { createFormatterRegistry } from './context/assembly/formatters.js';
 import type { AppendOutcome, ListEventsQuery, StorageBackend, StoreStats } from './store/backend.js';
@@ -28,6 +40,21 @@ export interface OpenEngramOptions extends StoreLocation {
   backend?: StorageBackend;
   tokenizer?: Tokenizer;
   ingest?: IngestOptions;
+  /**
+   * Turns on semantic recall: events are queued for this embedder when stored, embedded by a worker and
+   * fused with full-text results (hybrid). Without one, recall is full-text only.
+   */
+  embedder?: Embedder;
+  /**
+   * Embedding worker knobs. `background` (default true) runs the worker inside this engine; false leaves
+   * the queue to {@link Engram.indexer}`.drain()` or to another process (`engram serve`, `engram reindex`).
+   */
+  indexing?: EmbeddingIndexerOptions & { background?: boolean };
+  /**
+   * The Engram Bus: budgets, scope policy, and `repoRoot`, the git repository `repo:` and `diff:` pointers
+   * address (default: the working directory, when it is a git repository).
+   */
+  bus?: BusOptions & { repoRoot?: string };
 }
 
 export interface ArtifactContent {
@@ -45,7 +72,16 @@ const ARTIFACT_TEXT_CACHE_CHARS = 64 * 1024 * 1024;
 /** Opens an Engram store (SQLite at `.engram/engram.db` by default) and wires the engine around it. */
 export async function openEngram(options: OpenEngramOptions = {}): Promise<Engram> {
   const store = options.backend ?? (await openStore(options));
-  return new Engram(store, options.tokenizer ?? createGptTokenizer(), options.ingest ?? {});
+  const mem = new Engram(store, options.tokenizer ?? createGptTokenizer(), options.ingest ?? {}, options.bus ?? {});
+  if (options.embedder) {
+    try {
+      await mem.useEmbedder(options.embedder, options.indexing);
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
+  }
+  return mem;
 }
 
 /**
@@ -73,19 +109,27 @@ export class Engram {
   readonly taskStates: TaskStateStore;
   /** Verified facts promoted into every pack's karma block. */
   readonly karma: KarmaStore;
+  /** Agents of the HTTP API and their bearer tokens (the PAS hierarchy: roles and parents). */
+  readonly agents: AgentRegistry;
   /** The window as a cache: compaction, markers and context packs per session. */
   readonly context: ContextEngine;
   private readonly recaller: Recaller;
+  private busInstance: Bus | undefined;
+  private resolverInstance: Promise<PointerResolver> | undefined;
+  private repoResolver: RepoResolver | undefined;
+  private embedding: { indexer: EmbeddingIndexer; status: VectorStatus; background: boolean } | undefined;
   private readonly artifactTexts = new LruCache<string, string>(ARTIFACT_TEXT_CACHE_CHARS, (s) => s.length);
 
   constructor(
     readonly store: StorageBackend,
     readonly tokenizer: Tokenizer,
     ingestOptions: IngestOptions = {},
+    private readonly busOptions: BusOptions & { repoRoot?: string } = {},
   ) {
     this.ingestor = new Ingestor(store, ingestOptions);
     this.taskStates = new TaskStateStore(store, this.ingestor);
     this.karma = new KarmaStore(store);
+    this.agents = new AgentRegistry(store);
     this.context = new ContextEngine(
       store,
       tokenizer,
@@ -93,7 +137,124 @@ export class Engram {
       createFormatterRegistry(),
       (docs) => this.indexCodex(docs),
     );
-    this.recaller = new Recaller(store, tokenizer, (id) => this.readArtifactText(id));
+    this.recaller = new Recaller(
+      store,
+      tokenizer,
+      (id) => this.readArtifactText(id),
+      async () => {
+        const e = this.embedding;
+        if (!e) return { embedder: null, reason: 'no embedder is configured (see --embedder)' };
+        if (e.status.state === 'ready') return { embedder: e.indexer.embedder };
+        return {
+          embedder: null,
+          reason: `the store's vectors come from ${e.status.model.name}, not ${e.status.embedder.name} (run: engram reindex)`,
+        };
+      },
+    );
+  }
+
+  /**
+   * Binds an embedder (see {@link OpenEngramOptions.embedder}). A store without vectors adopts its model and
+   * queues every stored event; a store whose vectors come from another model keeps them, and recall stays
+   * full-text until {@link reindex}.
+   */
+  async useEmbedder(embedder: Embedder, options: OpenEngramOptions['indexing'] = {}): Promise<VectorStatus> {
+    await this.embedding?.indexer.stop();
+    const indexer = new EmbeddingIndexer(this.store, embedder, options);
+    const status = await indexer.attach();
+    this.embedding = { indexer, status, background: options.background !== false };
+    if (options.background !== false && status.state === 'ready') indexer.start();
+    return status;
+  }
+
+  /** The Engram Bus (engrams, pointers, budgets, grants, brief, telemetry), created on first use. */
+  get bus(): Bus {
+    this.busInstance ??= new Bus(
+      {
+        storage: this.store.bus,
+        countTokens: (text) => this.tokenizer.count(text),
+        embedder: () => (this.embedding?.status.state === 'ready' ? this.embedding.indexer.embedder : null),
+        resolver: () => (this.resolverInstance ??= this.openResolver()),
+        agent: async (id) => {
+          const record = await this.store.getAgent(id as never);
+          return record && !record.revokedAt ? toBusAgent(record) : null;
+        },
+        children: async (id) => (await this.store.listAgents()).filter((a) => a.parentId === id && !a.revokedAt).map(toBusAgent),
+      },
+      this.busOptions,
+    );
+    return this.busInstance;
+  }
+
+  /** An agent of the registry as the bus sees it, by name or id (NOT_FOUND, or FORBIDDEN when revoked). */
+  async busAgent(nameOrId: string): Promise<BusAgent> {
+    const record = await this.agents.get(nameOrId);
+    if (record.revokedAt) throw new EngramError('FORBIDDEN', `agent ${record.name} was revoked`, { field: 'agent' });
+    return toBusAgent(record);
+  }
+
+  private async openResolver(): Promise<PointerResolver> {
+    const root = resolvePath(this.busOptions.repoRoot ?? process.cwd());
+    if (existsSync(join(root, '.git')) || existsSync(join(root, 'HEAD'))) {
+      this.repoResolver = await openRepoResolver({ repository: root });
+    }
+    return createPointerResolver({
+      countTokens: (text) => this.tokenizer.count(text),
+      ...(this.repoResolver ? { repo: this.repoResolver } : {}),
+      sam: {
+        getEvent: async (id) => {
+          const event = await this.store.getEvent(id as EventId);
+          return event ? { id: event.id, sessionId: event.sessionId, turn: event.turn, kind: event.kind, ts: event.ts, content: event.content } : null;
+        },
+        getTaskState: async (sessionId, version) => (await this.taskStates.history(sessionId)).find((v) => v.version === version) ?? null,
+      },
+      artifacts: {
+        getArtifact: async (nameOrId) => {
+          if (!nameOrId.startsWith(ARTIFACT_ID_PREFIX)) return null;
+          try {
+            const { record, bytes } = await this.readArtifact(nameOrId);
+            return { id: record.id, sha256: record.sha256, text: bytes.toString('utf8'), mediaType: record.mediaType };
+          } catch (err) {
+            if (err instanceof EngramError && err.code === 'NOT_FOUND') return null;
+            throw err;
+          }
+        },
+      },
+      tests: {
+        // Test results are events whose meta names them: { testId, status }; the newest wins.
+        getTestResult: async (id) => {
+          const hits = await this.store.searchText({ terms: [{ text: id }], limit: 50 });
+          const events = await this.store.getEvents(hits.map((h) => h.eventId));
+          const match = events.filter((e) => e.meta?.testId === id).sort((a, b) => (a.ts < b.ts ? 1 : -1))[0];
+          if (!match) return null;
+          return { id, status: String(match.meta?.status ?? 'unknown'), output: match.content, ts: match.ts };
+        },
+      },
+    });
+  }
+
+  /** The embedding worker, when an embedder is bound. */
+  get indexer(): EmbeddingIndexer | undefined {
+    return this.embedding?.indexer;
+  }
+
+  /** Whether recall can use vectors, and which model the store holds; undefined without an embedder. */
+  get vectorStatus(): VectorStatus | undefined {
+    return this.embedding?.status;
+  }
+
+  /**
+   * Makes the bound embedder's model the store's: old vectors are dropped and every event is queued (the
+   * worker or {@link EmbeddingIndexer.drain} embeds them). Recall meanwhile fuses the vectors already made
+   * with full-text, so events not yet embedded are still found by their words.
+   */
+  async reindex(): Promise<{ isChanged: boolean; queued: number }> {
+    const e = this.embedding;
+    if (!e) throw new EngramError('INVALID_INPUT', 'embedder: reindexing needs an embedder (see --embedder)', { field: 'embedder' });
+    const out = await e.indexer.reindex();
+    e.status = { state: 'ready', model: { name: e.indexer.embedder.name, dimensions: e.indexer.embedder.dimensions } };
+    if (e.background) e.indexer.start();
+    return out;
   }
 
   /**
@@ -113,7 +274,9 @@ export class Engram {
 
   /** Appends one event or a batch to a session (created on first use), in one transaction. */
   async append(sessionId: string, events: EventInput | EventInput[]): Promise<AppendOutcome[]> {
-    return this.ingestor.append(sessionId, Array.isArray(events) ? events : [events]);
+    const out = await this.ingestor.append(sessionId, Array.isArray(events) ? events : [events]);
+    this.embedding?.indexer.poke();
+    return out;
   }
 
   recall(query: string, options: RecallOptions = {}): Promise<RecallResult> {
@@ -179,7 +342,11 @@ export class Engram {
     return this.store.stats();
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
+    await this.embedding?.indexer.stop();
+    await this.busInstance?.flush();
+    await this.repoResolver?.close();
+    await this.embedding?.indexer.embedder.close?.();
     return this.store.close();
   }
 
@@ -200,4 +367,15 @@ export class Engram {
     }
     return matches[0]!;
   }
+}
+
+function toBusAgent(record: AgentRecord): BusAgent {
+  return {
+    id: record.id,
+    name: record.name,
+    role: record.role,
+    isAdmin: record.isAdmin,
+    ...(record.parentId ? { parentId: record.parentId } : {}),
+    ...(record.project ? { project: record.project } : {}),
+  };
 }

@@ -22,6 +22,12 @@ export const ERROR_CODES = [
   'DEREF_DENIED',
   'SCOPE_DENIED',
   'POINTER_INVALID',
+  /** No valid credentials: a missing, unknown or revoked bearer token. */
+  'UNAUTHENTICATED',
+  /** The caller is known but not allowed to do this (e.g. a non-admin agent managing agents). */
+  'FORBIDDEN',
+  /** A request body is larger than the server accepts: `data.maxBytes`. */
+  'PAYLOAD_TOO_LARGE',
   /** An external model provider (embeddings, LLM) failed or refused: `data.status`, `data.retryable`. */
   'PROVIDER_ERROR',
   /** The storage backend failed for a reason not covered above (I/O, lock timeout). */

@@ -23,3 +23,8 @@ export { openStore, DEFAULT_DB_PATH } from './store/open-store.js';
 export type { StoreLocation } from './store/open-store.js';
 export type { Tokenizer } from './providers/tokenizer.js';
 export { createGptTokenizer } from './providers/gpt-tokenizer.js';
+export type { AgentId, AgentRecord, AgentInput } from './model/agent.js';
+export { KNOWN_AGENT_ROLES } from './model/agent.js';
+export type { AgentAddOptions, AgentWithToken } from './memory/agent-registry.js';
+export { startHttpServer, DEFAULT_HTTP_PORT, DEFAULT_HTTP_HOST } from './interfaces/http/server.js';
+export type { HttpServerOptions, RunningHttpServer } from './interfaces/http/server.js';

@@ -2,6 +2,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 /**
  * Runs once before the test workers start (they inherit this process's environment):
@@ -9,11 +10,11 @@ import { join } from 'node:path';
  * - the PostgreSQL tests need a server: unless ENGRAM_TEST_PG_URL names one, scripts/ensure-test-postgres.sh
  *   installs (apt), starts and prepares a local one and prints its URL. If that fails, the reason is passed on
  *   and every PostgreSQL test fails with it (test/fixtures/postgres.ts); the other tests still run;
- * - the built-in embedder's tests share one word-vector cache directory per run (ENGRAM_TEST_CACHE_DIR): the
- *   first test that needs the cache builds it there from the real package (a few seconds), the rest load it.
- *   It is created empty here, so a run that tests no embedder pays nothing, and removed afterwards.
+ * - the built-in embedder's word-vector cache is built once per run from the real package (~5 s) in a temp
+ *   directory (ENGRAM_TEST_CACHE_DIR for tests, ENGRAM_CACHE_DIR for the CLI processes they spawn, which
+ *   embed with it by default), and removed afterwards.
  */
-export default function setup(): () => void {
+export default async function setup(): Promise<() => void> {
   execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
 
   if (!process.env.ENGRAM_TEST_PG_URL) {
@@ -38,5 +39,10 @@ export default function setup(): () => void {
 
   const cacheDir = mkdtempSync(join(tmpdir(), 'engram-test-cache-'));
   process.env.ENGRAM_TEST_CACHE_DIR = cacheDir;
+  // CLI processes the tests spawn use the built-in embedder by default: same cache, built once here (~5 s)
+  // rather than by several test files at once.
+  process.env.ENGRAM_CACHE_DIR = cacheDir;
+  const builtin = (await import(pathToFileURL(join(process.cwd(), 'dist/providers/builtin-embedder.js')).href)) as typeof import('../src/providers/builtin-embedder.js');
+  await builtin.createBuiltinEmbedder({ cacheDir });
   return () => rmSync(cacheDir, { recursive: true, force: true });
 }

@@ -131,7 +131,21 @@ export class ContextEngine {
       if (event.kind === 'task_state') continue;
       items.push({ type: 'event', event, tokens: this.eventTokens(event), isIndexed: true });
     }
+    // Indexing before eviction (ENGRAM §4.4): while an event waits for its vector, semantic recall could not
+    // find it once evicted, so the policy must keep it in the window.
+    const pending = await this.pendingEmbeddings(items.flatMap((i) => (i.type === 'event' ? [i.event.id as EventId] : [])));
+    if (pending.size > 0) {
+      for (const [i, item] of items.entries()) {
+        if (item.type === 'event' && pending.has(item.event.id as EventId)) items[i] = { ...item, isIndexed: false };
+      }
+    }
     return { items, state };
+  }
+
+  /** Which of `ids` still wait for their vector; none when the store has no embedding model. */
+  private async pendingEmbeddings(ids: EventId[]): Promise<Set<EventId>> {
+    if (ids.length === 0 || (await this.store.getVectorModel()) === null) return new Set();
+    return this.store.pendingEmbeddings(ids);
   }
 
   /**
@@ -284,7 +298,7 @@ export class ContextEngine {
     const [session, state] = await Promise.all([this.store.getSession(sessionId), this.store.getContextState(sessionId)]);
     if (!session) return;
     const from = state?.upToTurn ?? 0;
-    const cutoff = session.lastTurn - Math.ceil(highWaterTokens / MIN_EVENT_TOKENS);
+    let cutoff = session.lastTurn - Math.ceil(highWaterTokens / MIN_EVENT_TOKENS);
     if (cutoff <= from) return;
     const stride = Math.max(1, Math.floor((cutoff - from) / BULK_SAMPLE_EVENTS));
     const entries: StoredCacheEntry[] = [];
@@ -298,8 +312,16 @@ export class ContextEngine {
       run = newRun();
     };
     for (let after = from; after < cutoff; ) {
-      const page = await this.store.listEvents({ sessionId, afterTurn: after, toTurn: cutoff, limit: BULK_PAGE_EVENTS });
+      let page = await this.store.listEvents({ sessionId, afterTurn: after, toTurn: cutoff, limit: BULK_PAGE_EVENTS });
       if (page.length === 0) break;
+      // Indexing before eviction: the bulk eviction stops at the first event still waiting for its vector.
+      const pending = await this.pendingEmbeddings(page.map((e) => e.id as EventId));
+      const firstPending = pending.size > 0 ? page.findIndex((e) => pending.has(e.id as EventId)) : -1;
+      if (firstPending >= 0) {
+        cutoff = page[firstPending]!.turn - 1;
+        page = page.slice(0, firstPending);
+        if (page.length === 0) break;
+      }
       for (const e of page) {
         if (e.tags.includes('constraint')) {
           flush();
@@ -315,6 +337,7 @@ export class ContextEngine {
       after = page[page.length - 1]!.turn;
     }
     flush();
+    if (cutoff <= from) return;
     await this.store.putContextState({
       sessionId,
       version: (state?.version ?? 0) + 1,

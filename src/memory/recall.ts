@@ -5,6 +5,7 @@ import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
 import type { TaskState } from '../model/task-state.js';
 import { taskStateSchema } from '../model/task-state.js';
 import type { Tokenizer } from '../providers/tokenizer.js';
+import type { Embedder } from '../providers/embedder.js';
 import type { EventFilter, RecallLogInput, StorageBackend } from '../store/backend.js';
 import { cutExcerpt } from './excerpt.js';
 import { mmrSelect, MMR_DEFAULTS } from './mmr.js';
@@ -52,7 +53,22 @@ export interface RecallOptions {
   askingSessionId?: string;
   /** Write the call to the recall log (query, task, results; Annex A.2b line 14). Default true. */
   logRecall?: boolean;
+  /**
+   * Where candidates come from: `fts` (full-text), `vector` (embeddings), `hybrid` (both, scores fused).
+   * Default: `hybrid` when the engine has an embedder whose vectors the store holds, else `fts`. Asking for
+   * `vector` or `hybrid` without one is INVALID_INPUT.
+   */
+  retriever?: Retriever;
 }
+
+export const RETRIEVERS = ['fts', 'vector', 'hybrid'] as const;
+export type Retriever = (typeof RETRIEVERS)[number];
+
+/**
+ * The embedder recall may use, or why it may not: the engine answers from its embedding indexer, so a
+ * store whose vectors come from another model is never queried with this model's vectors.
+ */
+export type VectorSource = () => Promise<{ embedder: Embedder } | { embedder: null; reason: string }>;
 
 export interface RecallHit {
   eventId: string;
@@ -68,8 +84,13 @@ export interface RecallHit {
   modifier: number;
   /** The modifier's factors, for evaluation and ablation. */
   factors: ModifierFactors;
-  /** Full-text relevance normalised to the best candidate (1 = best; 0 for a key event the query did not match). */
+  /**
+   * Query relevance in 0..1 before the exact-match boost and recency: full-text relevance normalised to the
+   * best candidate, fused with vector similarity under `hybrid` (0 for a key event the query did not match).
+   */
   relevance: number;
+  /** Cosine similarity of the event's vector to the query's, when the vector side ranked it. */
+  similarity?: number;
   /** Whether every identifier of the query occurs verbatim in the event. */
   isExactMatch: boolean;
   excerpt: string;
@@ -98,6 +119,8 @@ export const MAX_BATCH_QUERIES = 16;
 
 export interface RecallResult {
   query: string;
+  /** The retriever that ranked the candidates (see {@link RecallOptions.retriever}). */
+  retriever: Retriever;
   hits: RecallHit[];
   /**
    * How many events were ranked (before k and the budget): the full-text matches plus the task state's key
@@ -136,6 +159,8 @@ type ResolvedOptions = typeof DEFAULTS & RecallOptions;
 /** Full-text candidates examined per requested hit: enough for re-ranking, few enough to stay fast. */
 const CANDIDATES_PER_HIT = 4;
 const MIN_CANDIDATES = 40;
+/** Vector candidates per call: the depth the fusion was measured at (bench/results/locomo.md). */
+const MIN_VECTOR_CANDIDATES = 100;
 // Candidates whose full text is read (for the exact-match check and the excerpt), per requested hit. MMR and
 // the quotas pass over some of them (duplicates, a kind over its share), so they need spare ones.
 const DETAIL_PER_HIT = 2;
@@ -144,6 +169,15 @@ const DETAIL_PER_HIT_MMR = 3;
 export const MIN_RECALL_BUDGET_TOKENS = 64;
 // Exact occurrences of the query's identifiers outrank prose that only shares their tokens.
 const EXACT_MATCH_BOOST = 0.6;
+/**
+ * Hybrid fusion: relevance = (1 - w) x full-text / best full-text + w x min-max normalised cosine, then over
+ * the best candidate. w = 0.5 measured best of the simple fusions on LoCoMo (bench/results/locomo.md, engine
+ * path: +3.3 recall@10 over full-text on categories 1-4; reciprocal rank fusion +2.5). A query naming
+ * identifiers (a hash, an error code, a path) asks for those exact strings, so vectors get less say there:
+ * prose that is merely about the same thing must not outrank the event that holds the string.
+ */
+export const HYBRID_VECTOR_WEIGHT = 0.5;
+export const HYBRID_VECTOR_WEIGHT_WITH_IDENTIFIERS = 0.2;
 
 /**
  * The recall tool (ENGRAM Annex A.2b): full-text (BM25) candidates plus the task state's key events; a base
@@ -157,6 +191,7 @@ export class Recaller {
     private readonly store: StorageBackend,
     private readonly tokenizer: Tokenizer,
     private readonly readArtifactText: ArtifactTextReader,
+    private readonly vectorSource?: VectorSource,
   ) {}
 
   async recall(query: string, options: RecallOptions = {}): Promise<RecallResult> {
@@ -211,32 +246,38 @@ export class Recaller {
     const parsed = parseQuery(query);
     const filter = toFilter(o);
     const candidateLimit = Math.max(MIN_CANDIDATES, o.k * CANDIDATES_PER_HIT);
-    const hits = parsed.terms.length > 0 ? await this.store.searchText({ terms: parsed.terms, filter, limit: candidateLimit }) : [];
+    const { retriever, embedder } = await this.chooseRetriever(o.retriever);
+    const hits =
+      retriever !== 'vector' && parsed.terms.length > 0 ? await this.store.searchText({ terms: parsed.terms, filter, limit: candidateLimit }) : [];
+    // A fixed vector depth, so an event's normalised similarity does not depend on k (bench/results/locomo.md:
+    // depth max(40, 4k) cost 1.3 recall@10 and 3.6 @5 against depth 100).
+    const vectorHits = embedder
+      ? await this.store.searchVectors({ vector: (await embedder.embed([query]))[0]!, model: embedder.name, filter, limit: Math.max(MIN_VECTOR_CANDIDATES, candidateLimit) })
+      : [];
+    const fused = fuseRelevance(hits, vectorHits, retriever, parsed.identifiers.length > 0);
 
     // Key events join the candidates whether or not the query matched them (Annex A.2b, C_ptr), so the
     // events the task depends on stay retrievable (§5.5); they obey the caller's filters like any other.
     const keyIds = new Set<string>(o.taskState?.keyEvents ?? []);
-    const matched = new Set<string>(hits.map((h) => h.eventId));
-    const extraKeyIds = [...keyIds].filter((id) => !matched.has(id)) as EventId[];
-    const events = await this.store.getEvents([...hits.map((h) => h.eventId), ...extraKeyIds]);
+    const extraKeyIds = [...keyIds].filter((id) => !fused.has(id)) as EventId[];
+    const events = await this.store.getEvents([...(fused.keys() as Iterable<EventId>), ...extraKeyIds]);
     const byId = new Map(events.map((e) => [e.id as string, e]));
     const keyOnly = extraKeyIds.flatMap((id) => {
       const event = byId.get(id);
-      return event && matchesFilter(event, filter) ? [{ event, rawRelevance: 0 }] : [];
+      return event && matchesFilter(event, filter) ? [{ event, relevance: 0, similarity: undefined }] : [];
     });
     const pool = [
-      ...hits.flatMap((h) => {
-        const event = byId.get(h.eventId);
-        return event ? [{ event, rawRelevance: h.relevance }] : [];
+      ...[...fused].flatMap(([id, f]) => {
+        const event = byId.get(id);
+        return event ? [{ event, relevance: f.relevance, similarity: f.similarity }] : [];
       }),
       ...keyOnly,
     ];
-    const candidates = hits.length + keyOnly.length;
-    if (pool.length === 0) return this.render(query, [], candidates, o.budgetTokens, false);
+    const candidates = fused.size + keyOnly.length;
+    if (pool.length === 0) return this.render(query, retriever, [], candidates, o.budgetTokens, false);
 
     // One store query tells which candidates a later event superseded (Annex A.3, sup(e)).
     const superseding = await this.store.findSuperseding(pool.map((c) => c.event.id));
-    const maxRelevance = Math.max(...hits.map((h) => h.relevance), Number.EPSILON);
     const newestMs = Math.max(...pool.map((c) => Date.parse(c.event.ts)));
     const modifierOptions: ModifierOptions = { ...o.modifierOptions, ...(o.disableFactors ? { disable: o.disableFactors } : {}) };
     const scored = pool.flatMap((c) => {
@@ -244,13 +285,14 @@ export class Recaller {
       const tm = taskModifier(c.event, o.taskState, { isSuperseded: supersededBy !== undefined }, modifierOptions);
       // A modifier of 0 (a factor tuned to 0) removes the event, as A.3 line 2 does for unrelated tasks.
       if (tm.modifier <= 0) return [];
-      const relevance = Math.max(0, c.rawRelevance) / maxRelevance;
+      const relevance = c.relevance;
       const recency = Math.pow(2, -(newestMs - Date.parse(c.event.ts)) / o.recencyHalfLifeMs);
       const baseScore = combine(relevance, 0, recency, o.recencyWeight);
       return [
         {
           event: c.event,
           relevance,
+          similarity: c.similarity,
           recency,
           baseScore,
           modifier: tm.modifier,
@@ -286,10 +328,15 @@ export class Recaller {
     detailed.sort(byScore);
 
     // MMR on what the reader will see: near-identical excerpts (the same log repeated) are dropped and
-    // similar ones wait behind different evidence (§5.2).
+    // similar ones wait behind different evidence (§5.2). Novelty is measured on the events' vectors when
+    // the store has them, else on the excerpts' words.
+    const vectors = o.useMmr && embedder ? await this.store.getVectors(embedder.name, detailed.map((d) => d.event.id)) : new Map<EventId, Float32Array>();
     const ordered = o.useMmr
       ? mmrSelect(
-          detailed.map((d) => ({ id: d.event.id, score: d.score, text: d.excerpt, d })),
+          detailed.map((d) => {
+            const vector = vectors.get(d.event.id);
+            return { id: d.event.id, score: d.score, text: d.excerpt, d, ...(vector ? { vector } : {}) };
+          }),
           detailed.length,
           { lambda: o.lambda },
         ).map((c) => c.d)
@@ -306,7 +353,16 @@ export class Recaller {
       measure: (d, position) => this.tokenizer.count(renderHit(toHit(d), position)),
     });
     const out = packed.map(({ item, tokens }) => ({ ...toHit(item), tokens }));
-    return this.render(query, out, candidates, o.budgetTokens, out.length < candidates);
+    return this.render(query, retriever, out, candidates, o.budgetTokens, out.length < candidates);
+  }
+
+  /** The retriever a call uses: the one asked for, or the best available; an unavailable one is refused. */
+  private async chooseRetriever(asked: Retriever | undefined): Promise<{ retriever: Retriever; embedder: Embedder | null }> {
+    if (asked === 'fts') return { retriever: 'fts', embedder: null };
+    const source = this.vectorSource ? await this.vectorSource() : { embedder: null, reason: 'no embedder is configured (see --embedder)' };
+    if (source.embedder) return { retriever: asked ?? 'hybrid', embedder: source.embedder };
+    if (asked === undefined) return { retriever: 'fts', embedder: null };
+    throw new EngramError('INVALID_INPUT', `retriever: "${asked}" needs vectors, but ${source.reason}`, { field: 'retriever' });
   }
 
   /** Writes the recall log row; a store that refuses the write (read-only) leaves the recall unlogged. */
@@ -342,14 +398,45 @@ export class Recaller {
     );
   }
 
-  private render(query: string, hits: RecallHit[], candidates: number, budgetTokens: number, isTruncated: boolean): RecallResult {
+  private render(query: string, retriever: Retriever, hits: RecallHit[], candidates: number, budgetTokens: number, isTruncated: boolean): RecallResult {
     const header = this.header(query, hits.length, candidates);
     const text = [header, ...hits.map((h, i) => renderHit(h, i + 1))].join('\n');
     // The parts were counted while packing; BPE never merges across a newline, so the sum of the parts
     // plus one token per separator bounds the whole from above (counting the text again cost ~10 % of recall).
     const usedTokens = this.tokenizer.count(header) + hits.reduce((sum, h) => sum + h.tokens + 1, 0);
-    return { query, hits, candidates, budgetTokens, usedTokens, isTruncated, text };
+    return { query, retriever, hits, candidates, budgetTokens, usedTokens, isTruncated, text };
   }
+}
+
+/**
+ * Relevance in 0..1 per candidate: full-text scores over the best one, vector similarities min-max
+ * normalised over the vector candidates, fused by {@link HYBRID_VECTOR_WEIGHT}. Candidates keep the order
+ * they were found in (full-text first), which only matters for ties.
+ */
+export function fuseRelevance(
+  text: ReadonlyArray<{ eventId: string; relevance: number }>,
+  vector: ReadonlyArray<{ eventId: string; similarity: number }>,
+  retriever: Retriever,
+  hasIdentifiers: boolean,
+): Map<string, { relevance: number; similarity: number | undefined }> {
+  const w = retriever === 'fts' ? 0 : retriever === 'vector' ? 1 : hasIdentifiers ? HYBRID_VECTOR_WEIGHT_WITH_IDENTIFIERS : HYBRID_VECTOR_WEIGHT;
+  const maxText = Math.max(...text.map((h) => h.relevance), Number.EPSILON);
+  const sims = vector.map((h) => h.similarity);
+  const lo = Math.min(...sims);
+  const span = Math.max(...sims) - lo;
+  const out = new Map<string, { relevance: number; similarity: number | undefined }>();
+  for (const h of text) out.set(h.eventId, { relevance: (1 - w) * (Math.max(0, h.relevance) / maxText), similarity: undefined });
+  for (const h of vector) {
+    // One vector candidate (or all equal) gets full marks: nothing to normalise against.
+    const normalised = span > 0 ? (h.similarity - lo) / span : 1;
+    const prior = out.get(h.eventId);
+    out.set(h.eventId, { relevance: (prior?.relevance ?? 0) + w * normalised, similarity: h.similarity });
+  }
+  // The best candidate scores 1, as with full-text alone, so the recency weight means the same under every
+  // retriever (a fused best of 0.7 would have let recency count for more).
+  const best = Math.max(...[...out.values()].map((v) => v.relevance), Number.EPSILON);
+  for (const v of out.values()) v.relevance /= best;
+  return out;
 }
 
 function combine(relevance: number, exactFraction: number, recency: number, recencyWeight: number): number {
@@ -360,6 +447,7 @@ function combine(relevance: number, exactFraction: number, recency: number, rece
 interface Scored {
   event: EventRecord;
   relevance: number;
+  similarity: number | undefined;
   recency: number;
   baseScore: number;
   modifier: number;
@@ -389,6 +477,7 @@ function toHit(d: Scored): RecallHit {
     modifier: round(d.modifier),
     factors: d.factors,
     relevance: round(d.relevance),
+    ...(d.similarity !== undefined ? { similarity: round(d.similarity) } : {}),
     isExactMatch: d.isExactMatch,
     excerpt: d.excerpt,
     tokens: 0,
@@ -452,6 +541,9 @@ function validateOptions(query: string, o: ResolvedOptions): void {
     }
   }
   if (o.fromMs !== undefined && o.toMs !== undefined && o.fromMs > o.toMs) bad('fromMs', 'must not be after toMs');
+  if (o.retriever !== undefined && !(RETRIEVERS as readonly string[]).includes(o.retriever)) {
+    bad('retriever', `unknown retriever "${String(o.retriever)}"; expected one of ${RETRIEVERS.join(', ')}`);
+  }
   if (o.taskState !== undefined) {
     const parsed = taskStateSchema.safeParse(o.taskState);
     if (!parsed.success) throw invalidInputFromZod(parsed.error.issues, 'taskState');

@@ -1,9 +1,11 @@
 import { EngramError } from '../errors.js';
 import type { ContextStateRecord } from '../model/context-state.js';
 import type { KarmaRecord } from '../model/karma.js';
+import type { AgentId, AgentRecord } from '../model/agent.js';
 import type { ArtifactDraft, ArtifactRecord } from '../model/artifact.js';
 import type { EventArtifactRef, EventKind, EventRecord, SessionRecord } from '../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
+import type { BusStorage } from './bus-storage.js';
 
 /**
  * What a backend can do. The core reads these flags instead of checking which backend it has.
@@ -16,12 +18,18 @@ export interface BackendCapabilities {
   supportsConcurrentWriters: boolean;
   /** Whether events are durable against power loss when an append returns (not only against a crash). */
   isPowerLossDurable: boolean;
+  /**
+   * How {@link StorageBackend.searchVectors} finds neighbours: `sqlite-vec` (vec0 index), `pgvector`, or
+   * `exact-scan` (stored vectors compared one by one: correct, slower; see the backend for its bounds).
+   */
+  vectorSearch: 'sqlite-vec' | 'pgvector' | 'exact-scan';
 }
 
 export const DEFAULT_CAPABILITIES: BackendCapabilities = {
   fullText: 'fts5',
   supportsConcurrentWriters: false,
   isPowerLossDurable: false,
+  vectorSearch: 'exact-scan',
 };
 
 /** An event prepared by the core for storage: id chosen, artifact cut out, search text extracted. */
@@ -153,6 +161,46 @@ export interface RecallLogQuery {
   sessionId?: string;
 }
 
+/**
+ * The embedding model whose vectors a store keeps. One at a time: vectors of two models are never compared,
+ * so switching models (`engram reindex`) drops the old vectors and queues every event again.
+ */
+export interface VectorModel {
+  /** The embedder's name, e.g. `builtin-glove-100d@1`. */
+  name: string;
+  dimensions: number;
+}
+
+export interface VectorSearchQuery {
+  /** Unit-length query vector of the store's model. */
+  vector: Float32Array;
+  /** The model the query vector comes from; a store whose model differs answers CONFLICT. */
+  model: string;
+  filter?: EventFilter;
+  /** Most hits, nearest first. */
+  limit: number;
+}
+
+export interface VectorHit {
+  eventId: EventId;
+  /** Cosine similarity, -1..1. */
+  similarity: number;
+}
+
+export interface StoredVector {
+  eventId: EventId;
+  vector: Float32Array;
+}
+
+/** The embedding queue's size: events waiting for a vector, and those given up after repeated failures. */
+export interface EmbeddingQueueStats {
+  pending: number;
+  failed: number;
+}
+
+/** Attempts before a job is set aside as failed (it stays queued for `engram reindex --retry-failed`). */
+export const MAX_EMBEDDING_ATTEMPTS = 5;
+
 /** Rows {@link StorageBackend.listRecallLog} returns when no limit is given. */
 export const DEFAULT_RECALL_LOG_LIMIT = 100;
 
@@ -189,6 +237,8 @@ export interface StorageBackend {
   /** `sqlite`, `postgres`. For display and reports only: branch on {@link capabilities} instead. */
   readonly name: string;
   readonly capabilities: BackendCapabilities;
+  /** The Engram Bus tables (engrams, deref budgets, grants, telemetry); limits are enforced in the store. */
+  readonly bus: BusStorage;
 
   /**
    * Appends events to a session in one transaction, creating the session if needed. Turns are assigned
@@ -249,6 +299,54 @@ export interface StorageBackend {
   listKarma(options: { sessionId?: SessionId; includeRemoved?: boolean }): Promise<KarmaRecord[]>;
   /** Marks a fact removed (kept, with who and when); false when no such live fact exists. */
   removeKarma(id: string, removedBy: string, removedAtMs: number): Promise<boolean>;
+
+  /**
+   * Stores an agent with the sha256 (hex) of its token. A name already taken (case-insensitively) is a
+   * `CONFLICT` naming the field `name`; the parent must be an existing agent.
+   */
+  addAgent(record: AgentRecord, tokenHash: string): Promise<void>;
+  getAgent(id: AgentId): Promise<AgentRecord | null>;
+  /** By name, case-insensitively. */
+  getAgentByName(name: string): Promise<AgentRecord | null>;
+  /** The agent (live or revoked) holding the token with this sha256 (hex). */
+  getAgentByTokenHash(tokenHash: string): Promise<AgentRecord | null>;
+  /** Every agent, revoked ones too, oldest first. */
+  listAgents(): Promise<AgentRecord[]>;
+  /** Records the revocation (kept; the token stops working); false when no live agent has this id. */
+  revokeAgent(id: AgentId, revokedAtMs: number): Promise<boolean>;
+  /** Replaces a live agent's token hash (rotation); false when no live agent has this id. */
+  setAgentTokenHash(id: AgentId, tokenHash: string): Promise<boolean>;
+
+  /** The store's embedding model, or null while no embedder was ever configured for it. */
+  getVectorModel(): Promise<VectorModel | null>;
+  /**
+   * Makes `model` the store's embedding model. From then on every appended event is queued for embedding
+   * in its append transaction. The same model again changes nothing. Another model drops the previous
+   * model's vectors (derived data: the events stay) and queues every event; `queued` counts the jobs added.
+   */
+  setVectorModel(model: VectorModel): Promise<{ isChanged: boolean; queued: number }>;
+  /**
+   * Takes up to `limit` queued events, oldest first, leasing them for `leaseMs` so that other workers
+   * (processes or servers) skip them; an expired lease makes a job claimable again (a crashed worker).
+   */
+  claimEmbeddingJobs(limit: number, leaseMs: number): Promise<EventId[]>;
+  /**
+   * Stores vectors of `model` and completes their jobs, in one transaction. Vectors of a model that is no
+   * longer the store's (a reindex started meanwhile) are refused with CONFLICT, so two models never mix.
+   * `skipped`: queued events with nothing to embed (empty text), whose jobs complete without a vector.
+   */
+  putVectors(model: string, vectors: StoredVector[], skipped?: EventId[]): Promise<void>;
+  /** Releases jobs whose embedding failed; after {@link MAX_EMBEDDING_ATTEMPTS} a job is set aside as failed. */
+  failEmbeddingJobs(ids: EventId[], error: string): Promise<void>;
+  /** Queues failed jobs again (attempts reset); returns how many. */
+  retryFailedEmbeddings(): Promise<number>;
+  embeddingQueueStats(): Promise<EmbeddingQueueStats>;
+  /** Which of `ids` are still queued for embedding (pending or failed). */
+  pendingEmbeddings(ids: EventId[]): Promise<Set<EventId>>;
+  /** Nearest events to a vector, under the filter. */
+  searchVectors(query: VectorSearchQuery): Promise<VectorHit[]>;
+  /** Stored vectors of `model` for the ids that have one. */
+  getVectors(model: string, ids: EventId[]): Promise<Map<EventId, Float32Array>>;
 
   stats(): Promise<StoreStats>;
   close(): Promise<void>;

@@ -8,7 +8,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 const BIN = resolve('bin/engram.js');
-const TOOLS = ['append_events', 'expand', 'get_task_state', 'recall', 'update_task_state'];
+// The less_* bus tools are listed without --agent too, and refuse calls saying how to name one (mcp-bus.test.ts).
+const TOOLS = ['append_events', 'expand', 'get_task_state', 'less_deref_pointer', 'less_put_engram', 'less_query_engrams', 'less_request_deref', 'recall', 'update_task_state'];
 
 let dir: string;
 let client: Client;

@@ -211,7 +211,7 @@ describe('a PostgreSQL store', () => {
     expect(stats.backend).toContain(schema);
     const password = new URL(testPgUrl()).password;
     if (password) expect(stats.backend).not.toContain(`:${password}@`);
-    expect(backend.capabilities).toEqual({ fullText: 'tsvector', supportsConcurrentWriters: true, isPowerLossDurable: true });
+    expect(backend.capabilities).toEqual({ fullText: 'tsvector', vectorSearch: 'exact-scan', supportsConcurrentWriters: true, isPowerLossDurable: true });
     await backend.close();
   });
 });

@@ -31,6 +31,7 @@ export function exitCodeFor(code: ErrorCode): number {
   switch (code) {
     case 'INVALID_INPUT':
     case 'POINTER_INVALID':
+    case 'PAYLOAD_TOO_LARGE':
       return EXIT.INVALID_INPUT;
     case 'NOT_FOUND':
     case 'AMBIGUOUS_ID':
@@ -45,6 +46,8 @@ export function exitCodeFor(code: ErrorCode): number {
     case 'BUDGET_EXCEEDED':
     case 'DEREF_DENIED':
     case 'SCOPE_DENIED':
+    case 'UNAUTHENTICATED':
+    case 'FORBIDDEN':
       return EXIT.DENIED;
     case 'PROVIDER_ERROR':
       return EXIT.PROVIDER;

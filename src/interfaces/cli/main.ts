@@ -1,15 +1,22 @@
 import { Command, CommanderError, Option } from 'commander';
-import { resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { openEngram, type Engram } from '../../engine.js';
 import { EngramError, isEngramError } from '../../errors.js';
 import { EVENT_KINDS } from '../../model/event.js';
 import { MODEL_PROFILES } from '../../context/assembly/governor.js';
 import { IMPORT_FORMATS } from '../../memory/importers/types.js';
 import { DEFAULT_DB_PATH, type StoreLocation } from '../../store/open-store.js';
+import { createEmbedderFromSpec, DEFAULT_EMBEDDER_SPEC, parseEmbedderSpec } from '../../providers/embedder-spec.js';
+import { CLI_DRAIN_LIMIT, drainQueue, reindexCommand, type ReindexArgs } from './commands/embedding.js';
+import { BUS_ACTIONS, busCommand, type BusArgs } from './commands/bus.js';
 import { ingestCommand } from './commands/ingest.js';
 import { mcpCommand, type McpArgs } from './commands/mcp.js';
 import { migrateCommand, type MigrateArgs } from './commands/migrate.js';
 import { karmaCommand, type KarmaArgs } from './commands/karma.js';
+import { agentCommand, type AgentArgs } from './commands/agent.js';
+import { serveCommand, type ServeArgs } from './commands/serve.js';
+import { benchLocomoCommand, benchNeedleCommand, type BenchLocomoArgs, type BenchNeedleArgs } from './commands/bench.js';
 import { compactCommand, contextCommand, taskCommand, type CompactArgs, type ContextArgs, type TaskArgs } from './commands/context.js';
 import { parseInteger, recallCommand } from './commands/recall.js';
 import { showCommand } from './commands/show.js';
@@ -22,6 +29,8 @@ interface GlobalOptions {
   db?: string;
   pg?: string;
   json?: boolean;
+  embedder?: string;
+  repo?: string;
 }
 
 const VERSION = '0.1.0';
@@ -35,11 +44,23 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   let exitCode: number = EXIT.OK;
   let mem: Engram | undefined;
   const withStore =
-    <A extends GlobalOptions>(run: (mem: Engram, args: A) => Promise<number>, createStore: boolean | ((args: A) => boolean) = false) =>
+    <A extends GlobalOptions>(
+      run: (mem: Engram, args: A) => Promise<number>,
+      createStore: boolean | ((args: A) => boolean) = false,
+      vectors: 'none' | 'foreground' | 'background' = 'none',
+    ) =>
     async (args: A): Promise<void> => {
       // Only writing verbs create a store; read verbs on a missing store fail with NOT_FOUND.
       const create = typeof createStore === 'function' ? createStore(args) : createStore;
-      mem = await openEngram({ ...storeLocation(args), sqlite: { create }, postgres: { create } });
+      // Only verbs that embed or search vectors load an embedder (the built-in one costs ~100 ms and 130 MB).
+      const embedder = vectors === 'none' ? null : await createEmbedderFromSpec(parseEmbedderSpec(args.embedder || process.env.ENGRAM_EMBEDDER || DEFAULT_EMBEDDER_SPEC));
+      mem = await openEngram({
+        ...storeLocation(args),
+        sqlite: { create },
+        postgres: { create },
+        ...(embedder ? { embedder, indexing: { background: vectors === 'background' } } : {}),
+        ...busRepo(args),
+      });
       exitCode = await run(mem, args);
     };
   // Subcommand options merged with the program's global ones (--db, --json may stand anywhere).
@@ -57,6 +78,11 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     .option('--db <path>', `SQLite store (default: $ENGRAM_DB or ${DEFAULT_DB_PATH})`)
     .option('--pg <url>', 'PostgreSQL store, postgres://user:pass@host/db[?schema=name] (default: $ENGRAM_PG_URL; wins over the SQLite default)')
     .option('--json', 'machine-readable output on stdout')
+    .option(
+      '--embedder <spec>',
+      `semantic recall: builtin (offline, default), none, onnx:<model id or directory>, openai:<model> (default: $ENGRAM_EMBEDDER or ${DEFAULT_EMBEDDER_SPEC})`,
+    )
+    .option('--repo <path>', 'the git repository that repo: and diff: pointers address (default: $ENGRAM_REPO, else the working directory)')
     .configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, '')), writeErr: (s) => io.err(s.replace(/\n$/, '')) })
     .exitOverride()
     .showHelpAfterError('(run engram --help for usage)');
@@ -82,7 +108,20 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     .option('-s, --session <id>', 'import into this session (default: the session ids in the file, else the file name)')
     .addOption(new Option('-f, --format <format>', 'input format (default: detected)').choices([...IMPORT_FORMATS]))
     .option('--skip-invalid', 'store the valid records and list invalid ones (default: reject the whole file)')
-    .action(merged(withStore((m, args: Parameters<typeof ingestCommand>[1] & GlobalOptions) => ingestCommand(m, args, io), true)));
+    .option('--no-embed', 'do not embed the new events now (they stay queued for `engram reindex` or `engram serve`)')
+    .action(
+      merged(
+        withStore(
+          async (m, args: Parameters<typeof ingestCommand>[1] & GlobalOptions & { embed?: boolean }) => {
+            const code = await ingestCommand(m, args, io);
+            if (args.embed !== false) await drainQueue(m, io);
+            return code;
+          },
+          true,
+          'foreground',
+        ),
+      ),
+    );
 
   program
     .command('recall')
@@ -96,7 +135,46 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     .option('-k, --k <n>', 'most hits (default 10)')
     .option('-b, --budget <tokens>', 'token budget of the pack (default 2000)')
     .option('--ignore-task', "with one --session: do not condition on that session's task card")
-    .action(merged(withStore((m, args: Parameters<typeof recallCommand>[1] & GlobalOptions) => recallCommand(m, args, io))));
+    .addOption(new Option('--retriever <name>', 'fts, vector or hybrid (default: hybrid when the store has vectors of the embedder)').choices(['fts', 'vector', 'hybrid']))
+    .action(
+      merged(
+        withStore(
+          async (m, args: Parameters<typeof recallCommand>[1] & GlobalOptions) => {
+            if (args.retriever !== 'fts') await drainQueue(m, io, { limit: CLI_DRAIN_LIMIT, quiet: args.json === true });
+            return recallCommand(m, args, io);
+          },
+          false,
+          'foreground',
+        ),
+      ),
+    );
+
+  program
+    .command('bus')
+    .description(`the Engram Bus, acting as an agent (--as NAME): ${BUS_ACTIONS.join(' | ')}`)
+    .argument('<action>', BUS_ACTIONS.join(' | '))
+    .argument('[value]', 'put: the engram JSON (or @FILE, -); query: text; deref/grant: the pointer; validate-message: the message (YAML/JSON, @FILE, -); promote/remove: the engram id')
+    .option('--as <agent>', 'the agent to act as (name or id; see engram agent list)')
+    .option('--run <id>', 'run label for run-scoped engrams (default: default)')
+    .option('-k, --k <n>', 'query: most engrams (1-12, default 10)')
+    .option('--kind <kind...>', 'query: only these kinds')
+    .option('--scope <scope...>', 'query: only these scopes; promote: the new scope')
+    .option('--key <key...>', 'query: hash keys (service:gateway, t:pool)')
+    .option('--max-tokens <n>', 'deref: longest excerpt (default 400)')
+    .option('--grant <token>', 'deref: a grant token from the parent')
+    .option('--child <agent>', 'grant: the child agent')
+    .option('--cap <tokens>', 'grant: token cap (default 500)')
+    .option('--ttl <seconds>', 'grant: lifetime (default 3600)')
+    .addOption(new Option('--direction <d>', 'validate-message: the contract').choices(['child-to-parent', 'parent-to-child']))
+    .option('--lead <line...>', "brief: the parent's own first lines")
+    .option('--since <iso>', 'metrics: only events since')
+    .action(merged(withStore((m, args: BusArgs & GlobalOptions) => busCommand(m, args, io), (args) => ['put', 'grant', 'validate-message', 'deref', 'promote', 'remove'].includes(args.action), 'foreground')));
+
+  program
+    .command('reindex')
+    .description("embed every event with the chosen embedder's model (a new model replaces the old vectors; events are untouched)")
+    .option('--retry-failed', 'queue events whose embedding failed repeatedly again')
+    .action(merged(withStore((m, args: ReindexArgs & GlobalOptions) => reindexCommand(m, args, io), false, 'foreground')));
 
   program
     .command('show')
@@ -190,9 +268,33 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     .action(merged(withStore((m, args: KarmaArgs & GlobalOptions) => karmaCommand(m, args, io), (args) => args.action !== 'list')));
 
   program
+    .command('agent')
+    .description('agents that may call `engram serve` (HTTP API, MCP over HTTP) and their bearer tokens')
+    .argument('<action>', 'add NAME | list | revoke NAME | rotate NAME')
+    .argument('[name]', 'the agent (a name, or its id for revoke/rotate)')
+    .option('--role <role>', 'add: architect, director, manager, programmer, ... (free text, up to 32 characters)')
+    .option('--parent <agent>', "add: the agent's parent in the hierarchy (name or id)")
+    .option('--project <name>', 'add: the project the agent works on')
+    .option('--admin', 'add: the agent may manage other agents over HTTP')
+    .action(merged(withStore((m, args: AgentArgs & GlobalOptions) => agentCommand(m, args, io), (args) => args.action === 'add')));
+
+  program
+    .command('serve')
+    .description('serve the HTTP API (/v1) and MCP over Streamable HTTP (/mcp) to agents with bearer tokens')
+    .option('-p, --port <n>', 'TCP port (default 7077; 0 picks a free one)')
+    .option('--host <host>', 'interface to bind (default 127.0.0.1: this machine only)')
+    .option('--allow-remote', 'allow a --host reachable from other machines')
+    .option('--cors <origin>', 'allow browser requests from this origin (default: no CORS)')
+    .option('--max-body-bytes <n>', 'largest request body accepted (default 8 MiB)')
+    // The embedding worker runs in the background while serving (--embedder none turns it off).
+    .action(merged(withStore((m, args: ServeArgs & GlobalOptions) => serveCommand(m, args, io, VERSION), true, 'background')));
+
+  program
     .command('mcp')
     .description('serve the MCP tools (recall, expand, get/update_task_state, append_events) on stdio for an agent host')
     .option('-s, --session <id>', 'the session the tools work for (default: $ENGRAM_SESSION)')
+    .option('--agent <name>', 'the agent the bus tools (less_*) act as (default: $ENGRAM_AGENT; without one they are refused)')
+    .option('--run <id>', 'the run of run-scoped engrams (default: $ENGRAM_RUN, else default)')
     .action(merged(withStore((m, args: McpArgs & GlobalOptions) => mcpCommand(m, args, io, VERSION), true)));
 
   program
@@ -204,6 +306,39 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     .action(
       merged(async (args: MigrateArgs & GlobalOptions) => {
         exitCode = await migrateCommand(args, io);
+      }),
+    );
+
+  const bench = program
+    .command('bench')
+    .description('measure recall on a benchmark (no store is touched: each conversation or trace gets a temporary one)');
+  bench
+    .command('locomo')
+    .description('LoCoMo evidence recall@k overall and per category, for any file of that shape (embedder: --embedder)')
+    .requiredOption('--data <file>', 'LoCoMo-shaped JSON: a list of {sample_id, conversation: {session_N, session_N_date_time}, qa}')
+    .option('-k, --k <list>', 'depths, comma-separated (default 5,10,25,50)')
+    .addOption(new Option('--retriever <name>', 'fts, vector or hybrid (default: hybrid, fts with --embedder none)').choices(['fts', 'vector', 'hybrid']))
+    .action(
+      merged(async (args: BenchLocomoArgs & GlobalOptions) => {
+        exitCode = await benchLocomoCommand(args, io);
+      }),
+    );
+  bench
+    .command('needle')
+    .description('needle recall under forced compaction: Engram against truncation, narrative and summary-DAG baselines (ENGRAM §10A)')
+    .option('--quick', 'a reduced run (one seed, four traces), under a minute')
+    .option('--seed <n>', 'seed, or seeds comma-separated (default 1,2: 1 for development, 2 held out)')
+    .option('--window <tokens>', 'context window (default 32000)')
+    .option('--cycles <list>', 'compaction cycles to probe after, comma-separated (default 1,3,5)')
+    .option('--out <dir>', 'where the report goes (default bench/results)')
+    .option('--replay <file>', 'replay a recorded transcript (any format ingest reads) instead of synthetic traces')
+    .addOption(new Option('-f, --format <format>', 'with --replay: transcript format (default: detected)').choices([...IMPORT_FORMATS]))
+    .option('-s, --session <id>', 'with --replay: the session to replay (default: the largest)')
+    .addOption(new Option('--traces <n>', 'traces per seed').hideHelp())
+    .addOption(new Option('--needles-per-type <n>', 'needles of each type per trace').hideHelp())
+    .action(
+      merged(async (args: BenchNeedleArgs & GlobalOptions) => {
+        exitCode = await benchNeedleCommand(args, io);
       }),
     );
 
@@ -228,6 +363,17 @@ Examples:
     await mem?.close();
   }
   return exitCode;
+}
+
+/** The bus's repository: --repo / $ENGRAM_REPO (checked to be a git repository), else the engine's default (the working directory). */
+function busRepo(opts: GlobalOptions): { bus?: { repoRoot: string } } {
+  const given = opts.repo || process.env.ENGRAM_REPO;
+  if (!given) return {};
+  const root = resolve(given);
+  if (!existsSync(join(root, '.git')) && !existsSync(join(root, 'HEAD'))) {
+    throw new EngramError('INVALID_INPUT', `--repo: ${root} is not a git repository (no .git)`, { field: 'repo' });
+  }
+  return { bus: { repoRoot: root } };
 }
 
 /** --pg / $ENGRAM_PG_URL, else --db / $ENGRAM_DB, else the default SQLite file. */

@@ -13,8 +13,17 @@ function nextStep(e: EngramError, options: ToolErrorOptions): string {
     case 'INVALID_INPUT':
       return field ? `Fix the argument \`${field}\` as described and call the tool again.` : 'Fix the arguments as described and call the tool again.';
     case 'POINTER_INVALID':
-      return 'The pointer is malformed; use an id exactly as a recall hit printed it.';
+      if (Array.isArray(e.data.violations)) return resendStep(e);
+      return (
+        'The pointer is malformed or unsafe: fix it as the message says and call again. Forms: repo:PATH#L10-L20@<full 40-hex commit sha>, ' +
+        'artifact:art_<sha256>#L1-L40, sam:event:evt_..., diff:<commit>#PATH#L1-L9; or use an id exactly as a recall hit printed it.'
+      );
     case 'NOT_FOUND':
+      if (field === 'child') return "No agent has that name; use your child's name or id exactly (your children are listed by engram agent list).";
+      if (field?.startsWith('pointer') || e.data.pointer !== undefined) {
+        return 'The pointer addresses nothing that exists (a file, line span or artifact missing at that commit). Check it against the engram that cited it; do not retry it unchanged.';
+      }
+      if (typeof e.data.id === 'string' && e.data.id.startsWith('eng_')) return 'No live engram visible to you has that id (it may have expired or been removed); query again with less_query_engrams.';
       return 'Nothing has that id. Use an id exactly as a recall hit printed it (evt_... or art_...), or recall again to find it.';
     case 'AMBIGUOUS_ID':
       return 'That id prefix matches several objects; call again with more characters of the id.';
@@ -23,10 +32,37 @@ function nextStep(e: EngramError, options: ToolErrorOptions): string {
     case 'CONFLICT':
       return 'Another writer changed it first. Read the current value again (e.g. get_task_state) and retry your change on top of it.';
     case 'BUDGET_EXCEEDED':
+      if (Array.isArray(e.data.violations)) return resendStep(e);
+      if (e.data.limit === 'maxEngramsPerAgentPerMinute') {
+        return 'You are writing engrams faster than allowed: wait a minute before the next one, and send fewer, better engrams (merge related claims into one).';
+      }
+      if (e.data.limit === 'maxEngramChars') {
+        return `Shorten the claim to at most ${String(e.data.allowed)} characters (1-3 sentences) and put the details behind its pointers, then call again.`;
+      }
       return 'The answer does not fit the token budget: resend with a larger budgetTokens / maxTokens, or ask for less (a narrower query, fewer items).';
     case 'DEREF_DENIED':
+      if (e.data.reason === 'count' || e.data.reason === 'tokens') {
+        return (
+          "Your deref budget for this turn is spent. Do not retry as is: work from the engrams and pointers you have, or ask your parent for a grant " +
+          'with less_request_deref (the pointer and why you need it), then call less_deref_pointer again with the budget_token your parent gives you. ' +
+          'Your next message to your parent starts a new turn with a fresh budget.'
+        );
+      }
+      return (
+        'That grant cannot pay for this deref (see the reason). Ask your parent for a new grant for exactly this pointer with less_request_deref; ' +
+        'a grant is single-use, covers one pointer and expires.'
+      );
     case 'SCOPE_DENIED':
-      return 'You are not allowed to read that. Do not retry; ask the user or the owner for access.';
+      if (e.data.field === 'provenance.created_by') return 'Leave provenance out: the engine records you as the writer. Call again without it.';
+      if (e.data.field === 'scope') return 'Write the engram with scope project or run; your parent promotes it wider when it holds up. Call again with a narrower scope.';
+      return "The scope rules do not allow this (only a parent of an engram's writer promotes it, with enough confidence). Do not retry; tell your parent.";
+    case 'FORBIDDEN':
+      return 'Your agent is not allowed to do that. Do not retry; ask the user or an admin agent.';
+    case 'UNAUTHENTICATED':
+      if (e.data.field === 'agent') return 'The bus tools have no agent to act as here. Do not retry; tell the user to add --agent NAME to the engram mcp command.';
+      return 'The server does not accept your credentials (a missing, unknown or revoked token). Do not retry; tell the user.';
+    case 'PAYLOAD_TOO_LARGE':
+      return 'The request is too large for the server: send fewer or smaller events per call.';
     case 'PROVIDER_ERROR':
       return e.data.retryable === true ? 'A model provider failed temporarily; retry shortly.' : 'A model provider failed; retrying will not help. Tell the user.';
     case 'NOT_AN_ENGRAM_STORE':
@@ -36,6 +72,16 @@ function nextStep(e: EngramError, options: ToolErrorOptions): string {
     case 'INTERNAL':
       return 'This is a bug in Engram, not in your call; do not retry the same call. Tell the user.';
   }
+}
+
+/** After a rejected agent message: resend in the compliant form the violations describe. */
+function resendStep(e: EngramError): string {
+  const resend = e.data.resend as { instructions?: unknown; maxInlineTokens?: unknown } | undefined;
+  const steps = Array.isArray(resend?.instructions) ? resend.instructions.map(String) : [];
+  return (
+    `Resend the message as engrams + pointers (within ${String(resend?.maxInlineTokens ?? 'the')} inline tokens, no pasted code): ` +
+    (steps.length > 0 ? steps.join(' ') : 'shorten it and point to the sources instead of quoting them.')
+  );
 }
 
 export interface ToolErrorOptions {

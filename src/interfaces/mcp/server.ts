@@ -5,16 +5,27 @@ import type { Engram } from '../../engine.js';
 import { eventInputSchema } from '../../model/event.js';
 import type { TaskStateUpdate, TaskStateVersion } from '../../model/task-state.js';
 import { taskStateUpdateSchema } from '../../model/task-state.js';
-import type { RecallHit } from '../../memory/recall.js';
-import { isUtf8Text } from '../../util/is-utf8-text.js';
+import { DEFAULT_EXPAND_MAX_TOKENS, expandById } from '../shared/expand.js';
+import { MAX_RECALL_BATCH, recallForAgent, recallText } from '../shared/recall.js';
 import type { ToolErrorOptions } from './errors.js';
 import { toolErrorResult } from './errors.js';
+import type { BusAgent } from '../../bus/bus-agent.js';
+import { registerBusTools } from './bus-tools.js';
 
 export interface EngramMcpServerOptions {
   /** The session this server works for: `append_events` writes to it, task state tools read and write its card. */
   sessionId: string;
   /** Reported to clients in the initialize handshake. */
   version: string;
+  /**
+   * The agent the Engram Bus tools (less_*) act as: the authenticated one over HTTP, `--agent` on stdio.
+   * Without one, those tools answer with an error saying how to name one.
+   */
+  agent?: BusAgent;
+  /** The run that run-scoped engrams belong to. Default: the bus default (`default`). */
+  runId?: string;
+  /** List `less_issue_grant`: the agent has children. Default false. */
+  canIssueGrants?: boolean;
 }
 
 export interface EngramMcpServer {
@@ -23,10 +34,7 @@ export interface EngramMcpServer {
   settled(): Promise<void>;
 }
 
-/** Most queries in one batched recall call; each gets its own budget, so a batch costs up to this many packs. */
-export const MAX_RECALL_BATCH = 10;
-/** Default cut of `expand`: a whole typical event, or the first pages of a large tool output. */
-export const DEFAULT_EXPAND_MAX_TOKENS = 4000;
+export { DEFAULT_EXPAND_MAX_TOKENS, MAX_RECALL_BATCH };
 
 /**
  * A permissive schema that advertises `precise`'s JSON Schema to the client. The engine validates these
@@ -100,33 +108,19 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
     },
     (args) =>
       run(async () => {
-        const queries = typeof args.query === 'string' ? [args.query] : args.query;
-        const card = args.sessionOnly ? await mem.taskStates.get(sessionId) : null;
-        // One budget shared by the batch; an event already returned for one query is not repeated (ENGRAM §4.5).
-        const { results } = await mem.recallBatch(queries, {
+        const answer = await recallForAgent(mem, {
+          queries: typeof args.query === 'string' ? [args.query] : args.query,
           askingSessionId: sessionId,
-          ...(args.sessionOnly ? { sessionIds: [sessionId] } : {}),
-          ...(card ? { taskState: card.state } : {}),
-          ...(args.k !== undefined ? { k: args.k } : {}),
-          ...(args.budgetTokens !== undefined ? { budgetTokens: args.budgetTokens } : {}),
+          ...(args.sessionOnly ? { sessionIds: [sessionId], taskCardSessionId: sessionId } : {}),
+          k: args.k,
+          budgetTokens: args.budgetTokens,
         });
-        const text = results
-          .map((r) =>
-            r.isTruncated ? `${r.text}\n[more matches were left out: call again with a larger budgetTokens or k, or a narrower query]` : r.text,
-          )
-          .join('\n\n');
         return {
-          content: [{ type: 'text', text }],
+          content: [{ type: 'text', text: recallText(answer) }],
           structuredContent: {
-            ...(card ? { taskStateVersion: card.version } : {}),
-            results: results.map((r) => ({
-              query: r.query,
-              hits: r.hits.map(hitSummary),
-              candidates: r.candidates,
-              usedTokens: r.usedTokens,
-              budgetTokens: r.budgetTokens,
-              isTruncated: r.isTruncated,
-            })),
+            ...(answer.taskStateVersion !== undefined ? { taskStateVersion: answer.taskStateVersion } : {}),
+            // The text is already the tool's content; structured results carry the hits without it.
+            results: answer.results.map(({ text: _text, ...r }) => r),
           },
         };
       }),
@@ -144,50 +138,8 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
     },
     (args) =>
       run(async () => {
-        const maxTokens = args.maxTokens ?? DEFAULT_EXPAND_MAX_TOKENS;
-        const target = await mem.resolve(args.id);
-        if (target.kind === 'event') {
-          const e = await mem.getEvent(target.id);
-          const head =
-            `${e.id}  session ${e.sessionId}  turn ${e.turn}  ${e.kind}${e.toolName ? ` (${e.toolName})` : ''}  ${e.ts}` +
-            (e.artifact ? `\nThis is a preview; the full content is artifact ${e.artifact.id}: expand it to read everything.` : '');
-          const body = cutToTokens(mem, e.content, maxTokens);
-          return {
-            content: [{ type: 'text', text: `${head}\n---\n${body.text}` }],
-            structuredContent: {
-              kind: 'event',
-              id: e.id,
-              sessionId: e.sessionId,
-              turn: e.turn,
-              eventKind: e.kind,
-              ts: e.ts,
-              ...(e.artifact ? { artifactId: e.artifact.id } : {}),
-              totalTokens: body.totalTokens,
-              isTruncated: body.isTruncated,
-            },
-          };
-        }
-        const { record, bytes } = await mem.readArtifact(target.id);
-        const head = `${record.id}  ${record.mediaType}  ${record.sizeBytes} bytes`;
-        if (!isUtf8Text(bytes)) {
-          return {
-            content: [{ type: 'text', text: `${head}\nBinary content: it cannot be shown as text.` }],
-            structuredContent: { kind: 'artifact', id: record.id, mediaType: record.mediaType, sizeBytes: record.sizeBytes, isText: false },
-          };
-        }
-        const body = cutToTokens(mem, bytes.toString('utf8'), maxTokens);
-        return {
-          content: [{ type: 'text', text: `${head}\n---\n${body.text}` }],
-          structuredContent: {
-            kind: 'artifact',
-            id: record.id,
-            mediaType: record.mediaType,
-            sizeBytes: record.sizeBytes,
-            isText: true,
-            totalTokens: body.totalTokens,
-            isTruncated: body.isTruncated,
-          },
-        };
+        const { text, details } = await expandById(mem, args.id, args.maxTokens ?? DEFAULT_EXPAND_MAX_TOKENS);
+        return { content: [{ type: 'text', text }], structuredContent: details };
       }),
   );
 
@@ -264,6 +216,8 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
       }),
   );
 
+  registerBusTools(server, mem, { agent: options.agent, runId: options.runId ?? mem.bus.defaultRunId, canIssueGrants: options.canIssueGrants ?? false }, run);
+
   server.registerResource(
     'task-state',
     new ResourceTemplate('engram://session/{id}/task-state', { list: undefined }),
@@ -283,37 +237,7 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
   };
 }
 
-function hitSummary(h: RecallHit) {
-  return {
-    eventId: h.eventId,
-    sessionId: h.sessionId,
-    turn: h.turn,
-    kind: h.kind,
-    ts: h.ts,
-    score: h.score,
-    isExactMatch: h.isExactMatch,
-    isKeyEvent: h.isKeyEvent,
-    excerpt: h.excerpt,
-    ...(h.toolName ? { toolName: h.toolName } : {}),
-    ...(h.artifactId ? { artifactId: h.artifactId } : {}),
-    ...(h.supersededBy ? { supersededBy: h.supersededBy } : {}),
-  };
-}
-
 function cardResult(card: TaskStateVersion, title: string): CallToolResult {
   const structured = { sessionId: card.sessionId, version: card.version, state: card.state, eventId: card.eventId, producedByTurn: card.producedByTurn, ts: card.ts };
   return { content: [{ type: 'text', text: `${title}\n${JSON.stringify(card.state, null, 2)}` }], structuredContent: structured };
-}
-
-/** Cuts text to `maxTokens` with the engine's tokenizer, telling the model how much is left and how to get it. */
-function cutToTokens(mem: Engram, text: string, maxTokens: number): { text: string; totalTokens: number; isTruncated: boolean } {
-  const totalTokens = mem.tokenizer.count(text);
-  if (totalTokens <= maxTokens) return { text, totalTokens, isTruncated: false };
-  const kept = mem.tokenizer.truncate(text, maxTokens);
-  const more = totalTokens - mem.tokenizer.count(kept);
-  return {
-    text: `${kept}\n[truncated: ${more} more tokens; ask with a larger maxTokens or recall a narrower query]`,
-    totalTokens,
-    isTruncated: true,
-  };
 }

@@ -193,6 +193,200 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         FOR EACH ROW EXECUTE FUNCTION ${s}.engram_refuse_change();
     `,
   },
+  {
+    version: 5,
+    description: 'agents and their bearer tokens',
+    sql: (s) => `
+      -- Who calls the HTTP API. The token itself is never stored, only its sha256 (hex). Names are unique
+      -- case-insensitively. parent_id is fixed at creation and must name an earlier agent, so the
+      -- hierarchy cannot form a cycle.
+      CREATE TABLE ${s}.agents (
+        id         text COLLATE "C" PRIMARY KEY,
+        name       text COLLATE "C" NOT NULL,
+        role       text NOT NULL,
+        parent_id  text COLLATE "C" REFERENCES ${s}.agents (id),
+        project    text,
+        is_admin   boolean NOT NULL,
+        token_hash text COLLATE "C" NOT NULL,
+        created_ms bigint NOT NULL,
+        revoked_ms bigint
+      );
+      CREATE UNIQUE INDEX agents_name ON ${s}.agents (lower(name));
+      CREATE UNIQUE INDEX agents_token_hash ON ${s}.agents (token_hash);
+      -- Only the token (rotation, while live) and the revocation (once) ever change; an agent is never deleted.
+      CREATE TRIGGER agents_no_rewrite BEFORE UPDATE ON ${s}.agents
+        FOR EACH ROW WHEN (NEW.id IS DISTINCT FROM OLD.id OR NEW.name IS DISTINCT FROM OLD.name OR NEW.role IS DISTINCT FROM OLD.role
+          OR NEW.parent_id IS DISTINCT FROM OLD.parent_id OR NEW.project IS DISTINCT FROM OLD.project
+          OR NEW.is_admin IS DISTINCT FROM OLD.is_admin OR NEW.created_ms IS DISTINCT FROM OLD.created_ms
+          OR OLD.revoked_ms IS NOT NULL)
+        EXECUTE FUNCTION ${s}.engram_refuse_change();
+      CREATE TRIGGER agents_no_delete BEFORE DELETE ON ${s}.agents
+        FOR EACH ROW EXECUTE FUNCTION ${s}.engram_refuse_change();
+    `,
+  },
+  {
+    version: 6,
+    description: 'embedding queue and stored vectors',
+    sql: (s) => `
+      -- The model row exists from here on (JSON null until a model is chosen): appends lock it FOR SHARE
+      -- and a model switch FOR UPDATE (see postgres-vectors.ts).
+      INSERT INTO ${s}.store_meta (key, value) VALUES ('vector_model', 'null') ON CONFLICT (key) DO NOTHING;
+      -- One row per event waiting for its vector, written in the append transaction and claimed with
+      -- FOR UPDATE SKIP LOCKED, so workers on several servers share the queue.
+      CREATE TABLE ${s}.embedding_jobs (
+        event_id       text COLLATE "C" PRIMARY KEY REFERENCES ${s}.events (id),
+        seq            bigserial NOT NULL,
+        lease_until_ms bigint NOT NULL DEFAULT 0,
+        attempts       integer NOT NULL DEFAULT 0,
+        last_error     text
+      );
+      CREATE INDEX embedding_jobs_seq ON ${s}.embedding_jobs (seq);
+      -- Derived data: dropped and rebuilt when the model changes. Filter columns are copied from the event
+      -- so a filtered scan reads this table alone.
+      CREATE TABLE ${s}.event_vectors (
+        event_id   text COLLATE "C" PRIMARY KEY REFERENCES ${s}.events (id),
+        session_id text COLLATE "C" NOT NULL,
+        kind       text NOT NULL,
+        ts_ms      bigint NOT NULL,
+        task_id    text,
+        model      text NOT NULL,
+        vector     bytea NOT NULL
+      );
+      CREATE INDEX event_vectors_session ON ${s}.event_vectors (session_id, ts_ms);
+      CREATE INDEX event_vectors_ts ON ${s}.event_vectors (ts_ms);
+    `,
+  },
+  {
+    version: 7,
+    description: 'Engram Bus: engrams and their hash keys, deref budgets, grants, telemetry',
+    sql: (s) => `
+      -- Raised by the triggers below that keep engrams, their keys and grants (same SQLSTATE as migration 1).
+      CREATE FUNCTION ${s}.engram_bus_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        RAISE EXCEPTION 'engram: % refused on %: engrams, their keys and grants are kept; only a removal, a promotion or a grant''s single use is recorded', TG_OP, TG_TABLE_NAME
+          USING ERRCODE = 'EG001';
+      END $$;
+
+      -- One row per engram (PAS Bus §2.1). body is the engram JSON as accepted (json: stored verbatim) and
+      -- never changes; scope is the current scope (a promotion changes it, body keeps the original).
+      -- index_keys holds every hash key, so engram_keys below is derived and can be rebuilt from this table.
+      CREATE TABLE ${s}.engrams (
+        id               text COLLATE "C" PRIMARY KEY,
+        project          text,
+        run_id           text NOT NULL,
+        scope            text NOT NULL,
+        kind             text NOT NULL,
+        created_by       text COLLATE "C" NOT NULL,
+        created_ms       bigint NOT NULL,
+        expires_ms       bigint NOT NULL,
+        dedupe_key       text COLLATE "C" NOT NULL,
+        index_keys       text[] NOT NULL,
+        body             json NOT NULL,
+        removed_ms       bigint,
+        removed_by       text,
+        scope_changed_by text,
+        scope_changed_ms bigint
+      );
+      CREATE INDEX engrams_dedupe ON ${s}.engrams (project, dedupe_key, created_ms);
+      -- The per-writer rate limit counts a writer's engrams of the last minute (LESS §13.2).
+      CREATE INDEX engrams_writer ON ${s}.engrams (created_by, created_ms);
+      -- Listing reads the reader's project and the shared (org, global) engrams newest first, each from its
+      -- own index, and stops at the limit: the table only grows, so it must never be scanned whole.
+      CREATE INDEX engrams_listing ON ${s}.engrams (project, created_ms, id);
+      CREATE INDEX engrams_shared ON ${s}.engrams (created_ms, id) WHERE scope IN ('org', 'global');
+      -- An engram is never rewritten or dropped: removal is recorded once, and a promotion changes only the
+      -- scope fields of a live engram. (body is json, which has no equality: compared as text.)
+      CREATE TRIGGER engrams_no_rewrite BEFORE UPDATE ON ${s}.engrams
+        FOR EACH ROW WHEN (NEW.id IS DISTINCT FROM OLD.id OR NEW.project IS DISTINCT FROM OLD.project
+          OR NEW.run_id IS DISTINCT FROM OLD.run_id OR NEW.kind IS DISTINCT FROM OLD.kind
+          OR NEW.created_by IS DISTINCT FROM OLD.created_by OR NEW.created_ms IS DISTINCT FROM OLD.created_ms
+          OR NEW.expires_ms IS DISTINCT FROM OLD.expires_ms OR NEW.dedupe_key IS DISTINCT FROM OLD.dedupe_key
+          OR NEW.index_keys IS DISTINCT FROM OLD.index_keys OR NEW.body::text IS DISTINCT FROM OLD.body::text
+          OR OLD.removed_ms IS NOT NULL)
+        EXECUTE FUNCTION ${s}.engram_bus_refuse_change();
+      CREATE TRIGGER engrams_no_delete BEFORE DELETE ON ${s}.engrams
+        FOR EACH ROW EXECUTE FUNCTION ${s}.engram_bus_refuse_change();
+      CREATE TRIGGER engrams_no_truncate BEFORE TRUNCATE ON ${s}.engrams
+        FOR EACH STATEMENT EXECUTE FUNCTION ${s}.engram_bus_refuse_change();
+
+      -- The hash-key index (PAS Bus §5.1). Visibility, expiry and kind are copied from the engram (scope is
+      -- kept in step by a promotion), so each key's newest visible rows are read straight from an index:
+      -- the reader's own project (project and run scope) through engram_keys_project, org and global
+      -- engrams through the partial engram_keys_shared. Engrams of other projects never fill a key's quota.
+      CREATE TABLE ${s}.engram_keys (
+        key        text COLLATE "C" NOT NULL,
+        engram_id  text COLLATE "C" NOT NULL REFERENCES ${s}.engrams (id),
+        project    text,
+        scope      text NOT NULL,
+        run_id     text NOT NULL,
+        kind       text NOT NULL,
+        created_ms bigint NOT NULL,
+        expires_ms bigint NOT NULL,
+        PRIMARY KEY (key, engram_id)
+      );
+      CREATE INDEX engram_keys_project ON ${s}.engram_keys (key, project, created_ms DESC, engram_id DESC);
+      CREATE INDEX engram_keys_shared ON ${s}.engram_keys (key, created_ms DESC, engram_id DESC) WHERE scope IN ('org', 'global');
+      CREATE TRIGGER engram_keys_no_rewrite BEFORE UPDATE ON ${s}.engram_keys
+        FOR EACH ROW WHEN (NEW.key IS DISTINCT FROM OLD.key OR NEW.engram_id IS DISTINCT FROM OLD.engram_id
+          OR NEW.project IS DISTINCT FROM OLD.project OR NEW.run_id IS DISTINCT FROM OLD.run_id
+          OR NEW.kind IS DISTINCT FROM OLD.kind OR NEW.created_ms IS DISTINCT FROM OLD.created_ms
+          OR NEW.expires_ms IS DISTINCT FROM OLD.expires_ms)
+        EXECUTE FUNCTION ${s}.engram_bus_refuse_change();
+      CREATE TRIGGER engram_keys_no_delete BEFORE DELETE ON ${s}.engram_keys
+        FOR EACH ROW EXECUTE FUNCTION ${s}.engram_bus_refuse_change();
+
+      -- Deref budgets count per agent turn (PAS Bus §3.2): the turn counter, and per turn the derefs of each
+      -- kind and their tokens. Counters, not history: bus_events below keeps what happened.
+      CREATE TABLE ${s}.agent_turns (
+        agent_id text COLLATE "C" PRIMARY KEY,
+        turn     integer NOT NULL
+      );
+      CREATE TABLE ${s}.deref_usage (
+        agent_id text COLLATE "C" NOT NULL,
+        turn     integer NOT NULL,
+        repo     integer NOT NULL DEFAULT 0,
+        artifact integer NOT NULL DEFAULT 0,
+        sam      integer NOT NULL DEFAULT 0,
+        other    integer NOT NULL DEFAULT 0,
+        tokens   bigint NOT NULL DEFAULT 0,
+        PRIMARY KEY (agent_id, turn)
+      );
+
+      -- Deref grants (PAS Bus §6.3): used once; the use is recorded, the grant never changes otherwise.
+      CREATE TABLE ${s}.grants (
+        id          text COLLATE "C" PRIMARY KEY,
+        parent_id   text COLLATE "C" NOT NULL,
+        child_id    text COLLATE "C" NOT NULL,
+        pointer_ref text NOT NULL,
+        cap_tokens  bigint NOT NULL,
+        issued_ms   bigint NOT NULL,
+        expires_ms  bigint NOT NULL,
+        used_ms     bigint,
+        used_tokens bigint
+      );
+      CREATE TRIGGER grants_no_rewrite BEFORE UPDATE ON ${s}.grants
+        FOR EACH ROW WHEN (NEW.id IS DISTINCT FROM OLD.id OR NEW.parent_id IS DISTINCT FROM OLD.parent_id
+          OR NEW.child_id IS DISTINCT FROM OLD.child_id OR NEW.pointer_ref IS DISTINCT FROM OLD.pointer_ref
+          OR NEW.cap_tokens IS DISTINCT FROM OLD.cap_tokens OR NEW.issued_ms IS DISTINCT FROM OLD.issued_ms
+          OR NEW.expires_ms IS DISTINCT FROM OLD.expires_ms OR OLD.used_ms IS NOT NULL)
+        EXECUTE FUNCTION ${s}.engram_bus_refuse_change();
+      CREATE TRIGGER grants_no_delete BEFORE DELETE ON ${s}.grants
+        FOR EACH ROW EXECUTE FUNCTION ${s}.engram_bus_refuse_change();
+
+      -- Telemetry (LESS §12), append-only like the recall log.
+      CREATE TABLE ${s}.bus_events (
+        id       bigserial PRIMARY KEY,
+        ts_ms    bigint NOT NULL,
+        type     text COLLATE "C" NOT NULL,
+        agent_id text COLLATE "C",
+        role     text,
+        data     json NOT NULL
+      );
+      CREATE INDEX bus_events_type ON ${s}.bus_events (type, ts_ms);
+      CREATE TRIGGER bus_events_immutable BEFORE UPDATE ON ${s}.bus_events
+        FOR EACH ROW EXECUTE FUNCTION ${s}.engram_refuse_change();
+    `,
+  },
 ];
 
 export const LATEST_POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1]!.version;

@@ -5,6 +5,11 @@ import type { ArtifactId, EventId, SessionId } from '../../model/ids.js';
 import type {
   AppendOutcome,
   BackendCapabilities,
+  EmbeddingQueueStats,
+  StoredVector,
+  VectorHit,
+  VectorModel,
+  VectorSearchQuery,
   EventDraft,
   KeyedEvent,
   ListEventsQuery,
@@ -21,12 +26,17 @@ import { DEFAULT_CAPABILITIES, recallLogLimit } from '../backend.js';
 import type { ContextStateRecord } from '../../model/context-state.js';
 import type { KarmaRecord } from '../../model/karma.js';
 import { karmaFromColumns, type KarmaColumns } from '../karma-record.js';
+import type { AgentId, AgentRecord } from '../../model/agent.js';
+import { PostgresAgents } from './postgres-agents.js';
 import { eventFromColumns, eventFromDraft, type EventColumns } from '../event-record.js';
 import { LATEST_POSTGRES_SCHEMA_VERSION, MIGRATIONS_TABLE, POSTGRES_MIGRATIONS, TEXT_SEARCH_CONFIG } from './migrations.js';
 import type { PgErrorPhase } from './pg-errors.js';
 import { isServerError, redactPgUrl, translatePgError } from './pg-errors.js';
 import { chunkForIndex, indexTokens } from './tsquery.js';
 import { TsqueryPlanner } from './tsquery-planner.js';
+import { PostgresVectors } from './postgres-vectors.js';
+import { PostgresBus } from './postgres-bus.js';
+import type { BusStorage } from '../bus-storage.js';
 
 export interface PostgresBackendOptions {
   /**
@@ -140,6 +150,9 @@ export class PostgresBackend implements StorageBackend {
   readonly displayUrl: string;
   private readonly sql: ReturnType<typeof buildStatements>;
   private readonly planner: TsqueryPlanner;
+  private readonly agents: PostgresAgents;
+  private readonly vectors: PostgresVectors;
+  readonly bus: BusStorage;
   private isClosed = false;
 
   private constructor(
@@ -149,9 +162,20 @@ export class PostgresBackend implements StorageBackend {
   ) {
     this.schema = location.schema;
     this.displayUrl = location.displayUrl;
-    this.capabilities = { ...DEFAULT_CAPABILITIES, fullText: 'tsvector', supportsConcurrentWriters: true, isPowerLossDurable };
+    this.capabilities = { ...DEFAULT_CAPABILITIES, fullText: 'tsvector', supportsConcurrentWriters: true, isPowerLossDurable, vectorSearch: 'exact-scan' };
     this.sql = buildStatements(quoteIdent(location.schema));
     this.planner = new TsqueryPlanner((queries, cap) => this.cappedCounts(queries, cap));
+    this.agents = new PostgresAgents(this.sql.s, <R>(sql: string, params: unknown[], context: string) => this.query<R>(sql, params, context));
+    this.vectors = new PostgresVectors(
+      this.sql.s,
+      (sql, params) => this.query(sql, params ?? [], 'vector query failed'),
+      (fn) => this.transaction('vector write failed', fn),
+    );
+    this.bus = new PostgresBus(
+      this.sql.s,
+      <R>(sql: string, params: unknown[], context: string) => this.query<R>(sql, params, context),
+      (context, fn) => this.transaction(context, fn),
+    );
   }
 
   /** Rows each tsquery matches, counted through the GIN index and capped (so a common word costs little). */
@@ -230,7 +254,10 @@ export class PostgresBackend implements StorageBackend {
         fresh.push({ draft: d, turn, ...chunked[i]! });
         outcomes.push({ record, isDuplicate: false });
       });
-      if (fresh.length > 0) await c.query(s.insertEvents, insertEventsParams(sessionId, fresh));
+      if (fresh.length > 0) {
+        await c.query(s.insertEvents, insertEventsParams(sessionId, fresh));
+        await this.vectors.enqueue(c, fresh.map((f) => f.draft.id));
+      }
       return outcomes;
     });
   }
@@ -434,6 +461,35 @@ export class PostgresBackend implements StorageBackend {
     return rows.length > 0;
   }
 
+  addAgent(record: AgentRecord, tokenHash: string): Promise<void> {
+    return this.agents.add(record, tokenHash);
+  }
+
+  getAgent(id: AgentId): Promise<AgentRecord | null> {
+    return this.agents.byId(id);
+  }
+
+  getAgentByName(name: string): Promise<AgentRecord | null> {
+    return this.agents.byName(name);
+  }
+
+  getAgentByTokenHash(tokenHash: string): Promise<AgentRecord | null> {
+    return this.agents.byTokenHash(tokenHash);
+  }
+
+  listAgents(): Promise<AgentRecord[]> {
+    return this.agents.list();
+  }
+
+  revokeAgent(id: AgentId, revokedAtMs: number): Promise<boolean> {
+    return this.agents.revoke(id, revokedAtMs);
+  }
+
+  setAgentTokenHash(id: AgentId, tokenHash: string): Promise<boolean> {
+    return this.agents.setTokenHash(id, tokenHash);
+  }
+
+
   async logRecall(entry: RecallLogInput): Promise<number> {
     const rows = await this.query<{ id: string }>(
       this.sql.insertRecallLog,
@@ -490,6 +546,46 @@ export class PostgresBackend implements StorageBackend {
       schemaVersion: totals!.version ?? 0,
       backend: `postgres ${this.displayUrl} schema ${this.schema}`,
     };
+  }
+
+  getVectorModel(): Promise<VectorModel | null> {
+    return this.vectors.readModel();
+  }
+
+  setVectorModel(model: VectorModel): Promise<{ isChanged: boolean; queued: number }> {
+    return this.vectors.setModel(model);
+  }
+
+  claimEmbeddingJobs(limit: number, leaseMs: number): Promise<EventId[]> {
+    return this.vectors.claim(limit, leaseMs);
+  }
+
+  putVectors(model: string, vectors: StoredVector[], skipped: EventId[] = []): Promise<void> {
+    return this.vectors.put(model, vectors, skipped);
+  }
+
+  failEmbeddingJobs(ids: EventId[], error: string): Promise<void> {
+    return this.vectors.fail(ids, error);
+  }
+
+  retryFailedEmbeddings(): Promise<number> {
+    return this.vectors.retryFailed();
+  }
+
+  embeddingQueueStats(): Promise<EmbeddingQueueStats> {
+    return this.vectors.stats();
+  }
+
+  pendingEmbeddings(ids: EventId[]): Promise<Set<EventId>> {
+    return this.vectors.pending(ids);
+  }
+
+  searchVectors(query: VectorSearchQuery): Promise<VectorHit[]> {
+    return this.vectors.search(query);
+  }
+
+  getVectors(model: string, ids: EventId[]): Promise<Map<EventId, Float32Array>> {
+    return this.vectors.get(model, ids);
   }
 
   async close(): Promise<void> {

@@ -163,6 +163,168 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       BEGIN SELECT RAISE(ABORT, 'engram: karma facts are never deleted'); END;
     `,
   },
+  {
+    version: 5,
+    description: 'agents and their bearer tokens',
+    sql: `
+      -- Who calls the HTTP API. The token itself is never stored, only its sha256 (hex). Names are unique
+      -- case-insensitively. parent_id is fixed at creation and must name an earlier agent, so the
+      -- hierarchy cannot form a cycle.
+      CREATE TABLE agents (
+        id         TEXT PRIMARY KEY,
+        name       TEXT NOT NULL COLLATE NOCASE UNIQUE,
+        role       TEXT NOT NULL,
+        parent_id  TEXT REFERENCES agents(id),
+        project    TEXT,
+        is_admin   INTEGER NOT NULL,
+        token_hash TEXT NOT NULL UNIQUE,
+        created_ms INTEGER NOT NULL,
+        revoked_ms INTEGER
+      ) STRICT;
+      -- Only the token (rotation, while live) and the revocation (once) ever change; an agent is never deleted.
+      CREATE TRIGGER agents_no_rewrite BEFORE UPDATE ON agents
+      WHEN NEW.id IS NOT OLD.id OR NEW.name IS NOT OLD.name OR NEW.role IS NOT OLD.role
+        OR NEW.parent_id IS NOT OLD.parent_id OR NEW.project IS NOT OLD.project OR NEW.is_admin IS NOT OLD.is_admin
+        OR NEW.created_ms IS NOT OLD.created_ms OR OLD.revoked_ms IS NOT NULL
+      BEGIN SELECT RAISE(ABORT, 'engram: agents are immutable; only token rotation and revocation are recorded'); END;
+      CREATE TRIGGER agents_no_delete BEFORE DELETE ON agents
+      BEGIN SELECT RAISE(ABORT, 'engram: agents are never deleted; revoke them'); END;
+    `,
+  },
+  {
+    version: 6,
+    description: 'embedding queue (vectors live in a vec0 table created with the chosen model)',
+    sql: `
+      -- One row per event waiting for its vector, written in the append transaction. Leases let several
+      -- workers share the queue; attempts set a failing job aside after a few tries.
+      CREATE TABLE embedding_jobs (
+        event_rowid    INTEGER PRIMARY KEY REFERENCES events(rowid),
+        lease_until_ms INTEGER NOT NULL DEFAULT 0,
+        attempts       INTEGER NOT NULL DEFAULT 0,
+        last_error     TEXT
+      ) STRICT;
+    `,
+  },
+  {
+    version: 7,
+    description: 'Engram Bus: engrams and their hash keys, deref budgets, grants, telemetry',
+    sql: `
+      -- One row per engram (PAS Bus §2.1). body is the engram JSON as accepted and never changes; scope is
+      -- the current scope (a promotion changes it, body keeps the original). index_keys (JSON array) holds
+      -- every hash key, so engram_keys below is derived and can be rebuilt from this table.
+      CREATE TABLE engrams (
+        id               TEXT PRIMARY KEY,
+        project          TEXT,
+        run_id           TEXT NOT NULL,
+        scope            TEXT NOT NULL,
+        kind             TEXT NOT NULL,
+        created_by       TEXT NOT NULL,
+        created_ms       INTEGER NOT NULL,
+        expires_ms       INTEGER NOT NULL,
+        dedupe_key       TEXT NOT NULL,
+        index_keys       TEXT NOT NULL,
+        body             TEXT NOT NULL,
+        removed_ms       INTEGER,
+        removed_by       TEXT,
+        scope_changed_by TEXT,
+        scope_changed_ms INTEGER
+      ) STRICT;
+      -- created_ms too: the dedupe lookup reads the newest live one, and without it SQLite preferred
+      -- engrams_listing (no sort, but every engram of the project read).
+      CREATE INDEX engrams_dedupe ON engrams (project, dedupe_key, created_ms);
+      -- The per-writer rate limit counts a writer's engrams of the last minute (LESS §13.2).
+      CREATE INDEX engrams_writer ON engrams (created_by, created_ms);
+      -- Listing reads the reader's project and the shared (org, global) engrams newest first, each from its
+      -- own index, and stops at the limit: the table only grows, so it must never be scanned whole.
+      CREATE INDEX engrams_listing ON engrams (project, created_ms, id);
+      CREATE INDEX engrams_shared ON engrams (created_ms, id) WHERE scope IN ('org', 'global');
+      -- An engram is never rewritten or dropped: removal is recorded once, and a promotion changes only the
+      -- scope fields of a live engram.
+      CREATE TRIGGER engrams_no_rewrite BEFORE UPDATE ON engrams
+      WHEN NEW.id IS NOT OLD.id OR NEW.project IS NOT OLD.project OR NEW.run_id IS NOT OLD.run_id
+        OR NEW.kind IS NOT OLD.kind OR NEW.created_by IS NOT OLD.created_by OR NEW.created_ms IS NOT OLD.created_ms
+        OR NEW.expires_ms IS NOT OLD.expires_ms OR NEW.dedupe_key IS NOT OLD.dedupe_key
+        OR NEW.index_keys IS NOT OLD.index_keys OR NEW.body IS NOT OLD.body OR OLD.removed_ms IS NOT NULL
+      BEGIN SELECT RAISE(ABORT, 'engram: engrams are immutable; only their removal and scope changes are recorded'); END;
+      CREATE TRIGGER engrams_no_delete BEFORE DELETE ON engrams
+      BEGIN SELECT RAISE(ABORT, 'engram: engrams are never deleted'); END;
+
+      -- The hash-key index (PAS Bus §5.1). Visibility, expiry and kind are copied from the engram (scope is
+      -- kept in step by a promotion), so each key's newest visible rows are read straight from an index:
+      -- the reader's own project (project and run scope) through engram_keys_project, org and global
+      -- engrams through the partial engram_keys_shared. Engrams of other projects never fill a key's quota.
+      CREATE TABLE engram_keys (
+        key        TEXT NOT NULL,
+        engram_id  TEXT NOT NULL REFERENCES engrams(id),
+        project    TEXT,
+        scope      TEXT NOT NULL,
+        run_id     TEXT NOT NULL,
+        kind       TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        expires_ms INTEGER NOT NULL,
+        PRIMARY KEY (key, engram_id)
+      ) STRICT, WITHOUT ROWID;
+      CREATE INDEX engram_keys_project ON engram_keys (key, project, created_ms DESC, engram_id DESC);
+      CREATE INDEX engram_keys_shared ON engram_keys (key, created_ms DESC, engram_id DESC) WHERE scope IN ('org', 'global');
+      CREATE TRIGGER engram_keys_no_rewrite BEFORE UPDATE ON engram_keys
+      WHEN NEW.key IS NOT OLD.key OR NEW.engram_id IS NOT OLD.engram_id OR NEW.project IS NOT OLD.project
+        OR NEW.run_id IS NOT OLD.run_id OR NEW.kind IS NOT OLD.kind OR NEW.created_ms IS NOT OLD.created_ms
+        OR NEW.expires_ms IS NOT OLD.expires_ms
+      BEGIN SELECT RAISE(ABORT, 'engram: engram keys are immutable; only a promotion changes their scope'); END;
+      CREATE TRIGGER engram_keys_no_delete BEFORE DELETE ON engram_keys
+      BEGIN SELECT RAISE(ABORT, 'engram: engram keys are never deleted'); END;
+
+      -- Deref budgets count per agent turn (PAS Bus §3.2): the turn counter, and per turn the derefs of each
+      -- kind and their tokens. Counters, not history: the bus_events below keep what happened.
+      CREATE TABLE agent_turns (
+        agent_id TEXT PRIMARY KEY,
+        turn     INTEGER NOT NULL
+      ) STRICT;
+      CREATE TABLE deref_usage (
+        agent_id TEXT NOT NULL,
+        turn     INTEGER NOT NULL,
+        repo     INTEGER NOT NULL DEFAULT 0,
+        artifact INTEGER NOT NULL DEFAULT 0,
+        sam      INTEGER NOT NULL DEFAULT 0,
+        other    INTEGER NOT NULL DEFAULT 0,
+        tokens   INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (agent_id, turn)
+      ) STRICT;
+
+      -- Deref grants (PAS Bus §6.3): used once; the use is recorded, the grant never changes otherwise.
+      CREATE TABLE grants (
+        id          TEXT PRIMARY KEY,
+        parent_id   TEXT NOT NULL,
+        child_id    TEXT NOT NULL,
+        pointer_ref TEXT NOT NULL,
+        cap_tokens  INTEGER NOT NULL,
+        issued_ms   INTEGER NOT NULL,
+        expires_ms  INTEGER NOT NULL,
+        used_ms     INTEGER,
+        used_tokens INTEGER
+      ) STRICT;
+      CREATE TRIGGER grants_no_rewrite BEFORE UPDATE ON grants
+      WHEN NEW.id IS NOT OLD.id OR NEW.parent_id IS NOT OLD.parent_id OR NEW.child_id IS NOT OLD.child_id
+        OR NEW.pointer_ref IS NOT OLD.pointer_ref OR NEW.cap_tokens IS NOT OLD.cap_tokens
+        OR NEW.issued_ms IS NOT OLD.issued_ms OR NEW.expires_ms IS NOT OLD.expires_ms OR OLD.used_ms IS NOT NULL
+      BEGIN SELECT RAISE(ABORT, 'engram: grants are immutable; only their single use is recorded'); END;
+      CREATE TRIGGER grants_no_delete BEFORE DELETE ON grants
+      BEGIN SELECT RAISE(ABORT, 'engram: grants are never deleted'); END;
+
+      -- Telemetry (LESS §12), append-only like the recall log; data is JSON text.
+      CREATE TABLE bus_events (
+        id       INTEGER PRIMARY KEY,
+        ts_ms    INTEGER NOT NULL,
+        type     TEXT NOT NULL,
+        agent_id TEXT,
+        role     TEXT,
+        data     TEXT NOT NULL
+      ) STRICT;
+      CREATE INDEX bus_events_type ON bus_events (type, ts_ms);
+      CREATE TRIGGER bus_events_no_update BEFORE UPDATE ON bus_events
+      BEGIN SELECT RAISE(ABORT, 'engram: bus events are immutable'); END;
+    `,
+  },
 ];
 
 export const LATEST_SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS[SQLITE_MIGRATIONS.length - 1]!.version;

@@ -8,6 +8,11 @@ import type { ArtifactId, EventId, SessionId } from '../../model/ids.js';
 import type {
   AppendOutcome,
   BackendCapabilities,
+  EmbeddingQueueStats,
+  StoredVector,
+  VectorHit,
+  VectorModel,
+  VectorSearchQuery,
   EventDraft,
   KeyedEvent,
   ListEventsQuery,
@@ -24,10 +29,16 @@ import { DEFAULT_CAPABILITIES, recallLogLimit } from '../backend.js';
 import type { ContextStateRecord } from '../../model/context-state.js';
 import type { KarmaRecord } from '../../model/karma.js';
 import { karmaFromColumns, type KarmaColumns } from '../karma-record.js';
+import type { AgentId, AgentRecord } from '../../model/agent.js';
+import { SqliteAgents } from './sqlite-agents.js';
+import { SqliteBus } from './sqlite-bus.js';
+import type { BusStorage } from '../bus-storage.js';
 import { eventFromColumns, eventFromDraft, type EventColumns } from '../event-record.js';
 import { startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { Fts5Planner } from './fts5-planner.js';
 import { ENGRAM_APPLICATION_ID, LATEST_SQLITE_SCHEMA_VERSION, SQLITE_MIGRATIONS } from './migrations.js';
+import { chunks, translateSqliteError } from './sqlite-errors.js';
+import { loadVectorExtension, SqliteVectors } from './sqlite-vectors.js';
 
 type Db = Database.Database;
 
@@ -92,6 +103,9 @@ export class SqliteBackend implements StorageBackend {
   readonly capabilities: BackendCapabilities;
   private readonly stmts: ReturnType<typeof prepareStatements>;
   private readonly planner: Fts5Planner;
+  private readonly vectors: SqliteVectors;
+  private readonly agents: SqliteAgents;
+  readonly bus: BusStorage;
   private checkpointer: Checkpointer | undefined;
   private isClosed = false;
 
@@ -105,9 +119,13 @@ export class SqliteBackend implements StorageBackend {
       fullText: 'fts5',
       supportsConcurrentWriters: false,
       isPowerLossDurable: durability === 'full',
+      vectorSearch: 'sqlite-vec',
     };
     this.stmts = prepareStatements(db);
     this.planner = new Fts5Planner(db);
+    this.vectors = new SqliteVectors(db);
+    this.agents = new SqliteAgents(db);
+    this.bus = new SqliteBus(db);
   }
 
   static open(path: string, options: SqliteBackendOptions = {}): SqliteBackend {
@@ -143,6 +161,7 @@ export class SqliteBackend implements StorageBackend {
       }
       db.pragma('foreign_keys = ON');
       db.pragma('cache_size = -65536'); // 64 MiB page cache
+      loadVectorExtension(db);
       if (!options.readonly) migrate(db);
       else if (readVersion(db) !== LATEST_SQLITE_SCHEMA_VERSION) {
         throw new EngramError('STORAGE_ERROR', `store at ${path} needs a migration; open it once without readonly`, { path });
@@ -175,6 +194,7 @@ export class SqliteBackend implements StorageBackend {
       let maxMs = Number.NEGATIVE_INFINITY;
       let added = 0;
       const outcomes: AppendOutcome[] = [];
+      const rowids: Array<number | bigint> = [];
       for (const d of drafts) {
         if (d.key !== undefined) {
           const existing = s.eventByKey.get(sessionId, d.key) as EventRow | undefined;
@@ -216,9 +236,11 @@ export class SqliteBackend implements StorageBackend {
           d.meta !== undefined ? JSON.stringify(d.meta) : null,
         );
         s.insertFts.run(info.lastInsertRowid, d.searchText, d.searchMeta);
+        rowids.push(info.lastInsertRowid);
         outcomes.push({ record: eventFromDraft(d, sessionId, turn), isDuplicate: false });
       }
       if (added > 0) s.updateSession.run(turn, added, minMs, minMs, maxMs, maxMs, sessionId);
+      this.vectors.enqueue(rowids);
       return outcomes;
     });
     try {
@@ -385,6 +407,56 @@ export class SqliteBackend implements StorageBackend {
     }
   }
 
+  async getVectorModel(): Promise<VectorModel | null> {
+    this.assertOpen();
+    return this.vectors.readModel();
+  }
+
+  async setVectorModel(model: VectorModel): Promise<{ isChanged: boolean; queued: number }> {
+    this.assertOpen();
+    return this.vectors.setModel(model);
+  }
+
+  async claimEmbeddingJobs(limit: number, leaseMs: number): Promise<EventId[]> {
+    this.assertOpen();
+    return this.vectors.claim(limit, leaseMs);
+  }
+
+  async putVectors(model: string, vectors: StoredVector[], skipped: EventId[] = []): Promise<void> {
+    this.assertOpen();
+    this.vectors.put(model, vectors, skipped);
+  }
+
+  async failEmbeddingJobs(ids: EventId[], error: string): Promise<void> {
+    this.assertOpen();
+    this.vectors.fail(ids, error);
+  }
+
+  async retryFailedEmbeddings(): Promise<number> {
+    this.assertOpen();
+    return this.vectors.retryFailed();
+  }
+
+  async embeddingQueueStats(): Promise<EmbeddingQueueStats> {
+    this.assertOpen();
+    return this.vectors.stats();
+  }
+
+  async pendingEmbeddings(ids: EventId[]): Promise<Set<EventId>> {
+    this.assertOpen();
+    return this.vectors.pending(ids);
+  }
+
+  async searchVectors(query: VectorSearchQuery): Promise<VectorHit[]> {
+    this.assertOpen();
+    return this.vectors.search(query);
+  }
+
+  async getVectors(model: string, ids: EventId[]): Promise<Map<EventId, Float32Array>> {
+    this.assertOpen();
+    return this.vectors.get(model, ids);
+  }
+
   async findSuperseding(ids: EventId[]): Promise<Map<EventId, EventId>> {
     this.assertOpen();
     const out = new Map<EventId, EventId>();
@@ -499,6 +571,41 @@ export class SqliteBackend implements StorageBackend {
     this.assertOpen();
     const info = this.db.prepare('UPDATE karma SET removed_ms = ?, removed_by = ? WHERE id = ? AND removed_ms IS NULL').run(removedAtMs, removedBy, id);
     return info.changes > 0;
+  }
+
+  async addAgent(record: AgentRecord, tokenHash: string): Promise<void> {
+    this.assertOpen();
+    this.agents.add(record, tokenHash);
+  }
+
+  async getAgent(id: AgentId): Promise<AgentRecord | null> {
+    this.assertOpen();
+    return this.agents.byId(id);
+  }
+
+  async getAgentByName(name: string): Promise<AgentRecord | null> {
+    this.assertOpen();
+    return this.agents.byName(name);
+  }
+
+  async getAgentByTokenHash(tokenHash: string): Promise<AgentRecord | null> {
+    this.assertOpen();
+    return this.agents.byTokenHash(tokenHash);
+  }
+
+  async listAgents(): Promise<AgentRecord[]> {
+    this.assertOpen();
+    return this.agents.list();
+  }
+
+  async revokeAgent(id: AgentId, revokedAtMs: number): Promise<boolean> {
+    this.assertOpen();
+    return this.agents.revoke(id, revokedAtMs);
+  }
+
+  async setAgentTokenHash(id: AgentId, tokenHash: string): Promise<boolean> {
+    this.assertOpen();
+    return this.agents.setTokenHash(id, tokenHash);
   }
 
   async stats(): Promise<StoreStats> {
@@ -657,22 +764,4 @@ function rowToSession(row: SessionRow): SessionRecord {
   if (row.first_ms !== null) rec.firstTs = new Date(row.first_ms).toISOString();
   if (row.last_ms !== null) rec.lastTs = new Date(row.last_ms).toISOString();
   return rec;
-}
-
-/** Maps better-sqlite3 errors (which carry SQLite result codes in `code`) to Engram codes. */
-function translateSqliteError(err: unknown, context: string): EngramError {
-  const code = (err as { code?: string }).code ?? '';
-  const message = err instanceof Error ? err.message : String(err);
-  if (code === 'SQLITE_NOTADB') return new EngramError('NOT_AN_ENGRAM_STORE', `${context}: not a database`, { sqliteCode: code }, { cause: err });
-  if (code.startsWith('SQLITE_BUSY')) {
-    return new EngramError('STORAGE_ERROR', `${context}: the store is locked by another process (${message})`, { sqliteCode: code, retryable: true }, { cause: err });
-  }
-  if (code === 'SQLITE_ERROR' && /fts5/i.test(message)) {
-    return new EngramError('INVALID_INPUT', `${context}: the search query could not be parsed (${message})`, { field: 'query', sqliteCode: code }, { cause: err });
-  }
-  return new EngramError('STORAGE_ERROR', `${context}: ${message}`, { sqliteCode: code }, { cause: err });
-}
-
-function* chunks<T>(items: T[], size: number): Generator<T[]> {
-  for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
 }

@@ -5,6 +5,7 @@ import type { Io } from '../output.js';
 import { formatPairs, printJson } from '../output.js';
 import { parseInteger } from './recall.js';
 import { loadCodex } from '../../../context/codex-loader.js';
+import { contextPackSummary } from '../../shared/context-pack.js';
 
 export interface ContextArgs {
   session: string;
@@ -43,22 +44,7 @@ export async function contextCommand(mem: Engram, args: ContextArgs, io: Io): Pr
   });
   const formatted = mem.context.format(result.pack, format);
   if (args.json) {
-    printJson(io, {
-      session: args.session,
-      cacheVersion: result.cacheVersion,
-      totalTokens: result.pack.totalTokens,
-      windowTokens: result.pack.windowTokens,
-      headroomTokens: result.pack.headroomTokens,
-      blocks: result.pack.blocks.map(({ kind, tokens, budget, items, droppedItems }) => ({ kind, tokens, budget, items, droppedItems })),
-      compaction: result.compaction
-        ? { evicted: result.compaction.evicted.length, tokensBefore: result.compaction.tokensBefore, tokensAfter: result.compaction.tokensAfter, markers: result.compaction.markerCount }
-        : null,
-      codex: result.pack.decisions.codex,
-      codexSkipped: codex?.skipped ?? [],
-      governor: result.governor ?? null,
-      format,
-      formatted,
-    });
+    printJson(io, { ...contextPackSummary(args.session, result, format, formatted), codexSkipped: codex?.skipped ?? [] });
   } else {
     io.out(typeof formatted === 'string' ? formatted : JSON.stringify(formatted, null, 2));
   }

@@ -3,11 +3,16 @@ import type { Engram } from '../../../engine.js';
 import { EngramError } from '../../../errors.js';
 import { validateSessionId } from '../../../memory/ingest.js';
 import { createMcpServer } from '../../mcp/server.js';
+import { hasChildren, resolveRunId } from '../../shared/bus.js';
 import { EXIT } from '../exit-codes.js';
 import type { Io } from '../output.js';
 
 export interface McpArgs {
   session?: string;
+  /** The agent the Engram Bus tools act as (name or id); default `$ENGRAM_AGENT`. */
+  agent?: string;
+  /** The run of run-scoped engrams; default `$ENGRAM_RUN`, else the bus default. */
+  run?: string;
 }
 
 /**
@@ -21,7 +26,12 @@ export async function mcpCommand(mem: Engram, args: McpArgs, io: Io, version: st
     throw new EngramError('INVALID_INPUT', '--session: name the session this server works for (or set ENGRAM_SESSION)', { field: 'session' });
   }
   const sessionId = validateSessionId(session, 'session');
-  const { server, settled } = createMcpServer(mem, { sessionId, version });
+  // On stdio nobody presents a token: whoever starts the server already holds the store, and names the agent.
+  const agentName = args.agent || process.env.ENGRAM_AGENT;
+  const agent = agentName ? await mem.busAgent(agentName) : undefined;
+  const runId = resolveRunId(mem, args.run || process.env.ENGRAM_RUN, undefined);
+  const canIssueGrants = agent ? await hasChildren(mem, agent.id) : false;
+  const { server, settled } = createMcpServer(mem, { sessionId, version, ...(agent ? { agent } : {}), runId, canIssueGrants });
   const transport = new StdioServerTransport();
 
   let stop: (code: number) => void = () => {};
@@ -40,7 +50,10 @@ export async function mcpCommand(mem: Engram, args: McpArgs, io: Io, version: st
   transport.onerror = (err) => io.err(`engram mcp: transport error: ${err.message}`);
   try {
     await server.connect(transport);
-    io.err(`engram mcp: serving session ${sessionId} on stdio`);
+    io.err(
+      `engram mcp: serving session ${sessionId} on stdio` +
+        (agent ? ` as agent ${agent.name} (run ${runId})` : ' (no --agent: the less_* bus tools are refused)'),
+    );
     const code = await stopped;
     await settled();
     await server.close();

@@ -1,6 +1,7 @@
 import type { Engram } from '../../../engine.js';
 import { EngramError } from '../../../errors.js';
 import type { EventKind } from '../../../model/event.js';
+import type { Retriever } from '../../../memory/recall.js';
 import type { Io } from '../output.js';
 import { printJson } from '../output.js';
 
@@ -15,6 +16,7 @@ export interface RecallArgs {
   budget?: string;
   /** Do not condition on the session's task card. */
   ignoreTask?: boolean;
+  retriever?: Retriever;
   json?: boolean;
 }
 
@@ -32,6 +34,7 @@ export async function recallCommand(mem: Engram, args: RecallArgs, io: Io): Prom
     ...(args.task ? { taskId: args.task } : {}),
     ...(args.k ? { k: parseInteger(args.k, 'k') } : {}),
     ...(args.budget ? { budgetTokens: parseInteger(args.budget, 'budget') } : {}),
+    ...(args.retriever ? { retriever: args.retriever } : {}),
   });
   if (args.json) printJson(io, result);
   else io.out(result.hits.length > 0 ? result.text : `No matches for ${JSON.stringify(result.query)}.`);

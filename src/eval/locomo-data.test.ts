@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { isEngramError } from '../../src/errors.js';
+import { isEngramError } from '../errors.js';
 import { evidenceIds, loadLocomo, parseLocomo, turnText } from './locomo-data.js';
 
 // A made-up conversation in LoCoMo's shape (no benchmark data is copied into the project).

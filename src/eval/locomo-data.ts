@@ -4,7 +4,7 @@
  * The data is for evaluation only (CC BY-NC 4.0): nothing read here is written into the project.
  */
 import { readFileSync } from 'node:fs';
-import { EngramError } from '../../src/errors.js';
+import { EngramError } from '../errors.js';
 
 /** LoCoMo question categories by id. 1-4 are the usual scored set; 5 (adversarial) is reported apart. */
 export const LOCOMO_CATEGORIES = { 1: 'multi-hop', 2: 'temporal', 3: 'open-domain', 4: 'single-hop', 5: 'adversarial' } as const;

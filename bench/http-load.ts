@@ -1,0 +1,350 @@
+/**
+ * `engram serve` under load: N agents, each with its own token and session, append turns and recall over
+ * loopback HTTP (Node's fetch, keep-alive) for a fixed time. Reports throughput and latency per operation and
+ * errors, then checks that every acknowledged event is stored exactly once (over HTTP and in the store
+ * file after a graceful shutdown). Writes bench/results/http-load.{md,json}.
+ *
+ *   npm run bench -- http-load [--agents 8] [--seconds 20] [--warmup 2] [--batch 4] [--retry-rate 0.05] [--profile]
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { openEngram } from '../src/engine.js';
+import type { EventInput } from '../src/model/event.js';
+import { agentTrace, recallQueries } from './lib/agent-trace.js';
+import { Prng } from './lib/prng.js';
+import { summarizeCpuProfile, type CpuProfile, type ProfileEntry, type ProfileSummary } from './lib/cpu-profile.js';
+import { machineLine, round, summarize } from './lib/stats.js';
+
+export interface HttpLoadArgs {
+  agents: number;
+  seconds: number;
+  /** Seconds of load before measuring (JIT, page cache); its events are verified like the others. */
+  warmupSeconds: number;
+  /** Events per append request (one agent turn). */
+  batch: number;
+  /** Share of successful appends sent again as a client retry would (must come back as duplicates). */
+  retryRate: number;
+  /** Run the server under `--cpu-prof` and report where its time went. */
+  profile: boolean;
+}
+
+type Op = 'append' | 'recall' | 'retry';
+
+interface Sample {
+  op: Op;
+  ms: number;
+  isMeasured: boolean;
+}
+
+interface AgentState {
+  name: string;
+  token: string;
+  sessionId: string;
+  /** Acknowledged events: key -> id. */
+  acked: Map<string, string>;
+  /** Needles of acknowledged batches, for recall checks. */
+  needles: string[];
+  needleQueries: number;
+  needleFound: number;
+  retryMismatches: number;
+}
+
+export async function runHttpLoad(args: HttpLoadArgs): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'engram-http-load-'));
+  const db = join(dir, 'engram.db');
+  try {
+    console.error(`== starting engram serve on ${db}`);
+    const profileDir = join(dir, 'profile');
+    const server = await startServer(db, args.profile ? profileDir : undefined);
+    const admin = server.info.admin!.token;
+    const post = (path: string, token: string, body: unknown) =>
+      fetch(`${server.info.url}${path}`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+
+    const agents: AgentState[] = [];
+    for (let i = 0; i < args.agents; i++) {
+      const res = await post('/v1/agents', admin, { name: `agent-${i}`, role: 'programmer', parent: 'admin', project: 'bench' });
+      if (res.status !== 201) throw new Error(`adding agent-${i}: ${res.status} ${await res.text()}`);
+      const { token } = (await res.json()) as { token: string };
+      agents.push({ name: `agent-${i}`, token, sessionId: `load-${i}`, acked: new Map(), needles: [], needleQueries: 0, needleFound: 0, retryMismatches: 0 });
+    }
+
+    const samples: Sample[] = [];
+    const errors = new Map<string, number>();
+    const countError = (op: Op, what: string) => errors.set(`${op} ${what}`, (errors.get(`${op} ${what}`) ?? 0) + 1);
+    const t0 = performance.now();
+    const measureFrom = t0 + args.warmupSeconds * 1000;
+    const endAt = measureFrom + args.seconds * 1000;
+    console.error(`== ${args.agents} agents for ${args.warmupSeconds} + ${args.seconds} s`);
+
+    const timed = async (op: Op, fn: () => Promise<Response>): Promise<{ res: Response; body: any } | null> => {
+      const start = performance.now();
+      try {
+        const res = await fn();
+        const text = await res.text();
+        samples.push({ op, ms: performance.now() - start, isMeasured: start >= measureFrom && start < endAt });
+        if (!res.ok) {
+          const code = /"code":"(\w+)"/.exec(text)?.[1] ?? '';
+          countError(op, `${res.status} ${code}`.trim());
+          return null;
+        }
+        return { res, body: JSON.parse(text) };
+      } catch (err) {
+        countError(op, (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name);
+        return null;
+      }
+    };
+
+    await Promise.all(
+      agents.map(async (agent, index) => {
+        const rng = new Prng(1000 + index);
+        const trace = agentTrace(1_000_000, { seed: 1 + index, sessions: 1 });
+        const queries = recallQueries(10_000, 100 + index);
+        let turn = 0;
+        while (performance.now() < endAt) {
+          turn++;
+          const needle = `needle-${index}-${turn}-${rng.hex(8)}`;
+          const events: EventInput[] = [];
+          for (let j = 0; j < args.batch; j++) {
+            const { event } = trace.next().value!;
+            events.push({ ...event, ts: Date.now(), key: `${agent.name}:${turn}:${j}`, ...(j === 0 ? { content: `${event.content}\n${needle}` } : {}) });
+          }
+          const appended = await timed('append', () => post('/v1/events', agent.token, { sessionId: agent.sessionId, events }));
+          if (appended) {
+            const out = appended.body.events as Array<{ id: string; isDuplicate: boolean }>;
+            out.forEach((e, j) => agent.acked.set(events[j]!.key!, e.id));
+            agent.needles.push(needle);
+            if (rng.next() < args.retryRate) {
+              const again = await timed('retry', () => post('/v1/events', agent.token, { sessionId: agent.sessionId, events }));
+              const ids = (again?.body.events ?? []) as Array<{ id: string; isDuplicate: boolean }>;
+              if (again && !ids.every((e, j) => e.isDuplicate && e.id === out[j]!.id)) agent.retryMismatches++;
+            }
+          }
+          // Half the recalls look for an exact needle of an earlier acknowledged turn, half are ordinary queries.
+          const isNeedle = rng.next() < 0.5 && agent.needles.length > 0;
+          const query = isNeedle ? rng.pick(agent.needles) : queries[turn % queries.length]!;
+          const recalled = await timed('recall', () =>
+            post('/v1/recall', agent.token, { query, k: 5, budgetTokens: 1000, ...(isNeedle ? { sessionIds: [agent.sessionId] } : {}) }),
+          );
+          if (isNeedle && recalled) {
+            agent.needleQueries++;
+            const hits = recalled.body.results[0].hits as Array<{ excerpt: string }>;
+            if (hits.some((h) => h.excerpt.includes(query))) agent.needleFound++;
+          }
+        }
+      }),
+    );
+    const loadSeconds = args.seconds;
+
+    console.error('== verifying over HTTP');
+    let httpVerified = true;
+    const problems: string[] = [];
+    for (const agent of agents) {
+      const stored: Array<{ id: string; key?: string; turn: number }> = [];
+      for (let after = 0; ; ) {
+        const res = await fetch(`${server.info.url}/v1/sessions/${agent.sessionId}/events?afterTurn=${after}&limit=1000`, {
+          headers: { Authorization: `Bearer ${agent.token}` },
+        });
+        const page = (await res.json()) as { events: Array<{ id: string; key?: string; turn: number }>; nextAfterTurn?: number };
+        stored.push(...page.events);
+        if (page.nextAfterTurn === undefined) break;
+        after = page.nextAfterTurn;
+      }
+      const keys = new Set(stored.map((e) => e.key));
+      const gapFree = stored.every((e, i) => e.turn === i + 1);
+      const idsMatch = stored.length === agent.acked.size && stored.every((e) => e.key !== undefined && agent.acked.get(e.key) === e.id);
+      if (!(keys.size === stored.length && gapFree && idsMatch)) {
+        httpVerified = false;
+        problems.push(`${agent.sessionId}: stored ${stored.length}, acknowledged ${agent.acked.size}, gap-free ${gapFree}, ids match ${idsMatch}`);
+      }
+    }
+
+    const maxRssMb = readMaxRssMb(server.pid);
+    console.error('== SIGTERM');
+    const stopStart = performance.now();
+    server.child.kill('SIGTERM');
+    const exitCode = await server.exited;
+    const shutdownMs = performance.now() - stopStart;
+
+    const profile = args.profile ? readProfile(profileDir) : null;
+    const mem = await openEngram({ db, sqlite: { create: false } });
+    const stats = await mem.stats();
+    await mem.close();
+    const acked = agents.reduce((n, a) => n + a.acked.size, 0);
+    const storeVerified = stats.events === acked && stats.sessions === agents.length;
+    if (!storeVerified) problems.push(`store holds ${stats.events} events in ${stats.sessions} sessions; ${acked} acknowledged`);
+
+    const measured = (op: Op) => samples.filter((s) => s.op === op && s.isMeasured).map((s) => s.ms);
+    const opStats = (op: Op) => {
+      const ms = measured(op);
+      const s = summarize(ms);
+      return { requests: s.n, perSec: round(s.n / loadSeconds, 1), p50Ms: round(s.p50, 1), p95Ms: round(s.p95, 1), p99Ms: round(s.p99, 1), meanMs: round(s.mean, 1) };
+    };
+    const report = {
+      when: new Date().toISOString(),
+      machine: machineLine(),
+      cpus: cpus().length,
+      memGiB: round(totalmem() / 2 ** 30, 0),
+      config: { ...args, backend: 'sqlite', transport: 'HTTP/1.1 keep-alive over loopback (Node fetch)' },
+      ops: { append: opStats('append'), recall: opStats('recall'), retry: opStats('retry') },
+      eventsPerSec: round((opStats('append').requests * args.batch) / loadSeconds, 0),
+      errors: Object.fromEntries(errors),
+      verification: {
+        acknowledgedEvents: acked,
+        storedEvents: stats.events,
+        httpVerified,
+        storeVerified,
+        retriedBatches: samples.filter((s) => s.op === 'retry').length,
+        retryMismatches: agents.reduce((n, a) => n + a.retryMismatches, 0),
+        needleQueries: agents.reduce((n, a) => n + a.needleQueries, 0),
+        needleFound: agents.reduce((n, a) => n + a.needleFound, 0),
+        problems,
+      },
+      server: { maxRssMb, shutdownMs: round(shutdownMs, 0), exitCode },
+      ...(profile ? { profile } : {}),
+    };
+    mkdirSync('bench/results', { recursive: true });
+    writeFileSync('bench/results/http-load.json', JSON.stringify(report, null, 2) + '\n');
+    writeFileSync('bench/results/http-load.md', renderReport(report));
+    console.error(renderReport(report));
+    if (!httpVerified || !storeVerified || exitCode !== 0) process.exitCode = 1;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+interface StartedServer {
+  child: ReturnType<typeof spawn>;
+  pid: number;
+  info: { url: string; admin: { token: string } | null };
+  exited: Promise<number | null>;
+}
+
+async function startServer(db: string, profileDir: string | undefined): Promise<StartedServer> {
+  const profiling = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
+  const child = spawn(process.execPath, [...profiling, '--import', 'tsx', 'bench/lib/serve-child.ts', 'serve', '--db', db, '--port', '0', '--json', '--embedder', 'none'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ENGRAM_DB: '', ENGRAM_PG_URL: '' },
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const info = await new Promise<StartedServer['info']>((resolve, reject) => {
+    let out = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+      const line = out.split('\n').find((l) => l.startsWith('{'));
+      if (line) resolve(JSON.parse(line) as StartedServer['info']);
+    });
+    void exited.then((code) => reject(new Error(`engram serve exited ${code} before listening`)));
+  });
+  if (!info.admin) throw new Error('expected a fresh store with a bootstrap admin token');
+  return { child, pid: child.pid!, info, exited };
+}
+
+/** The server's CPU profile (the whole run, warm-up and verification included): top functions and files by self time. */
+function readProfile(profileDir: string): ProfileSummary | null {
+  const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
+  if (!file) return null;
+  const summary = summarizeCpuProfile(JSON.parse(readFileSync(join(profileDir, file), 'utf8')) as CpuProfile, 15);
+  const r = (e: ProfileEntry) => ({ ...e, selfMs: round(e.selfMs, 0), share: round(e.share, 3) });
+  return { totalMs: round(summary.totalMs, 0), functions: summary.functions.map(r), files: summary.files.map(r) };
+}
+
+function readMaxRssMb(pid: number): number | null {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? round(Number(m[1]) / 1024, 0) : null;
+  } catch {
+    return null;
+  }
+}
+
+export function renderReport(r: {
+  when: string;
+  machine: string;
+  cpus: number;
+  memGiB: number;
+  config: HttpLoadArgs & { backend: string; transport: string };
+  ops: Record<Op, { requests: number; perSec: number; p50Ms: number; p95Ms: number; p99Ms: number; meanMs: number }>;
+  eventsPerSec: number;
+  errors: Record<string, number>;
+  verification: {
+    acknowledgedEvents: number;
+    storedEvents: number;
+    httpVerified: boolean;
+    storeVerified: boolean;
+    retriedBatches: number;
+    retryMismatches: number;
+    needleQueries: number;
+    needleFound: number;
+    problems: string[];
+  };
+  server: { maxRssMb: number | null; shutdownMs: number; exitCode: number | null };
+  profile?: ProfileSummary;
+}): string {
+  const c = r.config;
+  const v = r.verification;
+  const fmt = (n: number) => n.toLocaleString('en');
+  const row = (op: Op, what: string) => {
+    const o = r.ops[op];
+    return `| ${what} | ${fmt(o.requests)} | ${o.perSec} | ${o.p50Ms} | ${o.p95Ms} | ${o.p99Ms} | ${o.meanMs} |`;
+  };
+  const errorLines = Object.entries(r.errors);
+  const totalPerSec = r.ops.append.perSec + r.ops.recall.perSec + r.ops.retry.perSec;
+  return `# HTTP API under load
+
+Generated by \`npm run bench -- http-load\` on ${r.when} (${r.machine}, ${r.cpus} cores, ${r.memGiB} GiB; the load generator
+and the server share these cores). Code: \`bench/http-load.ts\`.
+
+**Setup.** \`engram serve\` in its own process on a fresh SQLite store (the embedded default), bound to 127.0.0.1.
+${c.agents} agents, each added through \`POST /v1/agents\` with its own token and writing its own session, run a closed
+loop over ${c.transport}: append one turn of ${c.batch} events (\`POST /v1/events\`, every event keyed; synthetic
+coding-agent events of about 120 words, some tool outputs large enough to become artifacts), then one recall
+(\`POST /v1/recall\`, k 5, 1,000 tokens): half of them look for a needle written in an earlier acknowledged turn of the
+agent's session, half are ordinary queries over the whole store. ${round(c.retryRate * 100, 0)} % of acknowledged
+appends are sent again, as a client would retry after a lost response. ${c.warmupSeconds} s of warm-up, then
+${c.seconds} s measured; latency is from sending the request to having read the whole response.
+
+| operation | requests (measured) | per second | p50 ms | p95 ms | p99 ms | mean ms |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: |
+${row('append', `append (${c.batch} events)`)}
+${row('recall', 'recall')}
+${row('retry', 'append retried (duplicates)')}
+
+Ingest through the API: **${fmt(r.eventsPerSec)} events/s** (acknowledged, measured window). The server answered
+${fmt(round(totalPerSec, 0))} requests/s in all; with ${c.agents} agents in closed loops, Little's law puts the mean latency at
+${c.agents} / ${fmt(round(totalPerSec, 0))} = ${round((c.agents / totalPerSec) * 1000, 1)} ms, close to the measured means: latency here is mostly waiting behind the
+other agents' requests on the server's one JavaScript thread, not the cost of one request (about
+${round(1000 / totalPerSec, 1)} ms of server time each, on a core shared with the load generator).
+
+**Errors:** ${errorLines.length === 0 ? 'none.' : errorLines.map(([k, n]) => `${k}: ${n}`).join('; ')}
+
+**Exactly once.** ${fmt(v.acknowledgedEvents)} events were acknowledged (warm-up included). Paging every session
+through \`GET /v1/sessions/{id}/events\`: ${v.httpVerified ? 'every acknowledged event is stored once, with the acknowledged id, no other event, turns gap-free' : 'MISMATCH'}.
+After SIGTERM the store file holds ${fmt(v.storedEvents)} events (${v.storeVerified ? 'equal to the acknowledged count' : 'MISMATCH'}).
+${fmt(v.retriedBatches)} retried batches all came back as duplicates with the original ids (${v.retryMismatches} mismatches).
+Needle recalls: ${fmt(v.needleFound)} of ${fmt(v.needleQueries)} found the needle in a hit.
+${v.problems.length > 0 ? `\nProblems:\n${v.problems.map((p) => `- ${p}`).join('\n')}\n` : ''}
+**Server.** Peak RSS ${r.server.maxRssMb ?? '?'} MB; graceful shutdown after SIGTERM took ${r.server.shutdownMs} ms
+(exit code ${r.server.exitCode}).
+${
+  r.profile
+    ? `
+**Where the server's time goes** (\`--profile\`: V8 CPU profile of the whole server run, ${fmt(r.profile.totalMs)} ms; self time):
+
+| file | self ms | share |
+| --- | ---: | ---: |
+${r.profile.files.map((f) => `| \`${f.name}\` | ${fmt(f.selfMs)} | ${round(f.share * 100, 1)} % |`).join('\n')}
+
+| function | self ms | share |
+| --- | ---: | ---: |
+${r.profile.functions.map((f) => `| \`${f.name}\` | ${fmt(f.selfMs)} | ${round(f.share * 100, 1)} % |`).join('\n')}
+`
+    : ''
+}`;
+}

@@ -1,0 +1,161 @@
+/**
+ * The Engram condition: one trace appended to a real store (SQLite in a temporary directory), the window
+ * compacted by the context engine after every turn exactly as `pack()` would before the next model call,
+ * and probes answered from the push pack (0-hop), one `recall` with the probe (1-hop) and the 2-hop rule
+ * (second-hop.ts). Full-text-only and hybrid recall are probed on the same store at the same moment.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { openEngram, type Engram } from '../../engine.js';
+import { EngramError } from '../../errors.js';
+import type { Retriever } from '../../memory/recall.js';
+import type { Embedder } from '../../providers/embedder.js';
+import { precisionAtK } from './metrics.js';
+import type { HopOutcome, Needle, Probe, TraceTurn } from './needle-types.js';
+import { isPresent, readAnswer } from './reader.js';
+import { secondHop } from './second-hop.js';
+
+/** Budget of one pull (a recall, or the second hop): the product's default recall budget. */
+export const PULL_BUDGET_TOKENS = 2000;
+/** Depth of the ranking precision@k is measured on. */
+export const PRECISION_DEPTH = 20;
+
+export interface EngramProbeOutcome {
+  probeId: string;
+  retriever: Retriever;
+  hops: HopOutcome[];
+  /** Relevant events among the top 5, 10, 20 of the ranking, over k (standard precision@k). */
+  precision: { at5: number; at10: number; at20: number };
+  /** Relevant events in the episode: the best precision@k is min(k, relevant) / k. */
+  relevantEvents: number;
+  /** The first recall's wall time. */
+  recallMs: number;
+  /** Hits in the top 5 outside the episode: from another needle's episode, or from the rest of the trace. */
+  top5Misses: { otherEpisode: number; other: number };
+  /** The first recall's top hits, for the report's list of failed probes. */
+  firstHits: Array<{ turn: number; kind: string; isRelevant: boolean }>;
+}
+
+export interface EngramRunOptions {
+  windowTokens: number;
+  /** Binds hybrid recall; without one only full-text is probed. */
+  embedder: Embedder | null;
+  /** Retrievers probed. Default: `fts`, plus `hybrid` with an embedder. */
+  retrievers?: Retriever[];
+}
+
+export class EngramRun {
+  /** Compaction cycles so far. */
+  compactions = 0;
+  /** Tokens of the window (history + markers) after the last turn. */
+  windowTokens = 0;
+  /** Wall times of the per-turn compaction calls (ms). */
+  readonly compactMs: number[] = [];
+  private readonly ids = new Map<string, string>();
+
+  private constructor(
+    private readonly mem: Engram,
+    private readonly dir: string,
+    readonly sessionId: string,
+    private readonly options: EngramRunOptions,
+  ) {}
+
+  static async open(sessionId: string, options: EngramRunOptions): Promise<EngramRun> {
+    const dir = mkdtempSync(join(tmpdir(), 'engram-needle-'));
+    try {
+      const mem = await openEngram({
+        db: join(dir, 'needle.db'),
+        ...(options.embedder ? { embedder: borrow(options.embedder), indexing: { background: false } } : {}),
+      });
+      return new EngramRun(mem, dir, sessionId, options);
+    } catch (err) {
+      rmSync(dir, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  get retrievers(): Retriever[] {
+    return this.options.retrievers ?? (this.options.embedder ? ['hybrid', 'fts'] : ['fts']);
+  }
+
+  /** Appends a turn, embeds it (events are evictable once indexed), compacts. Returns the cycles run. */
+  async append(turn: TraceTurn): Promise<number> {
+    const outcomes = await this.mem.append(this.sessionId, turn.events.map((e) => e.event));
+    outcomes.forEach((o, i) => this.ids.set(turn.events[i]!.label, o.record.id));
+    if (this.mem.indexer) {
+      const indexed = await this.mem.indexer.drain();
+      if (indexed.failed > 0) throw new EngramError('PROVIDER_ERROR', `embedder: ${indexed.failed} events failed to embed (${this.mem.indexer.error ?? 'no reason given'})`);
+    }
+    const t0 = performance.now();
+    const result = await this.mem.context.compact(this.sessionId, { windowTokens: this.options.windowTokens });
+    this.compactMs.push(performance.now() - t0);
+    this.windowTokens = result.shouldCompact ? result.tokensAfter : result.tokensBefore;
+    if (result.shouldCompact) this.compactions++;
+    return result.shouldCompact ? 1 : 0;
+  }
+
+  /** The event id a trace label was stored under. */
+  eventId(label: string): string | undefined {
+    return this.ids.get(label);
+  }
+
+  /** Answers every probe now: 0-hop from the pack, then 1-hop and 2-hop per retriever. */
+  async probe(needles: readonly Needle[], probes: readonly Probe[]): Promise<{ outcomes: EngramProbeOutcome[]; packTokens: number }> {
+    const { pack } = await this.mem.context.pack(this.sessionId, { windowTokens: this.options.windowTokens });
+    const packText = this.mem.context.format(pack, 'text') as string;
+    const outcomes: EngramProbeOutcome[] = [];
+    for (const probe of probes) {
+      const needle = needles.find((n) => n.id === probe.needleId)!;
+      const hop = (segments: string[], tokens: number): HopOutcome => {
+        const { answer } = readAnswer(probe.type, probe.question, segments);
+        return { answer, isExact: answer === needle.value, isPresent: isPresent(needle.value, segments), tokens };
+      };
+      const zero = hop([packText], pack.totalTokens);
+      const relevant = new Set(needle.episodeLabels.flatMap((l) => this.ids.get(l) ?? []));
+      for (const retriever of this.retrievers) {
+        const options = { sessionIds: [this.sessionId], retriever, logRecall: false };
+        const t0 = performance.now();
+        const first = await this.mem.recall(probe.question, { ...options, budgetTokens: PULL_BUDGET_TOKENS });
+        const recallMs = performance.now() - t0;
+        const one = hop([first.text, packText], first.usedTokens);
+        let two = one;
+        if (!one.isExact) {
+          const second = await secondHop(this.mem, this.sessionId, probe.question, first, { retriever, budgetTokens: PULL_BUDGET_TOKENS });
+          two = hop([second.text, first.text, packText], second.tokens);
+        }
+        const ranking = await this.mem.recall(probe.question, { ...options, k: PRECISION_DEPTH, budgetTokens: 1_000_000 });
+        const ranked = ranking.hits.map((h) => h.eventId);
+        const at = (k: number): number => precisionAtK(ranked, relevant, k);
+        const episodes = new Set(needles.filter((n) => n.id !== needle.id).flatMap((n) => n.episodeLabels.flatMap((l) => this.ids.get(l) ?? [])));
+        const misses = ranked.slice(0, 5).filter((id) => !relevant.has(id));
+        const otherEpisode = misses.filter((id) => episodes.has(id)).length;
+        outcomes.push({
+          probeId: probe.id,
+          retriever,
+          hops: [zero, one, two],
+          precision: { at5: at(5), at10: at(10), at20: at(20) },
+          relevantEvents: relevant.size,
+          top5Misses: { otherEpisode, other: misses.length - otherEpisode },
+          recallMs,
+          firstHits: first.hits.slice(0, 3).map((h) => ({ turn: h.turn, kind: h.toolName ? `${h.kind} ${h.toolName}` : h.kind, isRelevant: relevant.has(h.eventId) })),
+        });
+      }
+    }
+    return { outcomes, packTokens: pack.totalTokens };
+  }
+
+  async close(): Promise<void> {
+    try {
+      await this.mem.close();
+    } finally {
+      rmSync(this.dir, { recursive: true, force: true });
+    }
+  }
+}
+
+/** The caller's embedder without `close`: the engine closes its embedder, and this one is shared by every trace. */
+function borrow(embedder: Embedder): Embedder {
+  return { name: embedder.name, dimensions: embedder.dimensions, embed: (texts) => embedder.embed(texts) };
+}

@@ -1,0 +1,73 @@
+import type { Engram } from '../../../engine.js';
+import { EngramError } from '../../../errors.js';
+import { EXIT } from '../exit-codes.js';
+import type { Io } from '../output.js';
+import { formatPairs, printJson } from '../output.js';
+import { createProgress } from '../progress.js';
+
+/**
+ * A CLI process is short-lived, so verbs that read vectors embed what is queued first, when that is quick;
+ * a larger backlog is left to `engram reindex` or a running `engram serve` (recall then fuses the vectors
+ * that exist with full-text, which still finds every event by its words).
+ */
+export const CLI_DRAIN_LIMIT = 5000;
+
+/** Embeds queued events with a progress bar on a terminal; returns how many were embedded. */
+export async function drainQueue(mem: Engram, io: Io, options: { limit?: number; quiet?: boolean } = {}): Promise<number> {
+  const indexer = mem.indexer;
+  if (!indexer || mem.vectorStatus?.state !== 'ready') return 0;
+  const { pending } = await mem.store.embeddingQueueStats();
+  if (pending === 0) return 0;
+  if (options.limit !== undefined && pending > options.limit) {
+    if (!options.quiet) io.err(`engram: ${pending} events wait for their vectors; run \`engram reindex\` (or keep \`engram serve\` running) to embed them.`);
+    return 0;
+  }
+  const progress = createProgress(io);
+  try {
+    const done = await indexer.drain((p) => progress.update(p.embedded + p.skipped + p.failed, pending, 'embed', p.embedded, 'events'));
+    progress.stop();
+    if (done.failed > 0 && !options.quiet) io.err(`engram: embedding failed for ${done.failed} events (they stay queued): ${indexer.error ?? 'unknown error'}`);
+    return done.embedded;
+  } finally {
+    progress.stop();
+  }
+}
+
+export interface ReindexArgs {
+  retryFailed?: boolean;
+  json?: boolean;
+}
+
+/** `engram reindex`: makes the chosen embedder's model the store's and embeds every queued event. */
+export async function reindexCommand(mem: Engram, args: ReindexArgs, io: Io): Promise<number> {
+  if (!mem.indexer) throw new EngramError('INVALID_INPUT', 'embedder: reindex needs an embedder; --embedder none turns vectors off', { field: 'embedder' });
+  const previous = (await mem.store.getVectorModel())?.name ?? null;
+  const switched = await mem.reindex();
+  const retried = args.retryFailed ? await mem.store.retryFailedEmbeddings() : 0;
+  const embedded = await drainQueue(mem, io);
+  const stats = await mem.store.embeddingQueueStats();
+  const report = {
+    model: mem.indexer.embedder.name,
+    dimensions: mem.indexer.embedder.dimensions,
+    previousModel: previous,
+    isChanged: switched.isChanged,
+    queued: switched.queued,
+    retried,
+    embedded,
+    pending: stats.pending,
+    failed: stats.failed,
+  };
+  if (args.json) printJson(io, report);
+  else {
+    io.out(
+      formatPairs([
+        ['model', `${report.model} (${report.dimensions} dimensions)`],
+        ['previous model', previous ?? '-'],
+        ['embedded now', embedded],
+        ['still queued', stats.pending],
+        ['failed (retry with --retry-failed)', stats.failed],
+      ]),
+    );
+  }
+  return stats.failed > 0 || stats.pending > 0 ? EXIT.PARTIAL : EXIT.OK;
+}

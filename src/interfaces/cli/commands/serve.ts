@@ -1,0 +1,114 @@
+import type { Engram } from '../../../engine.js';
+import { EngramError, isEngramError } from '../../../errors.js';
+import type { AgentWithToken } from '../../../memory/agent-registry.js';
+import { DEFAULT_MAX_BODY_BYTES } from '../../http/app.js';
+import { DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT, startHttpServer } from '../../http/server.js';
+import { EXIT } from '../exit-codes.js';
+import type { Io } from '../output.js';
+import { parseInteger } from './recall.js';
+import { tokenNotice } from './agent.js';
+
+export interface ServeArgs {
+  port?: string;
+  host?: string;
+  allowRemote?: boolean;
+  cors?: string;
+  maxBodyBytes?: string;
+  json?: boolean;
+}
+
+/** Name of the admin agent `engram serve` creates in a store that has no agent yet. */
+export const BOOTSTRAP_ADMIN_NAME = 'admin';
+
+/**
+ * `engram serve`: the HTTP API and MCP over Streamable HTTP until SIGINT or SIGTERM, then a graceful
+ * shutdown (requests in flight finish; the caller closes the store) and exit 0. Loopback only unless
+ * `--allow-remote`. In a store without agents it creates an admin agent and prints its token once. With an
+ * embedder (the CLI opens the engine with `--embedder`, default builtin, worker in the background) queued events
+ * are embedded while serving; several servers on one PostgreSQL share the queue (jobs are leased).
+ */
+export async function serveCommand(mem: Engram, args: ServeArgs, io: Io, version: string): Promise<number> {
+  const host = args.host ?? DEFAULT_HTTP_HOST;
+  const port = args.port !== undefined ? parseInteger(args.port, 'port') : DEFAULT_HTTP_PORT;
+  const maxBodyBytes = args.maxBodyBytes !== undefined ? parseInteger(args.maxBodyBytes, 'max-body-bytes') : DEFAULT_MAX_BODY_BYTES;
+  if (!isLoopback(host)) {
+    if (!args.allowRemote) {
+      throw new EngramError(
+        'INVALID_INPUT',
+        `--host: ${host} is reachable from other machines; every agent token then guards the whole store over the network. Add --allow-remote if that is intended`,
+        { field: 'host' },
+      );
+    }
+    io.err(
+      `engram serve: WARNING: listening on ${host}, reachable from other machines. Requests and tokens travel unencrypted: ` +
+        'put a TLS-terminating proxy in front, and give each agent its own token.',
+    );
+  }
+
+  const admin = await bootstrapAdmin(mem);
+  const server = await startHttpServer(mem, {
+    host,
+    port,
+    version,
+    maxBodyBytes,
+    // This process exists to serve: the adaptor's lighter Request/Response classes may replace the globals.
+    overrideGlobalObjects: true,
+    ...(args.cors !== undefined ? { corsOrigin: args.cors } : {}),
+    log: (line) => io.err(line),
+  });
+
+  let stop: (signal: string) => void = () => {};
+  const stopped = new Promise<string>((resolve) => {
+    stop = resolve;
+  });
+  const onSigterm = () => stop('SIGTERM');
+  const onSigint = () => stop('SIGINT');
+  process.once('SIGTERM', onSigterm);
+  process.once('SIGINT', onSigint);
+  try {
+    const embedding = embeddingNote(mem);
+    if (args.json) {
+      io.out(JSON.stringify({ url: server.url, mcp: `${server.url}/mcp`, admin: admin ?? null, embedder: mem.indexer?.embedder.name ?? null }));
+    } else {
+      io.out(`Engram listening on ${server.url} (HTTP API under /v1, MCP at ${server.url}/mcp; store: ${mem.store.name}; ${embedding})`);
+      if (admin) io.out(`Created the admin agent "${admin.agent.name}". ${tokenNotice(admin.token)}`);
+      else io.out('Agents: engram agent list; add one with: engram agent add NAME --role ROLE [--parent NAME]');
+    }
+    const signal = await stopped;
+    io.err(`engram serve: ${signal}: finishing requests in flight...`);
+    await server.close();
+    // No request is left that could queue an event: stop the worker (its batch in flight finishes) before the store closes.
+    await mem.indexer?.stop();
+    io.err('engram serve: stopped');
+    return EXIT.OK;
+  } finally {
+    process.off('SIGTERM', onSigterm);
+    process.off('SIGINT', onSigint);
+  }
+}
+
+/** Creates the admin agent when the store has no agent at all (so a fresh store can be used at once). */
+async function bootstrapAdmin(mem: Engram): Promise<AgentWithToken | undefined> {
+  if ((await mem.agents.list()).length > 0) return undefined;
+  try {
+    return await mem.agents.add(BOOTSTRAP_ADMIN_NAME, { role: 'admin', isAdmin: true });
+  } catch (err) {
+    // Another server on the same store created it first: its token was printed there.
+    if (isEngramError(err, 'CONFLICT')) return undefined;
+    throw err;
+  }
+}
+
+/** What the startup line says about the embedding worker. */
+function embeddingNote(mem: Engram): string {
+  const status = mem.vectorStatus;
+  if (!mem.indexer || !status) return 'embeddings: off';
+  if (status.state === 'model-mismatch') {
+    return `embeddings: paused, the store's vectors come from ${status.model.name}, not ${status.embedder.name} (run engram reindex)`;
+  }
+  return `embeddings: ${status.model.name}, in the background`;
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
+}

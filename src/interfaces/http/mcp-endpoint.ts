@@ -1,0 +1,55 @@
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { Engram } from '../../engine.js';
+import { validateSessionId } from '../../memory/ingest.js';
+import type { AgentRecord } from '../../model/agent.js';
+import { createMcpServer } from '../mcp/server.js';
+import { ENGRAM_RUN_HEADER, hasChildren, resolveRunId } from '../shared/bus.js';
+
+/** Header naming the Engram session the MCP tools work for; `?session=` in the URL does the same. */
+export const ENGRAM_SESSION_HEADER = 'X-Engram-Session';
+
+/**
+ * MCP over Streamable HTTP, stateless: every POST gets a fresh MCP server and transport (the SDK's
+ * `WebStandardStreamableHTTPServerTransport`, the core that its Node `StreamableHTTPServerTransport` wraps),
+ * answers with JSON, and is closed once it has answered. No MCP session id is issued, so any Engram server
+ * sharing a PostgreSQL store can answer any request, and nothing is held in memory between requests.
+ *
+ * The Engram session the tools work for (what `append_events` writes to, whose task card the task tools read)
+ * is named per request by the `X-Engram-Session` header or the `session` query parameter, and defaults to the
+ * calling agent's name. The Engram Bus tools (less_*) act as the authenticated agent, in the run named by the
+ * `X-Engram-Run` header or `?run=` (default `default`). GET (a server-initiated SSE stream) and DELETE (ending an MCP session) have nothing
+ * to serve here: 405, which MCP clients accept.
+ */
+export async function handleMcpRequest(
+  mem: Engram,
+  agent: AgentRecord,
+  request: Request,
+  options: { version: string; maxBodyBytes: number },
+): Promise<Response> {
+  if (request.method !== 'POST') {
+    return Response.json(
+      { jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: this MCP endpoint is stateless; send JSON-RPC messages with POST' }, id: null },
+      { status: 405, headers: { Allow: 'POST' } },
+    );
+  }
+  const requested = request.headers.get(ENGRAM_SESSION_HEADER) ?? new URL(request.url).searchParams.get('session');
+  const sessionId = validateSessionId(requested ?? agent.name, 'session');
+  const runId = resolveRunId(mem, request.headers.get(ENGRAM_RUN_HEADER), new URL(request.url).searchParams.get('run'));
+  // The bus tools act as the authenticated agent; less_issue_grant is listed only to agents with children.
+  const canIssueGrants = await hasChildren(mem, agent.id);
+  const { server, settled } = createMcpServer(mem, { sessionId, version: options.version, agent, runId, canIssueGrants });
+  const transport = new WebStandardStreamableHTTPServerTransport({
+    sessionIdGenerator: undefined,
+    enableJsonResponse: true,
+    // The same limit as the rest of the API (the app has already enforced it; the transport checks again).
+    maxRequestBodySize: options.maxBodyBytes,
+  });
+  await server.connect(transport);
+  try {
+    // In JSON mode the response is complete when this resolves: every tool call of the request has answered.
+    return await transport.handleRequest(request);
+  } finally {
+    await settled();
+    await server.close();
+  }
+}

@@ -1,0 +1,95 @@
+import type { Engram } from '../../engine.js';
+import { EngramError } from '../../errors.js';
+import { isUtf8Text } from '../../util/is-utf8-text.js';
+
+/** Default cut of `expand`: a whole typical event, or the first pages of a large tool output. */
+export const DEFAULT_EXPAND_MAX_TOKENS = 4000;
+
+/** What `expand` says about the object besides its text. */
+export type ExpandDetails =
+  | {
+      kind: 'event';
+      id: string;
+      sessionId: string;
+      turn: number;
+      eventKind: string;
+      ts: string;
+      /** Set when the event holds a preview: the full content is this artifact. */
+      artifactId?: string;
+      totalTokens: number;
+      isTruncated: boolean;
+    }
+  | { kind: 'artifact'; id: string; mediaType: string; sizeBytes: number; isText: false }
+  | { kind: 'artifact'; id: string; mediaType: string; sizeBytes: number; isText: true; totalTokens: number; isTruncated: boolean };
+
+export interface ExpandAnswer {
+  /** A header line (id, session, turn, kind, time), a separator and the content, cut at `maxTokens` with a notice. */
+  text: string;
+  details: ExpandDetails;
+}
+
+/**
+ * The full stored content of one event or artifact, by id or unique prefix, cut to `maxTokens` with a notice
+ * that tells the model how much is left and how to get it. Shared by the MCP `expand` tool and `POST /v1/expand`.
+ */
+export async function expandById(mem: Engram, id: string, maxTokens: number = DEFAULT_EXPAND_MAX_TOKENS): Promise<ExpandAnswer> {
+  if (!Number.isInteger(maxTokens) || maxTokens < 1) {
+    throw new EngramError('INVALID_INPUT', 'maxTokens: must be a whole number of at least 1', { field: 'maxTokens' });
+  }
+  const target = await mem.resolve(id);
+  if (target.kind === 'event') {
+    const e = await mem.getEvent(target.id);
+    const head =
+      `${e.id}  session ${e.sessionId}  turn ${e.turn}  ${e.kind}${e.toolName ? ` (${e.toolName})` : ''}  ${e.ts}` +
+      (e.artifact ? `\nThis is a preview; the full content is artifact ${e.artifact.id}: expand it to read everything.` : '');
+    const body = cutToTokens(mem, e.content, maxTokens);
+    return {
+      text: `${head}\n---\n${body.text}`,
+      details: {
+        kind: 'event',
+        id: e.id,
+        sessionId: e.sessionId,
+        turn: e.turn,
+        eventKind: e.kind,
+        ts: e.ts,
+        ...(e.artifact ? { artifactId: e.artifact.id } : {}),
+        totalTokens: body.totalTokens,
+        isTruncated: body.isTruncated,
+      },
+    };
+  }
+  const { record, bytes } = await mem.readArtifact(target.id);
+  const head = `${record.id}  ${record.mediaType}  ${record.sizeBytes} bytes`;
+  if (!isUtf8Text(bytes)) {
+    return {
+      text: `${head}\nBinary content: it cannot be shown as text.`,
+      details: { kind: 'artifact', id: record.id, mediaType: record.mediaType, sizeBytes: record.sizeBytes, isText: false },
+    };
+  }
+  const body = cutToTokens(mem, bytes.toString('utf8'), maxTokens);
+  return {
+    text: `${head}\n---\n${body.text}`,
+    details: {
+      kind: 'artifact',
+      id: record.id,
+      mediaType: record.mediaType,
+      sizeBytes: record.sizeBytes,
+      isText: true,
+      totalTokens: body.totalTokens,
+      isTruncated: body.isTruncated,
+    },
+  };
+}
+
+/** Cuts text to `maxTokens` with the engine's tokenizer, telling the model how much is left and how to get it. */
+function cutToTokens(mem: Engram, text: string, maxTokens: number): { text: string; totalTokens: number; isTruncated: boolean } {
+  const totalTokens = mem.tokenizer.count(text);
+  if (totalTokens <= maxTokens) return { text, totalTokens, isTruncated: false };
+  const kept = mem.tokenizer.truncate(text, maxTokens);
+  const more = totalTokens - mem.tokenizer.count(kept);
+  return {
+    text: `${kept}\n[truncated: ${more} more tokens; ask with a larger maxTokens or recall a narrower query]`,
+    totalTokens,
+    isTruncated: true,
+  };
+}

@@ -1,0 +1,213 @@
+import { EngramError } from '../../errors.js';
+import type { EventId } from '../../model/ids.js';
+import type { EmbeddingQueueStats, StoredVector, VectorHit, VectorModel, VectorSearchQuery } from '../backend.js';
+import { MAX_EMBEDDING_ATTEMPTS } from '../backend.js';
+
+/** The slice of a pooled connection these statements use. */
+export interface PgRunner {
+  query<R>(sql: string, params?: unknown[]): Promise<{ rows: R[]; rowCount?: number | null }>;
+}
+
+/** store_meta key holding the store's {@link VectorModel} as JSON (`null` until one is chosen). */
+export const VECTOR_MODEL_KEY = 'vector_model';
+/**
+ * Without pgvector, a vector query reads the stored vectors that pass its filters and compares them in
+ * Node. Bounded to the newest this-many, so a query over a whole large store stays under a second
+ * (50,000 x 256 floats is 51 MB); past that, older events are found through full-text only. A session
+ * filter (the usual recall) keeps most stores far below the bound.
+ */
+export const EXACT_SCAN_MAX_ROWS = 50_000;
+const RETRY_DELAY_MS = 30_000;
+
+/**
+ * Vectors and the embedding queue of the PostgreSQL backend. Vectors are `bytea` rows of float32 (the
+ * exact-scan fallback; pgvector is not used yet). The queue is `embedding_jobs`, filled in the append
+ * transaction and claimed with `FOR UPDATE SKIP LOCKED`, so workers on several servers share it without
+ * taking the same job. The model row in store_meta is locked FOR SHARE by appends and FOR UPDATE by a model
+ * switch: an append either sees the new model (and queues its events) or commits before the switch
+ * re-queues every event, never neither.
+ */
+export class PostgresVectors {
+  constructor(
+    private readonly s: string,
+    private readonly query: <R>(sql: string, params?: unknown[]) => Promise<R[]>,
+    private readonly transaction: <T>(fn: (c: PgRunner) => Promise<T>) => Promise<T>,
+  ) {}
+
+  async readModel(c?: PgRunner): Promise<VectorModel | null> {
+    const sql = `SELECT value FROM ${this.s}.store_meta WHERE key = $1`;
+    const rows = c ? (await c.query<{ value: string }>(sql, [VECTOR_MODEL_KEY])).rows : await this.query<{ value: string }>(sql, [VECTOR_MODEL_KEY]);
+    return rows[0] ? (JSON.parse(rows[0].value) as VectorModel | null) : null;
+  }
+
+  /** Queues appended events; runs inside the append transaction. */
+  async enqueue(c: PgRunner, ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    const rows = (await c.query<{ value: string }>(`SELECT value FROM ${this.s}.store_meta WHERE key = $1 FOR SHARE`, [VECTOR_MODEL_KEY])).rows;
+    if (!rows[0] || JSON.parse(rows[0].value) === null) return;
+    await c.query(`INSERT INTO ${this.s}.embedding_jobs (event_id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`, [ids]);
+  }
+
+  async setModel(model: VectorModel): Promise<{ isChanged: boolean; queued: number }> {
+    if (!Number.isInteger(model.dimensions) || model.dimensions < 1 || model.dimensions > 8192) {
+      throw new EngramError('INVALID_INPUT', `dimensions: must be an integer from 1 to 8192 (got ${model.dimensions})`, { field: 'dimensions' });
+    }
+    if (typeof model.name !== 'string' || model.name.length === 0) throw new EngramError('INVALID_INPUT', 'name: the model needs a name', { field: 'name' });
+    return this.transaction(async (c) => {
+      const s = this.s;
+      await c.query(`INSERT INTO ${s}.store_meta (key, value) VALUES ($1, 'null') ON CONFLICT (key) DO NOTHING`, [VECTOR_MODEL_KEY]);
+      const row = (await c.query<{ value: string }>(`SELECT value FROM ${s}.store_meta WHERE key = $1 FOR UPDATE`, [VECTOR_MODEL_KEY])).rows[0]!;
+      const current = JSON.parse(row.value) as VectorModel | null;
+      if (current && current.name === model.name && current.dimensions === model.dimensions) return { isChanged: false, queued: 0 };
+      await c.query(`DELETE FROM ${s}.event_vectors`);
+      await c.query(`DELETE FROM ${s}.embedding_jobs`);
+      const queued = await c.query(`INSERT INTO ${s}.embedding_jobs (event_id) SELECT id FROM ${s}.events ORDER BY session_id, turn`);
+      await c.query(`UPDATE ${s}.store_meta SET value = $2 WHERE key = $1`, [VECTOR_MODEL_KEY, JSON.stringify(model)]);
+      return { isChanged: true, queued: queued.rowCount ?? 0 };
+    });
+  }
+
+  async claim(limit: number, leaseMs: number): Promise<EventId[]> {
+    const now = Date.now();
+    const rows = await this.query<{ event_id: string }>(
+      `UPDATE ${this.s}.embedding_jobs SET lease_until_ms = $1
+       WHERE event_id IN (
+         SELECT event_id FROM ${this.s}.embedding_jobs
+         WHERE attempts < $2 AND lease_until_ms <= $3 ORDER BY seq LIMIT $4 FOR UPDATE SKIP LOCKED)
+       RETURNING event_id`,
+      [now + leaseMs, MAX_EMBEDDING_ATTEMPTS, now, limit],
+    );
+    return rows.map((r) => r.event_id as EventId);
+  }
+
+  async put(model: string, vectors: StoredVector[], skipped: EventId[]): Promise<void> {
+    await this.transaction(async (c) => {
+      const s = this.s;
+      const row = (await c.query<{ value: string }>(`SELECT value FROM ${s}.store_meta WHERE key = $1 FOR SHARE`, [VECTOR_MODEL_KEY])).rows[0];
+      const current = row ? (JSON.parse(row.value) as VectorModel | null) : null;
+      if (!current || current.name !== model) {
+        throw new EngramError('CONFLICT', `the store's vector model is ${current ? current.name : 'not set'}, not ${model}: these vectors were dropped`, {
+          field: 'model',
+          storeModel: current?.name ?? null,
+        });
+      }
+      for (const v of vectors) {
+        if (v.vector.length !== current.dimensions) {
+          throw new EngramError('INVALID_INPUT', `vector of ${v.eventId}: ${v.vector.length} dimensions, the model has ${current.dimensions}`, {
+            field: 'vector',
+          });
+        }
+      }
+      if (vectors.length > 0) {
+        await c.query(
+          `INSERT INTO ${s}.event_vectors (event_id, session_id, kind, ts_ms, task_id, model, vector)
+           SELECT e.id, e.session_id, e.kind, e.ts_ms, e.task_id, $3, v.vector
+           FROM unnest($1::text[], $2::bytea[]) AS v(event_id, vector) JOIN ${s}.events e ON e.id = v.event_id
+           ON CONFLICT (event_id) DO UPDATE SET model = excluded.model, vector = excluded.vector`,
+          [vectors.map((v) => v.eventId), vectors.map((v) => toBytea(v.vector)), model],
+        );
+      }
+      const done = [...vectors.map((v) => v.eventId), ...skipped];
+      if (done.length > 0) await c.query(`DELETE FROM ${s}.embedding_jobs WHERE event_id = ANY($1::text[])`, [done]);
+    });
+  }
+
+  async fail(ids: EventId[], error: string): Promise<void> {
+    if (ids.length === 0) return;
+    await this.query(`UPDATE ${this.s}.embedding_jobs SET attempts = attempts + 1, lease_until_ms = $2, last_error = $3 WHERE event_id = ANY($1::text[])`, [
+      ids,
+      Date.now() + RETRY_DELAY_MS,
+      error.slice(0, 1000),
+    ]);
+  }
+
+  async retryFailed(): Promise<number> {
+    const rows = await this.query<{ n: string }>(
+      `WITH u AS (UPDATE ${this.s}.embedding_jobs SET attempts = 0, lease_until_ms = 0 WHERE attempts >= $1 RETURNING 1) SELECT count(*) AS n FROM u`,
+      [MAX_EMBEDDING_ATTEMPTS],
+    );
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  async stats(): Promise<EmbeddingQueueStats> {
+    const rows = await this.query<{ total: string; failed: string }>(
+      `SELECT count(*) AS total, count(*) FILTER (WHERE attempts >= $1) AS failed FROM ${this.s}.embedding_jobs`,
+      [MAX_EMBEDDING_ATTEMPTS],
+    );
+    const total = Number(rows[0]?.total ?? 0);
+    const failed = Number(rows[0]?.failed ?? 0);
+    return { pending: total - failed, failed };
+  }
+
+  async pending(ids: EventId[]): Promise<Set<EventId>> {
+    if (ids.length === 0) return new Set();
+    const rows = await this.query<{ event_id: string }>(`SELECT event_id FROM ${this.s}.embedding_jobs WHERE event_id = ANY($1::text[])`, [[...new Set(ids)]]);
+    return new Set(rows.map((r) => r.event_id as EventId));
+  }
+
+  async search(q: VectorSearchQuery): Promise<VectorHit[]> {
+    const model = await this.readModel();
+    if (!model || model.name !== q.model) {
+      throw new EngramError('CONFLICT', `the store's vector model is ${model ? model.name : 'not set'}, not ${q.model}`, { field: 'model', storeModel: model?.name ?? null });
+    }
+    if (q.vector.length !== model.dimensions) {
+      throw new EngramError('INVALID_INPUT', `vector: ${q.vector.length} dimensions, the store's model has ${model.dimensions}`, { field: 'vector' });
+    }
+    if (q.limit <= 0) return [];
+    const where = ['model = $1'];
+    const params: unknown[] = [q.model];
+    const param = (value: unknown): string => {
+      params.push(value);
+      return `$${params.length}`;
+    };
+    const f = q.filter ?? {};
+    if (f.sessionIds && f.sessionIds.length > 0) where.push(`session_id = ANY(${param(f.sessionIds)}::text[])`);
+    if (f.kinds && f.kinds.length > 0) where.push(`kind = ANY(${param(f.kinds)}::text[])`);
+    if (f.fromMs !== undefined) where.push(`ts_ms >= ${param(Math.ceil(f.fromMs))}`);
+    if (f.toMs !== undefined) where.push(`ts_ms <= ${param(Math.floor(f.toMs))}`);
+    if (f.taskId !== undefined) where.push(`task_id = ${param(f.taskId)}`);
+    const rows = await this.query<{ event_id: string; vector: Buffer }>(
+      `SELECT event_id, vector FROM ${this.s}.event_vectors WHERE ${where.join(' AND ')} ORDER BY ts_ms DESC LIMIT ${param(EXACT_SCAN_MAX_ROWS)}`,
+      params,
+    );
+    return topK(q.vector, rows, q.limit);
+  }
+
+  async get(model: string, ids: EventId[]): Promise<Map<EventId, Float32Array>> {
+    const out = new Map<EventId, Float32Array>();
+    if (ids.length === 0) return out;
+    const rows = await this.query<{ event_id: string; vector: Buffer }>(
+      `SELECT event_id, vector FROM ${this.s}.event_vectors WHERE model = $1 AND event_id = ANY($2::text[])`,
+      [model, [...new Set(ids)]],
+    );
+    for (const r of rows) out.set(r.event_id as EventId, fromBytea(r.vector));
+    return out;
+  }
+}
+
+/** The `limit` rows nearest to `query` by dot product (cosine for unit vectors), nearest first. */
+function topK(query: Float32Array, rows: Array<{ event_id: string; vector: Buffer }>, limit: number): VectorHit[] {
+  const scored = rows.map((r) => {
+    // Read the float32s in place: copying 50,000 buffers would double the scan's cost.
+    const view = new DataView(r.vector.buffer, r.vector.byteOffset, r.vector.byteLength);
+    let dot = 0;
+    const n = Math.min(query.length, r.vector.byteLength / 4);
+    for (let i = 0; i < n; i++) dot += query[i]! * view.getFloat32(i * 4, true);
+    return { eventId: r.event_id as EventId, similarity: dot };
+  });
+  scored.sort((a, b) => b.similarity - a.similarity || (a.eventId < b.eventId ? -1 : 1));
+  return scored.slice(0, limit);
+}
+
+function toBytea(v: Float32Array): Buffer {
+  // Little-endian float32, the same bytes as the SQLite backend's vec0 blobs (and a migration copies them).
+  const out = Buffer.alloc(v.length * 4);
+  for (let i = 0; i < v.length; i++) out.writeFloatLE(v[i]!, i * 4);
+  return out;
+}
+
+function fromBytea(b: Buffer): Float32Array {
+  const out = new Float32Array(b.byteLength / 4);
+  for (let i = 0; i < out.length; i++) out[i] = b.readFloatLE(i * 4);
+  return out;
+}
