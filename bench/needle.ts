@@ -55,9 +55,13 @@ export async function runNeedleCli(argv: string[]): Promise<void> {
       embedder,
       summarizer,
       tokenizer,
-      onProgress: (p) => process.stderr.write(`\rneedle: seed ${p.seed} trace ${p.trace + 1} (${p.done}/${p.total})   `),
+      onProgress: (p) => {
+        // One line per ten traces in a log; a counter in place on a terminal.
+        if (process.stderr.isTTY) process.stderr.write(`\rneedle: seed ${p.seed} trace ${p.trace + 1} (${p.done}/${p.total})   `);
+        else if (p.done % 10 === 0 || p.done === p.total) process.stderr.write(`needle: ${p.done}/${p.total} traces\n`);
+      },
     });
-    process.stderr.write('\n');
+    if (process.stderr.isTTY) process.stderr.write('\n');
     const files = writeNeedleReport(report, plan.outDir, plan.reportName);
     console.log(json ? JSON.stringify(report, null, 2) : formatNeedleSummary(report, files));
   } finally {

@@ -23,6 +23,7 @@ const USAGE = `usage:
   npm run bench -- http-load [--agents 8] [--seconds 20] [--warmup 2] [--batch 4] [--retry-rate 0.05] [--profile]
   npm run bench -- context [--parts prefix,latency,ablation] [--windows 8192,32768] [--turns 300] [--transcript FILE] [--transcript-window 8192]
                            [--sizes 10000,100000] [--steady-turns 200] [--latency-window 32768] [--probes 14] [--seed 42] [--no-profile]
+  npm run bench -- recall-vectors [--sizes 10000,100000] [--queries 300] [--backends sqlite,postgres]
   npm run bench -- bus [--engrams 100000] [--queries 500] [--backends sqlite,postgres] [--pg-engrams 10000]
   npm run bench -- locomo [--data FILE] [--k 5,10,25,50] [--retriever fts,vector,hybrid] [--json] [--ablation] [--out locomo]
   npm run bench -- needle [--quick] [--seed 1,2] [--window 32000] [--cycles 1,3,5] [--json] [--out DIR] [--replay FILE [--format F] [--session S]]`;
@@ -150,6 +151,15 @@ switch (name) {
     await runEmbedderBench({ texts: Number(values.texts), loads: Number(values.loads) });
     break;
   case 'bus-deref': await (await import('./bus-deref.js')).runBusDerefBench(); break;
+  case 'recall-vectors': {
+    const { runRecallVectors } = await import('./recall-vectors.js');
+    await runRecallVectors({
+      sizes: values.sizes.split(',').map(Number),
+      queries: Number(values.queries),
+      backends: values.backends.split(',') as Array<'sqlite' | 'postgres'>,
+    });
+    break;
+  }
   case 'bus': {
     const { runBusBench } = await import('./bus.js');
     await runBusBench({

@@ -57,6 +57,20 @@ export interface OpenEngramOptions extends StoreLocation {
   bus?: BusOptions & { repoRoot?: string };
 }
 
+/** What {@link Engram.stats} reports about vectors. */
+export interface VectorStats {
+  /** The store's embedding model, or null when none was ever configured. */
+  model: string | null;
+  dimensions?: number;
+  /** How vector search runs (see BackendCapabilities.vectorSearch). */
+  search: string;
+  /** Events waiting for their vector, and those set aside after repeated failures. */
+  pending: number;
+  failed: number;
+  /** Set when this engine's embedder differs from the store's model. */
+  mismatch?: string;
+}
+
 export interface ArtifactContent {
   record: ArtifactRecord;
   bytes: Buffer;
@@ -338,8 +352,21 @@ export class Engram {
     return this.store.listSessions(options);
   }
 
-  stats(): Promise<StoreStats> {
-    return this.store.stats();
+  /** Counts of the store, with its vector model and embedding queue. */
+  async stats(): Promise<StoreStats & { vectors: VectorStats }> {
+    const [stats, model, queue] = await Promise.all([this.store.stats(), this.store.getVectorModel(), this.store.embeddingQueueStats()]);
+    const search = this.store.capabilities.vectorSearch;
+    return {
+      ...stats,
+      vectors: {
+        model: model?.name ?? null,
+        ...(model ? { dimensions: model.dimensions } : {}),
+        search: this.store.capabilities.hasPgvector ? `${search} (pgvector is available on the server but not used yet)` : search,
+        pending: queue.pending,
+        failed: queue.failed,
+        ...(this.embedding?.status.state === 'model-mismatch' ? { mismatch: `this engine embeds with ${this.embedding.status.embedder.name}; run engram reindex` } : {}),
+      },
+    };
   }
 
   async close(): Promise<void> {

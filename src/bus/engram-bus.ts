@@ -158,19 +158,20 @@ export class EngramBus {
     });
     const queryRefs = new Set((q.pointers ?? []).flatMap((p) => pointerKeys(p)));
     const ranked = hits
-      .map((h) => ({ row: h.row, matchedKeys: h.matchedKeys, overlap: pointerOverlap(h.row.engram, queryRefs) }))
-      .sort((a, b) => b.matchedKeys - a.matchedKeys || tieBreak(a, b))
+      .map((h) => ({ row: h.row, matchedKeys: h.matchedKeys, keyWeight: h.keyWeight, overlap: pointerOverlap(h.row.engram, queryRefs) }))
+      // Rare keys first (IDF-weighted, see KeyHit.keyWeight), then the seed's tie-breakers.
+      .sort((a, b) => b.keyWeight - a.keyWeight || b.matchedKeys - a.matchedKeys || tieBreak(a, b))
       .slice(0, RERANK_CANDIDATES);
     const embedder = q.rerank !== false && q.text ? this.o.embedder() : null;
     let out: Array<{ row: EngramRow; matchedKeys: number; similarity?: number }> = ranked;
     if (embedder && ranked.length > 1) {
       const [queryVector, ...claims] = await embedder.embed([q.text!, ...ranked.map((r) => r.row.engram.claim)]);
-      const maxMatched = Math.max(...ranked.map((r) => r.matchedKeys));
+      const maxWeight = Math.max(...ranked.map((r) => r.keyWeight), Number.EPSILON);
       out = ranked
         .map((r, i) => ({ ...r, similarity: dot(queryVector!, claims[i]!) }))
         // Keys and meaning weigh equally; the tie-breakers keep the order stable (PAS Bus §9).
-        .map((r) => ({ ...r, score: 0.5 * (r.matchedKeys / maxMatched) + 0.5 * Math.max(0, r.similarity) }))
-        .sort((a, b) => b.score - a.score || b.matchedKeys - a.matchedKeys || tieBreak(a, b));
+        .map((r) => ({ ...r, score: 0.5 * (r.keyWeight / maxWeight) + 0.5 * Math.max(0, r.similarity) }))
+        .sort((a, b) => b.score - a.score || b.keyWeight - a.keyWeight || tieBreak(a, b));
     }
     const engrams = out.slice(0, k).map((r) => toRanked(r.row, r.matchedKeys, r.similarity));
     await this.log('less.engram.query', agent, { keys: queryKeys.size, candidates: hits.length, returned: engrams.length, reranked: embedder !== null });

@@ -23,6 +23,11 @@ export interface BackendCapabilities {
    * `exact-scan` (stored vectors compared one by one: correct, slower; see the backend for its bounds).
    */
   vectorSearch: 'sqlite-vec' | 'pgvector' | 'exact-scan';
+  /**
+   * PostgreSQL only: the server offers the pgvector extension. It is detected and reported, not used yet (it
+   * could not be installed where Engram was built and tested, so its path would be untested code).
+   */
+  hasPgvector?: boolean;
 }
 
 export const DEFAULT_CAPABILITIES: BackendCapabilities = {

@@ -20,10 +20,10 @@ export interface BusStorage {
    * Candidates by hash key (PAS Bus §5.1): engrams holding any of `keys`, visible to the reader (see
    * {@link EngramVisibility}), live at `nowMs` (not removed; `expiresMs > nowMs`), with how many of the keys each
    * holds. Per key at most `perKeyLimit` engrams are read, newest first (collisions are acceptable; a very
-   * common key must not make the query slow), and the `limit` holding the most keys are returned. Order of
-   * the result is not defined: the core ranks.
+   * common key must not make the query slow), and the `limit` with the highest {@link KeyHit.keyWeight} are
+   * returned. Order of the result is not defined: the core ranks.
    */
-  queryEngramsByKeys(query: EngramKeyQuery): Promise<Array<{ row: EngramRow; matchedKeys: number }>>;
+  queryEngramsByKeys(query: EngramKeyQuery): Promise<KeyHit[]>;
   /** Live (or, with `includeExpired`, also expired) engrams visible to the reader, newest first. */
   listEngrams(query: EngramListQuery): Promise<EngramRow[]>;
   /** Marks an engram removed (kept, with who and when); false when no live engram has this id. */
@@ -93,6 +93,18 @@ export interface EngramRow {
   scopeChangedMs?: number;
 }
 
+export interface KeyHit {
+  row: EngramRow;
+  /** How many of the distinct query keys the engram holds. */
+  matchedKeys: number;
+  /**
+   * The matched keys weighted by rarity, IDF-style: the sum over matched keys of ln(1 + perKeyLimit / n), n the
+   * engrams read for that key. A key few engrams hold (an identifier, a case number) outweighs n-grams that
+   * hundreds of near-identical claims share.
+   */
+  keyWeight: number;
+}
+
 export type PutEngramOutcome =
   | { status: 'stored'; row: EngramRow }
   | { status: 'duplicate'; row: EngramRow }
@@ -115,7 +127,7 @@ export interface EngramKeyQuery extends EngramVisibility {
   /** Most engrams read per key, newest first. */
   perKeyLimit: number;
   /**
-   * Most engrams returned: those holding the most query keys, newest first among equals. Only these rows are
+   * Most engrams returned: those with the highest key weight, newest first among equals. Only these rows are
    * read in full, so a common key costs index entries, not engram bodies.
    */
   limit: number;

@@ -198,14 +198,18 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
         expect(await bus.queryEngramsByKeys(keyQuery([]))).toEqual([]);
       });
 
-      it('returns the limit engrams holding the most keys, newest first among equals', async () => {
-        const three = await put(bus, { keys: ['k:a', 'k:b', 'k:c'], createdMs: T0 - 3000 });
-        const twoOld = await put(bus, { keys: ['k:a', 'k:b'], createdMs: T0 - 2000 });
-        const twoNew = await put(bus, { keys: ['k:b', 'k:c'], createdMs: T0 - 1000 });
-        await put(bus, { keys: ['k:c'], createdMs: T0 });
-        const hits = await bus.queryEngramsByKeys(keyQuery(['k:a', 'k:b', 'k:c'], { limit: 2 }));
-        expect(hits.map((h) => h.row.engram.id).sort()).toEqual([three.engram.id, twoNew.engram.id].sort());
-        expect(hits.map((h) => h.row.engram.id)).not.toContain(twoOld.engram.id);
+      it('returns the limit engrams with the highest key weight: a rare key outweighs common ones', async () => {
+        for (let i = 0; i < 5; i++) await put(bus, { keys: ['k:common1', 'k:common2'], createdMs: T0 - 10_000 + i });
+        const rare = await put(bus, { keys: ['k:rare'], createdMs: T0 - 20_000 });
+        const hits = await bus.queryEngramsByKeys(keyQuery(['k:common1', 'k:common2', 'k:rare'], { perKeyLimit: 10, limit: 1 }));
+        expect(hits.map((h) => h.row.engram.id)).toEqual([rare.engram.id]);
+        // ln(1 + 10/1) for the one key it holds.
+        expect(hits[0]!.keyWeight).toBeCloseTo(Math.log(11), 6);
+        expect(hits[0]!.matchedKeys).toBe(1);
+        const all = await bus.queryEngramsByKeys(keyQuery(['k:common1', 'k:common2', 'k:rare'], { perKeyLimit: 10, limit: 10 }));
+        const common = all.find((h) => h.row.engram.id !== rare.engram.id)!;
+        expect(common.matchedKeys).toBe(2);
+        expect(common.keyWeight).toBeCloseTo(2 * Math.log(1 + 10 / 5), 6);
       });
 
       it('reads at most perKeyLimit engrams per key, newest first', async () => {

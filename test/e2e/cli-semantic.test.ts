@@ -45,6 +45,8 @@ describe('engram CLI: semantic recall', () => {
     const hybrid = JSON.parse(engram(['recall', 'which database did we pick', '--json']).stdout);
     expect(hybrid.retriever).toBe('hybrid');
     expect(hybrid.hits.slice(0, 2).map((h: { excerpt: string }) => h.excerpt).join('\n')).toContain('PostgreSQL');
+    const stats = JSON.parse(engram(['stats', '--json']).stdout);
+    expect(stats.vectors).toMatchObject({ model: 'builtin-glove-100d@1', dimensions: 256, search: 'sqlite-vec', pending: 0, failed: 0 });
   });
 
   it('--embedder none keeps recall full-text; a later reindex embeds the stored events', () => {

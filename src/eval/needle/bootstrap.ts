@@ -3,7 +3,7 @@
  * trace share its flood and its window, so they are not independent: the unit resampled is the trace (a
  * cluster bootstrap), and each resample's statistic is the pooled ratio sum(num) / sum(den).
  */
-import { Prng } from './prng.js';
+import { Prng } from '../../util/prng.js';
 
 /** One cluster's share of a ratio: e.g. exact answers (num) out of probes (den). */
 export interface Cluster {

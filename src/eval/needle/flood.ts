@@ -6,7 +6,7 @@
  * and unrelated values of the same shapes. No flood turn contains a needle's exact value.
  */
 import type { NeedleType } from './needle-types.js';
-import type { Prng } from './prng.js';
+import type { Prng } from '../../util/prng.js';
 import type { DraftEvent } from './scenarios.js';
 import { nearMiss } from './near-miss.js';
 import {

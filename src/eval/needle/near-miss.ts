@@ -4,7 +4,7 @@
  * port, one flag changed, one reason swapped. The flood plants them so a wrong answer is available.
  */
 import type { NeedleType } from './needle-types.js';
-import type { Prng } from './prng.js';
+import type { Prng } from '../../util/prng.js';
 import { DESIGN_CHOICES, ERROR_CODES, FILES, PORTS, REASONS } from './vocabulary.js';
 
 /** A near miss of `value` (never equal to it). */
@@ -64,5 +64,31 @@ function draw(rng: Prng, type: NeedleType, value: string): string {
       }
       return rng.pick(DESIGN_CHOICES)[2];
     }
+  }
+}
+
+/**
+ * Whether `other` looks like a near miss of `value` (what {@link nearMiss} makes, or what a trace holds by
+ * chance): a hash sharing six aligned digits, the same file or line, the same code or address or port, one
+ * flag in common, or one reason in common.
+ */
+export function isNearMissOf(other: string, value: string, type: NeedleType): boolean {
+  if (other === value) return false;
+  switch (type) {
+    case 'hash':
+      return [...other].filter((ch, i) => ch === value[i]).length >= 6;
+    case 'path': {
+      const [a, b] = [other.lastIndexOf(':'), value.lastIndexOf(':')];
+      return other.slice(0, a) === value.slice(0, b) || other.slice(a) === value.slice(b);
+    }
+    case 'error': {
+      const [code, address] = other.split(' ') as [string, string];
+      const [vCode, vAddress] = value.split(' ') as [string, string];
+      return (code === vCode && (address.split(':')[0] === vAddress.split(':')[0] || address.split(':')[1] === vAddress.split(':')[1])) || address === vAddress;
+    }
+    case 'parameter':
+      return other.split(' ').some((flag) => value.split(' ').includes(flag));
+    case 'rationale':
+      return other.split(' and ').some((reason) => value.split(' and ').includes(reason));
   }
 }

@@ -11,6 +11,7 @@ import { EngramError } from '../../errors.js';
 import type { Embedder } from '../../providers/embedder.js';
 import { createGptTokenizer } from '../../providers/gpt-tokenizer.js';
 import type { Tokenizer } from '../../providers/tokenizer.js';
+import { isNearMissOf } from './near-miss.js';
 import { CONDITIONS, summarizeCycle, type ConditionName, type CycleSummary, type ProbeRecord } from './metrics.js';
 import { CUE_WINDOW_CHARS } from './reader.js';
 import { createExtractiveSummarizer, type Summarizer } from './summarizer.js';
@@ -95,6 +96,8 @@ export interface FailedProbe {
   twoHop: string | null;
   /** Whether the value was in what the agent read after one hop: false means recall did not bring it. */
   isPresentOneHop: boolean;
+  /** The 1-hop answer was a near miss of the needle (near-miss.ts), another value of its type, or none. */
+  answerKind: 'near-miss' | 'other-value' | 'abstained';
   firstHits: ProbeRecord['firstHits'];
 }
 
@@ -198,6 +201,7 @@ export async function runNeedleBench(options: NeedleBenchOptions): Promise<Needl
           oneHop: r.hops[1].answer,
           twoHop: r.hops[2].answer,
           isPresentOneHop: r.hops[1].isPresent,
+          answerKind: r.hops[1].answer === null ? 'abstained' : isNearMissOf(r.hops[1].answer, r.value, r.type) ? 'near-miss' : 'other-value',
           firstHits: r.firstHits,
         });
       }

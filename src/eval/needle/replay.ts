@@ -152,7 +152,9 @@ async function readTranscript(options: ReplayOptions): Promise<{ format: ImportF
   const format = options.format ?? sniff(options.file);
   const bySession = new Map<string, EventInput[]>();
   const fallback = basename(options.file).replace(/\.[^.]+$/, '').replace(/[^\w.:@-]/g, '-') || 'replay';
-  for await (const item of parseImport({ sizeBytes: size, stream: () => createReadStream(options.file) }, format)) {
+  // Whole-JSON chats may hold a list of conversations, which the importer splits into `<base>:<n>` sessions.
+  const importOptions = format === 'openai' || format === 'anthropic' ? { sessionId: fallback } : {};
+  for await (const item of parseImport({ sizeBytes: size, stream: () => createReadStream(options.file) }, format, importOptions)) {
     if (item.type !== 'event') continue;
     try {
       validateEventInput(item.value.event);

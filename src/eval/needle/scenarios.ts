@@ -7,7 +7,7 @@
  */
 import type { EventInput } from '../../model/event.js';
 import type { NeedleType } from './needle-types.js';
-import type { Prng } from './prng.js';
+import type { Prng } from '../../util/prng.js';
 import {
   AUTHORS, CHOICES, DESIGN_CHOICES, ERROR_CODES, FILES, JOBS, NOUNS, PORTS, PROPS, REASONS,
   commitSubject, ipAddress,

@@ -5,7 +5,10 @@
  */
 
 export interface ChartSeries {
+  /** The series' id (`data-series`). */
   name: string;
+  /** The legend's text. Default `name`. */
+  label?: string;
   /** y per x in 0..1, or null where there is no value. */
   values: Array<number | null>;
   isDashed?: boolean;
@@ -71,13 +74,13 @@ export function lineChartSvg(options: LineChartOptions): string {
       if (v === null || !Number.isFinite(v)) return flush();
       const point = `${f(xOf(xs[k]!))},${f(yOf(v))}`;
       run.push(point);
-      out.push(`<circle cx="${f(xOf(xs[k]!))}" cy="${f(yOf(v))}" r="3.5" fill="${color}"><title>${escapeXml(`${s.name}: ${(v * 100).toFixed(1)} % after ${xs[k]}`)}</title></circle>`);
+      out.push(`<circle cx="${f(xOf(xs[k]!))}" cy="${f(yOf(v))}" r="3.5" fill="${color}"><title>${escapeXml(`${s.label ?? s.name}: ${(v * 100).toFixed(1)} % after ${xs[k]}`)}</title></circle>`);
     });
     flush();
     const ly = MARGIN.top + 8 + i * 22;
     const lx = MARGIN.left + plotW + 18;
     out.push(`<line x1="${lx}" y1="${ly}" x2="${lx + 24}" y2="${ly}" stroke="${color}" stroke-width="2"${dash}/>`);
-    out.push(`<text x="${lx + 30}" y="${ly}" dominant-baseline="middle">${escapeXml(s.name)}</text>`);
+    out.push(`<text x="${lx + 30}" y="${ly}" dominant-baseline="middle">${escapeXml(s.label ?? s.name)}</text>`);
     out.push('</g>');
   });
   out.push('</svg>');

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { nearMiss } from './near-miss.js';
+import { isNearMissOf, nearMiss } from './near-miss.js';
 import { findCandidates, isNeedleShaped } from './needle-patterns.js';
 import { NEEDLE_TYPES, type TraceTurn } from './needle-types.js';
-import { Prng } from './prng.js';
+import { Prng } from '../../util/prng.js';
 import { createNeedleTrace } from './trace-generator.js';
 
 function firstTurns(turns: Iterable<TraceTurn>, n: number): TraceTurn[] {
@@ -60,13 +60,27 @@ describe('createNeedleTrace', () => {
     const text = flood.flatMap((t) => t.events.map((e) => e.event.content)).join('\n');
     for (const n of trace.needles) expect(text).not.toContain(n.value);
     // Look-alikes: for most needles the flood holds a string of the same type that shares a visible part.
-    const lookAlikes = trace.needles.filter((n) => findCandidates(text, n.type).some((c) => c.value !== n.value && shareAPart(c.value, n.value, n.type)));
+    const lookAlikes = trace.needles.filter((n) => findCandidates(text, n.type).some((c) => isNearMissOf(c.value, n.value, n.type)));
     expect(lookAlikes.length).toBeGreaterThanOrEqual(trace.needles.length / 2);
   });
 
   it('rejects a needle count it cannot plant', () => {
     expect(() => createNeedleTrace({ seed: 1, needlesPerType: 0 })).toThrow(/needlesPerType/);
     expect(() => createNeedleTrace({ seed: -1 })).toThrow(/seed/);
+  });
+});
+
+describe('isNearMissOf', () => {
+  it('recognises what nearMiss makes and nothing unrelated', () => {
+    expect(isNearMissOf('a7f3b2c9e1d9', 'a7f3b2c9e1d8', 'hash')).toBe(true);
+    expect(isNearMissOf('0123456789ab', 'a7f3b2c9e1d8', 'hash')).toBe(false);
+    expect(isNearMissOf('src/a/b.ts:12', 'src/a/b.ts:13', 'path')).toBe(true);
+    expect(isNearMissOf('src/x/y.ts:99', 'src/a/b.ts:13', 'path')).toBe(false);
+    expect(isNearMissOf('ECONNREFUSED 10.0.3.7:5433', 'ECONNREFUSED 10.0.3.7:5432', 'error')).toBe(true);
+    expect(isNearMissOf('ETIMEDOUT 10.9.9.9:80', 'ECONNREFUSED 10.0.3.7:5432', 'error')).toBe(false);
+    expect(isNearMissOf('--a=1 --b=3', '--a=1 --b=2', 'parameter')).toBe(true);
+    expect(isNearMissOf('x and z', 'x and y', 'rationale')).toBe(true);
+    expect(isNearMissOf('same', 'same', 'rationale')).toBe(false);
   });
 });
 
@@ -92,17 +106,6 @@ describe('nearMiss', () => {
 });
 
 /** Whether a look-alike keeps something a reader would recognise from the needle. */
-function shareAPart(miss: string, value: string, type: string): boolean {
-  switch (type) {
-    case 'hash':
-      return miss.length === value.length && [...miss].filter((ch, i) => ch === value[i]).length >= 6;
-    case 'path':
-      return miss.split(':')[0] === value.split(':')[0] || miss.split(':')[1] === value.split(':')[1];
-    case 'error':
-      return miss.split(' ')[0] === value.split(' ')[0] || miss.split(' ')[1] === value.split(' ')[1] || miss.split(':')[1] === value.split(':')[1];
-    case 'parameter':
-      return miss.split(' ').some((flag) => value.split(' ').includes(flag)) || miss.replace(/\d+/g, '#') === value.replace(/\d+/g, '#');
-    default:
-      return true;
-  }
+function shareAPart(miss: string, value: string, type: (typeof NEEDLE_TYPES)[number]): boolean {
+  return type === 'rationale' || isNearMissOf(miss, value, type);
 }

@@ -9,7 +9,7 @@ import type { EventInput } from '../../model/event.js';
 import { floodTurns, type FloodOptions } from './flood.js';
 import { NEEDLE_TYPES, type Needle, type NeedleTraceSource, type Probe, type TraceTurn } from './needle-types.js';
 import { isNeedleShaped } from './needle-patterns.js';
-import { deriveSeed, Prng } from './prng.js';
+import { deriveSeed, Prng } from '../../util/prng.js';
 import { SCENARIOS, type DraftEvent, type ScenarioContext } from './scenarios.js';
 import { COMPONENTS } from './vocabulary.js';
 

@@ -2,7 +2,7 @@
  * Words of the synthetic traces: the components of an imagined product, files, people, technologies and
  * reasons. Needles and flood draw on the same words, so a probe's words also occur around distractors.
  */
-import type { Prng } from './prng.js';
+import type { Prng } from '../../util/prng.js';
 
 export const COMPONENTS = [
   'checkout', 'billing', 'search', 'inventory', 'auth', 'notifications', 'orders',

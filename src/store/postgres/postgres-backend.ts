@@ -198,7 +198,10 @@ export class PostgresBackend implements StorageBackend {
     const pool = await createPgPool(location.connectionString, options);
     try {
       const isPowerLossDurable = await migrate(pool, location, options.create ?? true);
-      return new PostgresBackend(pool, location, isPowerLossDurable);
+      const backend = new PostgresBackend(pool, location, isPowerLossDurable);
+      const probe = await pool.query<{ available: boolean }>(`SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS available`);
+      if (probe.rows[0]?.available) backend.capabilities.hasPgvector = true;
+      return backend;
     } catch (err) {
       await pool.end().catch(() => undefined);
       throw translatePgError(err, `cannot open the Engram store at ${location.displayUrl}`, location.displayUrl);

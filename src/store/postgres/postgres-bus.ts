@@ -24,6 +24,7 @@ import type {
   DerefReservation,
   DerefUsage,
   EngramKeyQuery,
+  KeyHit,
   EngramListQuery,
   EngramRow,
   EngramVisibility,
@@ -142,7 +143,7 @@ export class PostgresBus implements BusStorage {
     return rows[0] ? rowFromColumns(rows[0]) : null;
   }
 
-  async queryEngramsByKeys(query: EngramKeyQuery): Promise<Array<{ row: EngramRow; matchedKeys: number }>> {
+  async queryEngramsByKeys(query: EngramKeyQuery): Promise<KeyHit[]> {
     checkLimit(query.perKeyLimit, 'perKeyLimit');
     checkLimit(query.limit, 'limit');
     const keys = [...new Set(query.keys)];
@@ -157,21 +158,28 @@ export class PostgresBus implements BusStorage {
       (branch) => `(SELECT engram_id, created_ms FROM ${s}.engram_keys WHERE ${common} AND ${branch} ${order})`,
     );
     if (keys.length === 0 || branches.length === 0) return [];
-    // Only the engrams holding the most keys are read in full (bodies are the expensive part).
+    // Keys weigh by rarity (IDF over the postings read per key); only the engrams with the highest weight are
+    // read in full (bodies are the expensive part).
     const limit = `$${params.push(query.limit)}`;
-    const rows = await this.query<EngramColumns>(
-      `SELECT ${ENGRAM_COLUMNS} FROM ${s}.engrams
-       WHERE removed_ms IS NULL AND id IN (
-         SELECT hit.engram_id FROM unnest($1::text[]) AS k(key)
-         CROSS JOIN LATERAL (SELECT engram_id, created_ms FROM (${branches.join(' UNION ALL ')}) AS b ${order}) AS hit
-         GROUP BY hit.engram_id ORDER BY count(*) DESC, max(hit.created_ms) DESC, hit.engram_id DESC LIMIT ${limit})`,
+    const rows = await this.query<EngramColumns & { key_weight: number }>(
+      `WITH hits AS (
+         SELECT k.key, hit.engram_id, hit.created_ms FROM unnest($1::text[]) AS k(key)
+         CROSS JOIN LATERAL (SELECT engram_id, created_ms FROM (${branches.join(' UNION ALL ')}) AS b ${order}) AS hit),
+       df AS (SELECT key, count(*) AS n FROM hits GROUP BY key),
+       scored AS (
+         SELECT h.engram_id, sum(ln(1 + $3::float8 / df.n)) AS w, max(h.created_ms) AS c
+         FROM hits h JOIN df USING (key) GROUP BY h.engram_id
+         ORDER BY w DESC, c DESC, h.engram_id DESC LIMIT ${limit})
+       SELECT ${ENGRAM_COLUMNS.split(',').map((c) => `e.${c.trim()}`).join(', ')}, scored.w AS key_weight
+       FROM ${s}.engrams e JOIN scored ON scored.engram_id = e.id
+       WHERE e.removed_ms IS NULL`,
       params,
       'querying engrams failed',
     );
     const wanted = new Set(keys);
     return rows.map((columns) => {
       const row = rowFromColumns(columns);
-      return { row, matchedKeys: row.indexKeys.filter((k) => wanted.has(k)).length };
+      return { row, matchedKeys: row.indexKeys.filter((k) => wanted.has(k)).length, keyWeight: Number(columns.key_weight) };
     });
   }
 

@@ -161,6 +161,9 @@ export class SqliteBackend implements StorageBackend {
       }
       db.pragma('foreign_keys = ON');
       db.pragma('cache_size = -65536'); // 64 MiB page cache
+      // Vector search reads every stored vector (100 MB at 100K events of 256 dimensions): memory-mapped reads
+      // skip the page cache's copies (measured with sqlite-vec at 100K: KNN 59 -> 38 ms).
+      db.pragma('mmap_size = 1073741824');
       loadVectorExtension(db);
       if (!options.readonly) migrate(db);
       else if (readVersion(db) !== LATEST_SQLITE_SCHEMA_VERSION) {

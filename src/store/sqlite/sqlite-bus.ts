@@ -26,6 +26,7 @@ import type {
   DerefReservation,
   DerefUsage,
   EngramKeyQuery,
+  KeyHit,
   EngramListQuery,
   EngramRow,
   EngramVisibility,
@@ -108,7 +109,7 @@ export class SqliteBus implements BusStorage {
     return row ? fromColumns(row) : null;
   }
 
-  async queryEngramsByKeys(query: EngramKeyQuery): Promise<Array<{ row: EngramRow; matchedKeys: number }>> {
+  async queryEngramsByKeys(query: EngramKeyQuery): Promise<KeyHit[]> {
     checkLimit(query.perKeyLimit, 'perKeyLimit');
     checkLimit(query.limit, 'limit');
     const keys = [...new Set(query.keys)];
@@ -116,8 +117,9 @@ export class SqliteBus implements BusStorage {
     const scopes = new Set(query.scopes ?? ALL_SCOPES);
     const kinds = query.kinds ? JSON.stringify(query.kinds) : null;
     const s = this.stmts;
-    const read = this.db.transaction((): SqliteEngramColumns[] => {
+    const read = this.db.transaction((): Array<{ columns: SqliteEngramColumns; keyWeight: number }> => {
       const counts = new Map<string, { n: number; createdMs: number }>();
+      const weights = new Map<string, number>();
       for (const key of keys) {
         // Two bounded index scans per key (see migration 7), merged newest first and cut to the quota.
         const hits: Array<{ engram_id: string; created_ms: number }> = [];
@@ -148,23 +150,27 @@ export class SqliteBus implements BusStorage {
           );
         }
         hits.sort((a, b) => b.created_ms - a.created_ms || (a.engram_id < b.engram_id ? 1 : a.engram_id > b.engram_id ? -1 : 0));
-        for (const hit of hits.slice(0, query.perKeyLimit)) {
+        const kept = hits.slice(0, query.perKeyLimit);
+        const idf = Math.log(1 + query.perKeyLimit / Math.max(1, kept.length));
+        for (const hit of kept) {
           const c = counts.get(hit.engram_id);
-          if (c) c.n++;
-          else counts.set(hit.engram_id, { n: 1, createdMs: hit.created_ms });
+          if (c) c.n += idf;
+          else counts.set(hit.engram_id, { n: idf, createdMs: hit.created_ms });
         }
       }
-      // Only the engrams holding the most keys are read in full (bodies are the expensive part).
+      for (const [id, c] of counts) weights.set(id, c.n);
+      // Only the engrams with the highest key weight are read in full (bodies are the expensive part).
       const ids = [...counts]
         .sort((a, b) => b[1].n - a[1].n || b[1].createdMs - a[1].createdMs || (a[0] < b[0] ? 1 : a[0] > b[0] ? -1 : 0))
         .slice(0, query.limit)
         .map(([id]) => id);
-      return ids.length === 0 ? [] : (s.liveByIds.all(JSON.stringify(ids)) as SqliteEngramColumns[]);
+      const rows = ids.length === 0 ? [] : (s.liveByIds.all(JSON.stringify(ids)) as SqliteEngramColumns[]);
+      return rows.map((columns) => ({ columns, keyWeight: weights.get(columns.id) ?? 0 }));
     });
     const wanted = new Set(keys);
-    return this.run('querying engrams failed', () => read()).map((columns) => {
+    return this.run('querying engrams failed', () => read()).map(({ columns, keyWeight }) => {
       const row = fromColumns(columns);
-      return { row, matchedKeys: row.indexKeys.filter((k) => wanted.has(k)).length };
+      return { row, matchedKeys: row.indexKeys.filter((k) => wanted.has(k)).length, keyWeight };
     });
   }
 

@@ -70,9 +70,15 @@ export async function serveCommand(mem: Engram, args: ServeArgs, io: Io, version
     if (args.json) {
       io.out(JSON.stringify({ url: server.url, mcp: `${server.url}/mcp`, admin: admin ?? null, embedder: mem.indexer?.embedder.name ?? null }));
     } else {
-      io.out(`Engram listening on ${server.url} (HTTP API under /v1, MCP at ${server.url}/mcp; store: ${mem.store.name}; ${embedding})`);
-      if (admin) io.out(`Created the admin agent "${admin.agent.name}". ${tokenNotice(admin.token)}`);
-      else io.out('Agents: engram agent list; add one with: engram agent add NAME --role ROLE [--parent NAME]');
+      // One write: a reader that waits for the address line gets the agent line with it.
+      io.out(
+        [
+          `Engram listening on ${server.url} (HTTP API under /v1, MCP at ${server.url}/mcp; store: ${mem.store.name}; ${embedding})`,
+          admin
+            ? `Created the admin agent "${admin.agent.name}". ${tokenNotice(admin.token)}`
+            : 'Agents: engram agent list; add one with: engram agent add NAME --role ROLE [--parent NAME]',
+        ].join('\n'),
+      );
     }
     const signal = await stopped;
     io.err(`engram serve: ${signal}: finishing requests in flight...`);

@@ -20,6 +20,13 @@ export async function statsCommand(mem: Engram, args: { json?: boolean }, io: Io
       ['events', s.events],
       ['by kind', kinds || '-'],
       ['artifacts', `${s.artifacts} (${formatBytes(s.artifactBytes)} original, ${formatBytes(s.artifactStoredBytes)} stored)`],
+      [
+        'vectors',
+        s.vectors.model
+          ? `${s.vectors.model} (${s.vectors.dimensions} dimensions, ${s.vectors.search}); ${s.vectors.pending} queued, ${s.vectors.failed} failed`
+          : `none (${s.vectors.search})`,
+      ],
+      ...(s.vectors.mismatch ? ([['note', s.vectors.mismatch]] as Array<[string, string]>) : []),
     ]),
   );
   return 0;

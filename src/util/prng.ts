@@ -1,7 +1,6 @@
 /**
- * Deterministic PRNG (mulberry32) for the needle benchmark: the same seed gives the same trace, probes and
- * bootstrap resamples on every machine. A copy of bench/lib/prng.ts: the harness ships in the package
- * (`engram bench needle`), which cannot import from bench/.
+ * Deterministic PRNG (mulberry32): the same seed gives the same traces, probes and bootstrap resamples on
+ * every machine. Shared by the shipped evaluations (`engram bench needle`) and the benchmarks in bench/.
  */
 export class Prng {
   private state: number;
