@@ -42,7 +42,8 @@ export interface OpenEngramOptions extends StoreLocation {
   ingest?: IngestOptions;
   /**
    * Turns on semantic recall: events are queued for this embedder when stored, embedded by a worker and
-   * fused with full-text results (hybrid). Without one, recall is full-text only.
+   * fused with full-text results (hybrid). Without one, recall is full-text only. Like `backend`, the engine
+   * closes it on {@link Engram.close}.
    */
   embedder?: Embedder;
   /**

@@ -242,7 +242,7 @@ export class EngramBus {
         throw new EngramError('SCOPE_DENIED', `only a parent of the engram's writer promotes it (LESS §4.3)`, { field: 'agent' });
       }
     }
-    assertMayWriteScope({ ...agent, ...(agent.isAdmin ? {} : { parentId: agent.parentId }) }, scope, this.o.policy);
+    assertMayWriteScope(agent, scope, this.o.policy);
     if (row.engram.confidence < this.o.policy.promotionConfidenceFloor) {
       throw new EngramError(
         'SCOPE_DENIED',
