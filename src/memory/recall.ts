@@ -177,6 +177,12 @@ const EXACT_MATCH_BOOST = 0.6;
  * prose that is merely about the same thing must not outrank the event that holds the string.
  */
 export const HYBRID_VECTOR_WEIGHT = 0.5;
+/**
+ * Least cosine similarity of a vector-only candidate. The built-in embedder scores unrelated texts near 0 and
+ * paraphrases from about 0.2 (src/providers/glove/sentence-encoder.ts); other models run higher, so this only
+ * keeps out what is plainly unrelated.
+ */
+export const MIN_VECTOR_SIMILARITY = 0.1;
 export const HYBRID_VECTOR_WEIGHT_WITH_IDENTIFIERS = 0.2;
 
 /**
@@ -254,7 +260,7 @@ export class Recaller {
     const vectorHits = embedder
       ? await this.store.searchVectors({ vector: (await embedder.embed([query]))[0]!, model: embedder.name, filter, limit: Math.max(MIN_VECTOR_CANDIDATES, candidateLimit) })
       : [];
-    const fused = fuseRelevance(hits, vectorHits, retriever, parsed.identifiers.length > 0);
+    const fused = fuseRelevance(hits, admitVectorHits(vectorHits, hits, retriever, parsed.identifiers.length > 0), retriever, parsed.identifiers.length > 0);
 
     // Key events join the candidates whether or not the query matched them (Annex A.2b, C_ptr), so the
     // events the task depends on stay retrievable (§5.5); they obey the caller's filters like any other.
@@ -406,6 +412,24 @@ export class Recaller {
     const usedTokens = this.tokenizer.count(header) + hits.reduce((sum, h) => sum + h.tokens + 1, 0);
     return { query, retriever, hits, candidates, budgetTokens, usedTokens, isTruncated, text };
   }
+}
+
+/**
+ * Which vector candidates may enter the ranking. Vector search always returns neighbours, related or not, and
+ * a pack padded with them costs tokens and precision. So a vector-only candidate needs a cosine of at least
+ * {@link MIN_VECTOR_SIMILARITY}; and when the query names identifiers that full-text found, the question is
+ * about those exact strings, and only candidates that contain them (full-text hits) are kept. Vectors still
+ * rerank the full-text hits they also found.
+ */
+function admitVectorHits<T extends { eventId: string; similarity: number }>(
+  vector: readonly T[],
+  text: ReadonlyArray<{ eventId: string }>,
+  retriever: Retriever,
+  hasIdentifiers: boolean,
+): T[] {
+  const found = new Set(text.map((h) => h.eventId));
+  if (retriever === 'hybrid' && hasIdentifiers && found.size > 0) return vector.filter((h) => found.has(h.eventId));
+  return vector.filter((h) => h.similarity >= MIN_VECTOR_SIMILARITY || found.has(h.eventId));
 }
 
 /**

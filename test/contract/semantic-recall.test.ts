@@ -89,6 +89,10 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
       const r = await mem.recall('which deploy was build a3f9c2d17b', { logRecall: false });
       expect(r.hits[0]?.excerpt).toContain('a3f9c2d17b');
       expect(r.hits[0]?.isExactMatch).toBe(true);
+      // Asked for nothing but an exact string that full-text found, recall does not pad the pack with
+      // look-alike prose from the vector side.
+      const only = await mem.recall('a3f9c2d17b', { logRecall: false });
+      expect(only.hits.map((h) => h.excerpt)).toEqual(['deployed build a3f9c2d17b to staging']);
     });
 
     it('queues events at append and embeds them in batches; the queue survives a restart', async () => {
