@@ -35,7 +35,8 @@ export function keyTokens(text: string): string[] {
   const out: string[] = [];
   for (const m of text.normalize('NFKC').toLowerCase().matchAll(TOKEN)) {
     const t = m[0];
-    if (t.length < 2 || STOPWORDS.has(t)) continue;
+    // Single digits stay: "retries 3 times" and "retries 4 times" are different claims.
+    if ((t.length < 2 && !/\d/.test(t)) || STOPWORDS.has(t)) continue;
     out.push(t);
   }
   return out;

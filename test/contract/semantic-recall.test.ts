@@ -132,6 +132,29 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
       expect((await other.recall('PostgreSQL JSONB', { retriever: 'vector', logRecall: false })).hits.length).toBeGreaterThan(0);
     });
 
+    it('keeps events queued when the provider fails, and retries them only after a delay', async () => {
+      let isDown = true;
+      const flaky: Embedder = {
+        name: builtin.name,
+        dimensions: builtin.dimensions,
+        embed: async (texts) => {
+          if (isDown) throw new Error('connect ECONNREFUSED 127.0.0.1:11434');
+          return builtin.embed(texts);
+        },
+      };
+      const other = await openEngram({ backend: harness.backend, embedder: flaky, indexing: { background: false } });
+      await other.append('s', FILLER.map((content) => ({ kind: 'note' as const, content })));
+      const failed = await other.indexer!.drain();
+      expect(failed).toMatchObject({ embedded: 0, failed: FILLER.length, remaining: FILLER.length });
+      expect(other.indexer!.error).toContain('ECONNREFUSED');
+      // Failed jobs wait before their retry; the queue still holds every one of them.
+      expect(await harness.backend.pendingEmbeddings((await other.listEvents({ sessionId: 's' as never })).map((e) => e.id as never))).toHaveProperty('size', FILLER.length);
+      isDown = false;
+      expect(await harness.backend.retryFailedEmbeddings()).toBe(0); // one failure is below the set-aside limit
+      expect(await harness.backend.claimEmbeddingJobs(100, 60_000)).toEqual([]); // still inside the retry delay
+      expect(await harness.backend.embeddingQueueStats()).toEqual({ pending: FILLER.length, failed: 0 });
+    });
+
     it('never evicts an event that still waits for its vector (indexing before eviction)', async () => {
       const events = Array.from({ length: 60 }, (_, i) => ({ kind: 'note' as const, content: `step ${i}: ${FILLER[i % FILLER.length]} `.repeat(6) }));
       const out = await mem.append('s', events);
