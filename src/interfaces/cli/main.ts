@@ -295,7 +295,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     .option('-s, --session <id>', 'the session the tools work for (default: $ENGRAM_SESSION)')
     .option('--agent <name>', 'the agent the bus tools (less_*) act as (default: $ENGRAM_AGENT; without one they are refused)')
     .option('--run <id>', 'the run of run-scoped engrams (default: $ENGRAM_RUN, else default)')
-    .action(merged(withStore((m, args: McpArgs & GlobalOptions) => mcpCommand(m, args, io, VERSION), true)));
+    .action(merged(withStore((m, args: McpArgs & GlobalOptions) => mcpCommand(m, args, io, VERSION), true, 'background')));
 
   program
     .command('migrate')
