@@ -415,8 +415,8 @@ export class Recaller {
 }
 
 /**
- * Which vector candidates may enter the ranking. Vector search always returns neighbours, related or not, and
- * a pack padded with them costs tokens and precision. So a vector-only candidate needs a cosine of at least
+ * Which vector candidates may enter a hybrid ranking. Vector search always returns neighbours, related or not,
+ * and a pack padded with them costs tokens and precision. So a vector-only candidate needs a cosine of at least
  * {@link MIN_VECTOR_SIMILARITY}; and when the query names identifiers that full-text found, the question is
  * about those exact strings, and only candidates that contain them (full-text hits) are kept. Vectors still
  * rerank the full-text hits they also found.
@@ -427,8 +427,10 @@ function admitVectorHits<T extends { eventId: string; similarity: number }>(
   retriever: Retriever,
   hasIdentifiers: boolean,
 ): T[] {
+  // Asked for vectors alone, the caller gets the nearest ones, whatever their similarity.
+  if (retriever === 'vector') return [...vector];
   const found = new Set(text.map((h) => h.eventId));
-  if (retriever === 'hybrid' && hasIdentifiers && found.size > 0) return vector.filter((h) => found.has(h.eventId));
+  if (hasIdentifiers && found.size > 0) return vector.filter((h) => found.has(h.eventId));
   return vector.filter((h) => h.similarity >= MIN_VECTOR_SIMILARITY || found.has(h.eventId));
 }
 
