@@ -240,7 +240,8 @@ export class Engram {
         getTestResult: async (id) => {
           const hits = await this.store.searchText({ terms: [{ text: id }], limit: 50 });
           const events = await this.store.getEvents(hits.map((h) => h.eventId));
-          const match = events.filter((e) => e.meta?.testId === id).sort((a, b) => (a.ts < b.ts ? 1 : -1))[0];
+          // Event ids are ULIDs: the greatest is the most recently stored result.
+          const match = events.filter((e) => e.meta?.testId === id).sort((a, b) => (a.id < b.id ? 1 : -1))[0];
           if (!match) return null;
           return { id, status: String(match.meta?.status ?? 'unknown'), output: match.content, ts: match.ts };
         },

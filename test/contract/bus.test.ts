@@ -4,6 +4,7 @@ import type { BusAgent } from '../../src/bus/bus-agent.js';
 import { createTempRepo, type TempRepo } from '../../src/bus/resolvers/test-support.js';
 import { BACKEND_HARNESSES } from './harnesses.js';
 import type { BackendHarness } from './storage-contract.js';
+import { riskEngram } from '../fixtures/engrams.js';
 
 /**
  * The Engram Bus end to end on every backend, through the engine with a real git repository: the PAS Bus
@@ -23,17 +24,6 @@ afterAll(() => repo.remove());
 
 const span = (path: string, a: number, b: number, commit = sha) => `repo:${path}#L${a}-L${b}@${commit}`;
 
-function engramInput(claim: string, refs: string[], extra: Record<string, unknown> = {}) {
-  return {
-    kind: 'risk',
-    claim,
-    pointers: refs.map((ref) => ({ type: ref.slice(0, ref.indexOf(':')), ref })),
-    confidence: 0.8,
-    ttl: 'P7D',
-    scope: 'project',
-    ...extra,
-  };
-}
 
 for (const [name, createHarness] of BACKEND_HARNESSES) {
   describe(`engram bus: ${name}`, () => {
@@ -71,7 +61,7 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
       it('stores a valid engram and finds it by key, text and pointer', async () => {
         const { status, engram } = await mem.bus.engrams.put(
           programmer,
-          engramInput('Reservation in the ledger is not atomic under retries.', [span('services/ledger/reservation.py', 1, 40)], { tags: ['service:ledger'] }),
+          riskEngram('Reservation in the ledger is not atomic under retries.', [span('services/ledger/reservation.py', 1, 40)], { tags: ['service:ledger'] }),
           'r1',
         );
         expect(status).toBe('stored');
@@ -87,17 +77,17 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
       });
 
       it('rejects an engram without pointers, over length, with a pointer missing its commit, or with extra fields', async () => {
-        await expect(mem.bus.engrams.put(programmer, engramInput('x', []), 'r1')).rejects.toMatchObject({ code: 'INVALID_INPUT', data: { field: 'pointers' } });
-        await expect(mem.bus.engrams.put(programmer, engramInput('y'.repeat(501), [span('README.md', 1, 1)]), 'r1')).rejects.toMatchObject({
+        await expect(mem.bus.engrams.put(programmer, riskEngram('x', []), 'r1')).rejects.toMatchObject({ code: 'INVALID_INPUT', data: { field: 'pointers' } });
+        await expect(mem.bus.engrams.put(programmer, riskEngram('y'.repeat(501), [span('README.md', 1, 1)]), 'r1')).rejects.toMatchObject({
           code: 'INVALID_INPUT',
           data: { field: 'claim' },
         });
-        await expect(mem.bus.engrams.put(programmer, engramInput('no sha', ['repo:README.md#L1-L1']), 'r1')).rejects.toMatchObject({ code: 'POINTER_INVALID' });
-        await expect(mem.bus.engrams.put(programmer, engramInput('extra', [span('README.md', 1, 1)], { note: 'x' }), 'r1')).rejects.toMatchObject({
+        await expect(mem.bus.engrams.put(programmer, riskEngram('no sha', ['repo:README.md#L1-L1']), 'r1')).rejects.toMatchObject({ code: 'POINTER_INVALID' });
+        await expect(mem.bus.engrams.put(programmer, riskEngram('extra', [span('README.md', 1, 1)], { note: 'x' }), 'r1')).rejects.toMatchObject({
           code: 'INVALID_INPUT',
           data: { field: 'note' },
         });
-        await expect(mem.bus.engrams.put(programmer, engramInput('impostor', [span('README.md', 1, 1)], { provenance: { created_by: manager.id } }), 'r1')).rejects.toMatchObject({
+        await expect(mem.bus.engrams.put(programmer, riskEngram('impostor', [span('README.md', 1, 1)], { provenance: { created_by: manager.id } }), 'r1')).rejects.toMatchObject({
           code: 'SCOPE_DENIED',
         });
         expect((await mem.bus.engrams.query(manager, { text: 'sha extra impostor' }, 'r1')).engrams).toEqual([]);
@@ -107,7 +97,7 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
         let now = Date.UTC(2026, 10, 21, 12);
         const timed = await openEngram({ backend: harness.backend, bus: { repoRoot: repo.dir } });
         (timed.bus as unknown as { engrams: { now: () => number } }).engrams.now = () => now;
-        const { engram } = await timed.bus.engrams.put(programmer, engramInput('Short-lived cache note.', [span('README.md', 1, 1)], { ttl: 'PT1H', kind: 'fact' }), 'r1');
+        const { engram } = await timed.bus.engrams.put(programmer, riskEngram('Short-lived cache note.', [span('README.md', 1, 1)], { ttl: 'PT1H', kind: 'fact' }), 'r1');
         expect((await timed.bus.engrams.query(manager, { text: 'cache note' }, 'r1')).engrams).toHaveLength(1);
         now += 2 * 3600_000;
         expect((await timed.bus.engrams.query(manager, { text: 'cache note' }, 'r1')).engrams).toHaveLength(0);
@@ -115,29 +105,29 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
       });
 
       it('stores a near-identical claim on the same pointers once', async () => {
-        const a = await mem.bus.engrams.put(programmer, engramInput('The gateway retries 3 times.', [span('services/gateway/routes.py', 1, 9)]), 'r1');
-        const b = await mem.bus.engrams.put(sibling, engramInput('the Gateway retries 3 times!', [span('services/gateway/routes.py', 1, 9)]), 'r1');
+        const a = await mem.bus.engrams.put(programmer, riskEngram('The gateway retries 3 times.', [span('services/gateway/routes.py', 1, 9)]), 'r1');
+        const b = await mem.bus.engrams.put(sibling, riskEngram('the Gateway retries 3 times!', [span('services/gateway/routes.py', 1, 9)]), 'r1');
         expect(b).toMatchObject({ status: 'duplicate', engram: { id: a.engram.id } });
-        const c = await mem.bus.engrams.put(sibling, engramInput('the Gateway retries 3 times!', [span('services/gateway/routes.py', 1, 10)]), 'r1');
+        const c = await mem.bus.engrams.put(sibling, riskEngram('the Gateway retries 3 times!', [span('services/gateway/routes.py', 1, 10)]), 'r1');
         expect(c.status).toBe('stored');
       });
 
       it('rate-limits engrams per agent per minute', async () => {
         const limited = await openEngram({ backend: harness.backend, bus: { repoRoot: repo.dir, limits: { maxEngramsPerAgentPerMinute: 2 } } });
-        await limited.bus.engrams.put(programmer, engramInput('one', [span('README.md', 1, 1)]), 'r1');
-        await limited.bus.engrams.put(programmer, engramInput('two', [span('README.md', 1, 1)]), 'r1');
-        await expect(limited.bus.engrams.put(programmer, engramInput('three', [span('README.md', 1, 1)]), 'r1')).rejects.toMatchObject({
+        await limited.bus.engrams.put(programmer, riskEngram('one', [span('README.md', 1, 1)]), 'r1');
+        await limited.bus.engrams.put(programmer, riskEngram('two', [span('README.md', 1, 1)]), 'r1');
+        await expect(limited.bus.engrams.put(programmer, riskEngram('three', [span('README.md', 1, 1)]), 'r1')).rejects.toMatchObject({
           code: 'BUDGET_EXCEEDED',
           data: { limit: 'maxEngramsPerAgentPerMinute' },
         });
         // Another agent has its own allowance.
-        expect((await limited.bus.engrams.put(sibling, engramInput('three', [span('README.md', 1, 1)]), 'r1')).status).toBe('stored');
+        expect((await limited.bus.engrams.put(sibling, riskEngram('three', [span('README.md', 1, 1)]), 'r1')).status).toBe('stored');
       });
     });
 
     describe('scopes (LESS §4.3, §13.3)', () => {
       it("never shows a project's engrams to another project", async () => {
-        await mem.bus.engrams.put(programmer, engramInput('Shop secret: pricing rule in routes.', [span('services/gateway/routes.py', 10, 20)], { tags: ['service:gateway'] }), 'r1');
+        await mem.bus.engrams.put(programmer, riskEngram('Shop secret: pricing rule in routes.', [span('services/gateway/routes.py', 10, 20)], { tags: ['service:gateway'] }), 'r1');
         expect((await mem.bus.engrams.query(outsider, { keys: ['service:gateway'], text: 'pricing rule routes' }, 'r1')).engrams).toEqual([]);
         const mine = await mem.bus.engrams.query(sibling, { keys: ['service:gateway'] }, 'r1');
         expect(mine.engrams).toHaveLength(1);
@@ -145,16 +135,16 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
       });
 
       it('shows run-scoped engrams only within their run', async () => {
-        await mem.bus.engrams.put(programmer, engramInput('Run-local scratch finding.', [span('README.md', 1, 1)], { scope: 'run', kind: 'fact' }), 'run-a');
+        await mem.bus.engrams.put(programmer, riskEngram('Run-local scratch finding.', [span('README.md', 1, 1)], { scope: 'run', kind: 'fact' }), 'run-a');
         expect((await mem.bus.engrams.query(sibling, { text: 'scratch finding' }, 'run-a')).engrams).toHaveLength(1);
         expect((await mem.bus.engrams.query(sibling, { text: 'scratch finding' }, 'run-b')).engrams).toHaveLength(0);
       });
 
       it('lets children write run/project only; a parent promotes; org/global need a root or admin', async () => {
-        await expect(mem.bus.engrams.put(programmer, engramInput('org wide', [span('README.md', 1, 1)], { scope: 'org' }), 'r1')).rejects.toMatchObject({
+        await expect(mem.bus.engrams.put(programmer, riskEngram('org wide', [span('README.md', 1, 1)], { scope: 'org' }), 'r1')).rejects.toMatchObject({
           code: 'SCOPE_DENIED',
         });
-        const { engram } = await mem.bus.engrams.put(programmer, engramInput('Promote me: ledger is the source of truth.', [span('README.md', 1, 1)], { scope: 'run', kind: 'decision' }), 'r1');
+        const { engram } = await mem.bus.engrams.put(programmer, riskEngram('Promote me: ledger is the source of truth.', [span('README.md', 1, 1)], { scope: 'run', kind: 'decision' }), 'r1');
         await expect(mem.bus.promote(sibling, engram.id, 'project')).rejects.toMatchObject({ code: 'SCOPE_DENIED' });
         expect((await mem.bus.promote(manager, engram.id, 'project')).scope).toBe('project');
         expect((await mem.bus.engrams.query(sibling, { text: 'ledger source of truth' }, 'other-run')).engrams).toHaveLength(1);
@@ -165,14 +155,14 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
 
       it('refuses org/global everywhere unless the store enables them', async () => {
         const strict = await openEngram({ backend: harness.backend, bus: { repoRoot: repo.dir } });
-        await expect(strict.bus.engrams.put(admin, engramInput('global', [span('README.md', 1, 1)], { scope: 'global' }), 'r1')).rejects.toMatchObject({
+        await expect(strict.bus.engrams.put(admin, riskEngram('global', [span('README.md', 1, 1)], { scope: 'global' }), 'r1')).rejects.toMatchObject({
           code: 'SCOPE_DENIED',
           data: { field: 'scope' },
         });
       });
 
       it('lets only an admin remove an engram, which stays stored', async () => {
-        const { engram } = await mem.bus.engrams.put(programmer, engramInput('to be removed', [span('README.md', 1, 1)]), 'r1');
+        const { engram } = await mem.bus.engrams.put(programmer, riskEngram('to be removed', [span('README.md', 1, 1)]), 'r1');
         await expect(mem.bus.engrams.remove(manager, engram.id)).rejects.toMatchObject({ code: 'FORBIDDEN' });
         await mem.bus.engrams.remove(admin, engram.id);
         expect((await mem.bus.engrams.query(manager, { text: 'to be removed' }, 'r1')).engrams).toEqual([]);
@@ -269,6 +259,14 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
         expect(c.contentDigest).not.toBe(a.contentDigest);
       });
 
+      it('resolves test: pointers to the newest stored result of that test', async () => {
+        await mem.append('ci', { kind: 'tool_result', toolName: 'pytest', content: 'test_reserve_twice PASSED', meta: { testId: 'test_reserve_twice', status: 'passed' } });
+        await mem.append('ci', { kind: 'tool_result', toolName: 'pytest', content: 'test_reserve_twice FAILED: charged twice', meta: { testId: 'test_reserve_twice', status: 'failed' } });
+        const r = await mem.bus.enforcer.deref(programmer, { pointer: 'test:test_reserve_twice' });
+        expect(r.excerpt).toContain('charged twice');
+        await expect(mem.bus.enforcer.deref(programmer, { pointer: 'test:test_unknown' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      });
+
       it('resolves sam: pointers from the event store', async () => {
         const [ev] = await mem.append('s1', { kind: 'decision', content: 'Use PostgreSQL for the ledger.' });
         const r = await mem.bus.enforcer.deref(programmer, { pointer: `sam:event:${ev!.record.id}` });
@@ -314,11 +312,11 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
 
       it("builds the parent's SharedBriefMicro from its children's engrams, contradictions first, within 30 lines", async () => {
         for (let i = 0; i < 40; i++) {
-          await mem.bus.engrams.put(i % 2 ? programmer : sibling, engramInput(`Finding number ${i} about the gateway.`, [span('services/gateway/routes.py', i + 1, i + 2)], { kind: 'fact' }), 'r1');
+          await mem.bus.engrams.put(i % 2 ? programmer : sibling, riskEngram(`Finding number ${i} about the gateway.`, [span('services/gateway/routes.py', i + 1, i + 2)], { kind: 'fact' }), 'r1');
         }
         await mem.bus.engrams.put(
           programmer,
-          engramInput('SPEC says reservations are atomic; the ledger code locks twice.', ['artifact:SPEC.md#sec=Budget@0123456789abcdef', span('services/ledger/reservation.py', 1, 40)]),
+          riskEngram('SPEC says reservations are atomic; the ledger code locks twice.', ['artifact:SPEC.md#sec=Budget@0123456789abcdef', span('services/ledger/reservation.py', 1, 40)]),
           'r1',
         );
         const brief = await mem.bus.brief(manager, { runId: 'r1', lead: ['Goal: fix the reservation flow.'] });

@@ -1,10 +1,9 @@
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runEngram } from '../fixtures/cli.js';
 
-const BIN = resolve('bin/engram.js');
 
 let dir: string;
 beforeEach(() => {
@@ -15,12 +14,7 @@ afterEach(() => {
 });
 
 function engram(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [BIN, ...args], {
-    cwd: dir,
-    env: { ...process.env, ENGRAM_DB: '', ENGRAM_PG_URL: '', ENGRAM_EMBEDDER: '', ...env },
-    encoding: 'utf8',
-  });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  return runEngram(args, { cwd: dir, env });
 }
 
 /**

@@ -1,11 +1,10 @@
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTempRepo, type TempRepo } from '../../src/bus/resolvers/test-support.js';
+import { runEngram } from '../fixtures/cli.js';
 
-const BIN = resolve('bin/engram.js');
 
 let dir: string;
 let repo: TempRepo;
@@ -21,12 +20,7 @@ afterAll(() => {
 });
 
 function engram(args: string[]) {
-  const r = spawnSync(process.execPath, [BIN, '--embedder', 'none', '--repo', repo.dir, ...args], {
-    cwd: dir,
-    env: { ...process.env, ENGRAM_DB: '', ENGRAM_PG_URL: '', ENGRAM_EMBEDDER: '' },
-    encoding: 'utf8',
-  });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  return runEngram(['--embedder', 'none', '--repo', repo.dir, ...args], { cwd: dir });
 }
 
 describe('engram bus (CLI)', () => {

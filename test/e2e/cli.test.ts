@@ -1,11 +1,10 @@
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runEngram } from '../fixtures/cli.js';
 import { dropSchema, testPgUrl, uniqueSchema } from '../fixtures/postgres.js';
 
-const BIN = resolve('bin/engram.js');
 const DEMO = resolve('examples/demo-session.jsonl');
 
 let dir: string;
@@ -17,13 +16,7 @@ afterEach(() => {
 });
 
 function engram(args: string[], options: { input?: string; env?: Record<string, string> } = {}) {
-  const r = spawnSync(process.execPath, [BIN, ...args], {
-    cwd: dir,
-    input: options.input,
-    env: { ...process.env, ENGRAM_DB: '', ENGRAM_PG_URL: '', ...options.env },
-    encoding: 'utf8',
-  });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  return runEngram(args, { cwd: dir, ...options });
 }
 
 /** A small Claude Code session in the documented JSONL shape. */

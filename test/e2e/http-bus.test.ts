@@ -7,6 +7,7 @@ import { openEngram, type Engram } from '../../src/engine.js';
 import { startHttpServer, type RunningHttpServer } from '../../src/interfaces/http/server.js';
 import { createBuiltinEmbedder } from '../../src/providers/builtin-embedder.js';
 import type { Embedder } from '../../src/providers/embedder.js';
+import { riskEngram } from '../fixtures/engrams.js';
 
 /**
  * The Engram Bus over HTTP: a real server on loopback, real fetch, a real git repository for repo pointers and
@@ -82,24 +83,13 @@ async function api(path: string, call: Call = {}): Promise<{ status: number; bod
   return { status: res.status, body: text ? JSON.parse(text) : null };
 }
 
-function engram(claim: string, refs: string[], extra: Record<string, unknown> = {}) {
-  return {
-    kind: 'risk',
-    claim,
-    pointers: refs.map((ref) => ({ type: ref.slice(0, ref.indexOf(':')), ref })),
-    confidence: 0.8,
-    ttl: 'P7D',
-    scope: 'project',
-    ...extra,
-  };
-}
 
 const storedEngrams = async (): Promise<number> => (await mem.store.bus.listEngrams({ project: 'shop', runId: 'default', nowMs: Date.now(), limit: 1000 })).length;
 
 describe('HTTP bus: authentication', () => {
   it('refuses every bus endpoint without a valid token with 401, storing nothing', async () => {
     const calls: Array<[string, Call]> = [
-      ['/v1/engram', { body: engram('unauthenticated claim', [span('README.md', 1, 1)]) }],
+      ['/v1/engram', { body: riskEngram('unauthenticated claim', [span('README.md', 1, 1)]) }],
       ['/v1/engram/query?keys=service:gateway', {}],
       ['/v1/engram/query_by_embedding?text=gateway', {}],
       ['/v1/engram/eng_x', {}],
@@ -127,14 +117,14 @@ describe('HTTP bus: authentication', () => {
 
 describe('HTTP bus: engrams', () => {
   it('stores an engram as the authenticated agent (201), a near-duplicate once (200), and finds it by id, keys and text', async () => {
-    const put = await api('/v1/engram', { body: engram('Reservation in the ledger is not atomic under retries.', [span('services/ledger/reservation.py', 1, 40)], { tags: ['service:ledger'] }) });
+    const put = await api('/v1/engram', { body: riskEngram('Reservation in the ledger is not atomic under retries.', [span('services/ledger/reservation.py', 1, 40)], { tags: ['service:ledger'] }) });
     expect(put.status).toBe(201);
     expect(put.body.status).toBe('stored');
     const stored = put.body.engram;
     expect(stored.id).toMatch(/^eng_/);
     expect(stored.provenance).toMatchObject({ created_by: ids.coder, source: 'agent' });
 
-    const again = await api('/v1/engram', { as: 'peer', body: engram('reservation in the Ledger is not atomic under retries!', [span('services/ledger/reservation.py', 1, 40)]) });
+    const again = await api('/v1/engram', { as: 'peer', body: riskEngram('reservation in the Ledger is not atomic under retries!', [span('services/ledger/reservation.py', 1, 40)]) });
     expect(again.status).toBe(200);
     expect(again.body).toMatchObject({ status: 'duplicate', engram: { id: stored.id } });
 
@@ -156,36 +146,36 @@ describe('HTTP bus: engrams', () => {
   });
 
   it('never lets a body name another writer, and refuses bad engrams with 400 naming the field, storing nothing', async () => {
-    const impostor = await api('/v1/engram', { body: engram('I am the manager.', [span('README.md', 1, 1)], { provenance: { created_by: ids.manager } }) });
+    const impostor = await api('/v1/engram', { body: riskEngram('I am the manager.', [span('README.md', 1, 1)], { provenance: { created_by: ids.manager } }) });
     expect(impostor.status).toBe(403);
     expect(impostor.body.error).toMatchObject({ code: 'SCOPE_DENIED', data: { field: 'provenance.created_by' } });
-    const agentField = await api('/v1/engram', { body: engram('As the boss.', [span('README.md', 1, 1)], { agent: 'boss' }) });
+    const agentField = await api('/v1/engram', { body: riskEngram('As the boss.', [span('README.md', 1, 1)], { agent: 'boss' }) });
     expect(agentField.status).toBe(400);
     expect(agentField.body.error.data.field).toBe('agent');
 
-    const noPointers = await api('/v1/engram', { body: engram('Unanchored.', []) });
+    const noPointers = await api('/v1/engram', { body: riskEngram('Unanchored.', []) });
     expect(noPointers.status).toBe(400);
     expect(noPointers.body.error).toMatchObject({ code: 'INVALID_INPUT', data: { field: 'pointers' } });
-    const noSha = await api('/v1/engram', { body: engram('Pointer rot.', ['repo:README.md#L1-L1']) });
+    const noSha = await api('/v1/engram', { body: riskEngram('Pointer rot.', ['repo:README.md#L1-L1']) });
     expect(noSha.status).toBe(400);
     expect(noSha.body.error.code).toBe('POINTER_INVALID');
-    const tooLong = await api('/v1/engram', { body: engram('x'.repeat(501), [span('README.md', 1, 1)]) });
+    const tooLong = await api('/v1/engram', { body: riskEngram('x'.repeat(501), [span('README.md', 1, 1)]) });
     expect(tooLong.status).toBe(400);
     expect(tooLong.body.error.data.field).toBe('claim');
-    const orgScope = await api('/v1/engram', { body: engram('Org wide.', [span('README.md', 1, 1)], { scope: 'org' }) });
+    const orgScope = await api('/v1/engram', { body: riskEngram('Org wide.', [span('README.md', 1, 1)], { scope: 'org' }) });
     expect(orgScope.status).toBe(403);
     expect(orgScope.body.error.code).toBe('SCOPE_DENIED');
 
     const malformed = await api('/v1/engram', { raw: '{"kind": "risk", "claim": "half' });
     expect(malformed.status).toBe(400);
     expect(malformed.body.error).toMatchObject({ code: 'INVALID_INPUT', data: { field: 'body' } });
-    const array = await api('/v1/engram', { body: [engram('In an array.', [span('README.md', 1, 1)])] });
+    const array = await api('/v1/engram', { body: [riskEngram('In an array.', [span('README.md', 1, 1)])] });
     expect(array.status).toBe(400);
     expect(await storedEngrams()).toBe(0);
   });
 
   it('keeps run-scoped engrams in the run named by X-Engram-Run or ?run=, and refuses a malformed run', async () => {
-    const put = await api('/v1/engram', { headers: { 'X-Engram-Run': 'run-a' }, body: engram('Run-local scratch finding.', [span('README.md', 1, 1)], { scope: 'run', kind: 'fact' }) });
+    const put = await api('/v1/engram', { headers: { 'X-Engram-Run': 'run-a' }, body: riskEngram('Run-local scratch finding.', [span('README.md', 1, 1)], { scope: 'run', kind: 'fact' }) });
     expect(put.status).toBe(201);
     expect((await api('/v1/engram/query?text=scratch%20finding&run=run-a', { as: 'peer' })).body.engrams).toHaveLength(1);
     expect((await api('/v1/engram/query?text=scratch%20finding', { as: 'peer', headers: { 'X-Engram-Run': 'run-a' } })).body.engrams).toHaveLength(1);
@@ -197,7 +187,7 @@ describe('HTTP bus: engrams', () => {
   });
 
   it('lets only admins delete (403 otherwise); a deleted engram is gone from every query', async () => {
-    const { engram: e } = (await api('/v1/engram', { body: engram('To be removed.', [span('README.md', 1, 1)]) })).body;
+    const { engram: e } = (await api('/v1/engram', { body: riskEngram('To be removed.', [span('README.md', 1, 1)]) })).body;
     const denied = await api(`/v1/engram/${e.id}`, { method: 'DELETE', as: 'manager' });
     expect(denied.status).toBe(403);
     expect(denied.body.error.code).toBe('FORBIDDEN');
@@ -210,7 +200,7 @@ describe('HTTP bus: engrams', () => {
   });
 
   it('promotes only as a parent of the writer', async () => {
-    const { engram: e } = (await api('/v1/engram', { body: engram('Ledger is the source of truth.', [span('README.md', 1, 1)], { scope: 'run', kind: 'decision' }) })).body;
+    const { engram: e } = (await api('/v1/engram', { body: riskEngram('Ledger is the source of truth.', [span('README.md', 1, 1)], { scope: 'run', kind: 'decision' }) })).body;
     const sibling = await api(`/v1/engram/${e.id}/promote`, { as: 'peer', body: { scope: 'project' } });
     expect(sibling.status).toBe(403);
     expect(sibling.body.error.code).toBe('SCOPE_DENIED');
@@ -224,9 +214,9 @@ describe('HTTP bus: engrams', () => {
   });
 
   it('queries by embedding, by engram id or by text', async () => {
-    const a = (await api('/v1/engram', { body: engram('The payment gateway retries failed card charges three times.', [span('services/gateway/routes.py', 1, 9)], { kind: 'fact' }) })).body.engram;
-    await api('/v1/engram', { as: 'peer', body: engram('Card charges that fail are retried by the gateway.', [span('services/gateway/routes.py', 20, 29)], { kind: 'fact' }) });
-    await api('/v1/engram', { as: 'peer', body: engram('The README has a title only.', [span('README.md', 1, 1)], { kind: 'fact' }) });
+    const a = (await api('/v1/engram', { body: riskEngram('The payment gateway retries failed card charges three times.', [span('services/gateway/routes.py', 1, 9)], { kind: 'fact' }) })).body.engram;
+    await api('/v1/engram', { as: 'peer', body: riskEngram('Card charges that fail are retried by the gateway.', [span('services/gateway/routes.py', 20, 29)], { kind: 'fact' }) });
+    await api('/v1/engram', { as: 'peer', body: riskEngram('The README has a title only.', [span('README.md', 1, 1)], { kind: 'fact' }) });
     const byRef = await api(`/v1/engram/query_by_embedding?embedding_ref=${a.id}&k=1`);
     expect(byRef.status).toBe(200);
     expect(byRef.body.engrams).toHaveLength(1);
@@ -322,7 +312,7 @@ describe('HTTP bus: derefs, grants and messages', () => {
     const resend = {
       ROLE: 'programmer',
       TASK_STATUS: 'done',
-      ENGRAMS: [engram('The gateway reservation flow calls the ledger twice.', [span('services/gateway/routes.py', 10, 40)])],
+      ENGRAMS: [riskEngram('The gateway reservation flow calls the ledger twice.', [span('services/gateway/routes.py', 10, 40)])],
       OUTPUT: { summary: 'One risk, see engram.', next: 'Await review.' },
     };
     const ok = await api('/v1/messages/validate', { body: { message: resend, direction: 'child-to-parent' } });
@@ -348,10 +338,10 @@ describe('HTTP bus: derefs, grants and messages', () => {
   });
 
   it("gives a parent the SharedBriefMicro of its children, and anyone in the project the contradictions", async () => {
-    await api('/v1/engram', { body: engram('Gateway timeouts are 30 s.', [span('services/gateway/routes.py', 1, 2)], { kind: 'fact' }) });
+    await api('/v1/engram', { body: riskEngram('Gateway timeouts are 30 s.', [span('services/gateway/routes.py', 1, 2)], { kind: 'fact' }) });
     await api('/v1/engram', {
       as: 'peer',
-      body: engram('SPEC says reservations are atomic; the ledger code locks twice.', ['artifact:SPEC.md#sec=Budget@0123456789abcdef', span('services/ledger/reservation.py', 1, 40)]),
+      body: riskEngram('SPEC says reservations are atomic; the ledger code locks twice.', ['artifact:SPEC.md#sec=Budget@0123456789abcdef', span('services/ledger/reservation.py', 1, 40)]),
     });
     const brief = await api(`/v1/bus/brief?lead=${encodeURIComponent('Goal: fix the reservation flow.\nNo inline code.')}`, { as: 'manager' });
     expect(brief.status).toBe(200);

@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { createTempRepo, numberedLines, type TempRepo } from '../../src/bus/resolvers/test-support.js';
 import { openEngram, type Engram } from '../../src/engine.js';
 import { startHttpServer, type RunningHttpServer } from '../../src/interfaces/http/server.js';
+import { riskEngram } from '../fixtures/engrams.js';
 
 /**
  * The LESS tools (less_put_engram, less_query_engrams, less_request_deref, less_deref_pointer, less_issue_grant)
@@ -68,9 +69,6 @@ function text(result: CallToolResult): string {
   return result.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
 }
 
-function engram(claim: string, refs: string[], extra: Record<string, unknown> = {}) {
-  return { kind: 'risk', claim, pointers: refs.map((ref) => ({ type: 'repo', ref })), confidence: 0.8, ttl: 'P7D', scope: 'project', ...extra };
-}
 
 describe('LESS tools over Streamable HTTP', () => {
   let server: RunningHttpServer;
@@ -107,13 +105,13 @@ describe('LESS tools over Streamable HTTP', () => {
 
   it('shares engrams as the authenticated agent and finds them from another agent, quoted', async () => {
     const coder = await connect('coder');
-    const put = await call(coder, 'less_put_engram', engram('Reservation in the ledger is not atomic under retries.', [span('services/ledger/reservation.py', 1, 40)], { tags: ['service:ledger'] }));
+    const put = await call(coder, 'less_put_engram', riskEngram('Reservation in the ledger is not atomic under retries.', [span('services/ledger/reservation.py', 1, 40)], { tags: ['service:ledger'] }));
     expect(put.isError).toBeFalsy();
     const stored = (put.structuredContent as { status: string; engram: { id: string; provenance: { created_by: string } } }).engram;
     expect(stored.provenance.created_by).toBe(ids.coder);
     expect(text(put)).toContain(stored.id);
 
-    const impostor = await call(coder, 'less_put_engram', engram('As the manager.', [span('README.md', 1, 1)], { provenance: { created_by: ids.manager } }));
+    const impostor = await call(coder, 'less_put_engram', riskEngram('As the manager.', [span('README.md', 1, 1)], { provenance: { created_by: ids.manager } }));
     expect(impostor.isError).toBe(true);
     expect(text(impostor)).toMatch(/^SCOPE_DENIED: /);
     expect(text(impostor)).toContain('Leave provenance out');
@@ -128,14 +126,14 @@ describe('LESS tools over Streamable HTTP', () => {
     expect(badKind.isError).toBe(true);
     expect(text(badKind)).toContain('Fix the argument `kinds`');
 
-    const wide = await call(coder, 'less_put_engram', engram('Org-wide claim.', [span('services/gateway/routes.py', 1, 2)], { scope: 'org' }));
+    const wide = await call(coder, 'less_put_engram', riskEngram('Org-wide claim.', [span('services/gateway/routes.py', 1, 2)], { scope: 'org' }));
     expect(text(wide)).toMatch(/^SCOPE_DENIED: /);
     expect(text(wide)).toContain('scope project or run');
   });
 
   it('keeps run-scoped engrams in the run named by X-Engram-Run', async () => {
     const inRun = await connect('coder', { 'X-Engram-Run': 'sprint-7' });
-    expect((await call(inRun, 'less_put_engram', engram('Scratch note for this run.', [span('services/gateway/routes.py', 5, 6)], { scope: 'run', kind: 'fact' }))).isError).toBeFalsy();
+    expect((await call(inRun, 'less_put_engram', riskEngram('Scratch note for this run.', [span('services/gateway/routes.py', 5, 6)], { scope: 'run', kind: 'fact' }))).isError).toBeFalsy();
     const sameRun = await connect('peer', { 'X-Engram-Run': 'sprint-7' });
     expect((await call(sameRun, 'less_query_engrams', { text: 'scratch note' })).structuredContent).toMatchObject({ engrams: [{ run: 'sprint-7' }] });
     const otherRun = await connect('peer');
@@ -144,8 +142,8 @@ describe('LESS tools over Streamable HTTP', () => {
 
   it('tells the writer to slow down past the engram rate limit', async () => {
     const coder = await connect('coder');
-    for (let i = 0; i < 4; i++) expect((await call(coder, 'less_put_engram', engram(`Finding ${i} about routes.`, [span('services/gateway/routes.py', i + 1, i + 2)]))).isError).toBeFalsy();
-    const fifth = await call(coder, 'less_put_engram', engram('One too many.', [span('services/gateway/routes.py', 50, 51)]));
+    for (let i = 0; i < 4; i++) expect((await call(coder, 'less_put_engram', riskEngram(`Finding ${i} about routes.`, [span('services/gateway/routes.py', i + 1, i + 2)]))).isError).toBeFalsy();
+    const fifth = await call(coder, 'less_put_engram', riskEngram('One too many.', [span('services/gateway/routes.py', 50, 51)]));
     expect(fifth.isError).toBe(true);
     expect(text(fifth)).toMatch(/^BUDGET_EXCEEDED: /);
     expect(text(fifth)).toContain('wait a minute');
@@ -204,7 +202,7 @@ describe('LESS tools over Streamable HTTP', () => {
 
   it("serves the parent's SharedBriefMicro as a resource", async () => {
     const coder = await connect('coder');
-    await call(coder, 'less_put_engram', engram('Gateway timeouts are 30 s.', [span('services/gateway/routes.py', 1, 2)], { kind: 'fact' }));
+    await call(coder, 'less_put_engram', riskEngram('Gateway timeouts are 30 s.', [span('services/gateway/routes.py', 1, 2)], { kind: 'fact' }));
     const manager = await connect('manager');
     expect((await manager.listResources()).resources.map((r) => r.uri)).toContain('engram://bus/brief');
     const read = await manager.readResource({ uri: 'engram://bus/brief' });
@@ -238,7 +236,7 @@ describe('LESS tools over stdio (engram mcp --agent)', () => {
   it('acts as the --agent it was started with', async () => {
     const coder = await stdio(['--agent', 'coder']);
     expect((await coder.listTools()).tools.map((t) => t.name).sort()).toEqual([...BASE_TOOLS, ...LESS_TOOLS].sort());
-    const put = await call(coder, 'less_put_engram', engram('Gateway retries three times.', [span('services/gateway/routes.py', 7, 9)], { kind: 'fact' }));
+    const put = await call(coder, 'less_put_engram', riskEngram('Gateway retries three times.', [span('services/gateway/routes.py', 7, 9)], { kind: 'fact' }));
     expect(put.isError).toBeFalsy();
     const id = (put.structuredContent as { engram: { id: string } }).engram.id;
     expect((await mem.bus.engrams.get(await mem.busAgent('manager'), id, 'default')).engram.provenance.created_by).toBe(ids.coder);
@@ -253,7 +251,7 @@ describe('LESS tools over stdio (engram mcp --agent)', () => {
 
   it('refuses the less_* tools with a clear error when no --agent is given', async () => {
     const anonymous = await stdio([]);
-    const r = await call(anonymous, 'less_put_engram', engram('Nobody wrote this.', [span('services/gateway/routes.py', 1, 1)]));
+    const r = await call(anonymous, 'less_put_engram', riskEngram('Nobody wrote this.', [span('services/gateway/routes.py', 1, 1)]));
     expect(r.isError).toBe(true);
     expect(text(r)).toMatch(/^UNAUTHENTICATED: /);
     expect(text(r)).toContain('engram mcp --agent NAME');

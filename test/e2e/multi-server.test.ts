@@ -1,9 +1,10 @@
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTempRepo, numberedLines, type TempRepo } from '../../src/bus/resolvers/test-support.js';
+import { cliEnv, ENGRAM_BIN, runEngram, type CliRun } from '../fixtures/cli.js';
 import { dropSchema, testPgUrl, uniqueSchema } from '../fixtures/postgres.js';
 
 /**
@@ -12,7 +13,7 @@ import { dropSchema, testPgUrl, uniqueSchema } from '../fixtures/postgres.js';
  * acknowledged event is stored exactly once at its acknowledged turn, and the bus's per-turn deref budget,
  * grants and engrams hold across both servers together, because they live in the database.
  */
-const BIN = resolve('bin/engram.js');
+const BIN = ENGRAM_BIN;
 
 let dir: string;
 let repo: TempRepo;
@@ -22,15 +23,10 @@ let pgUrl: string;
 const tokens: Record<string, string> = {};
 const servers: Array<{ child: ChildProcessWithoutNullStreams; url: string; exited: Promise<number | null>; stderr: () => string }> = [];
 
-function env(): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) out[k] = v;
-  return { ...out, ENGRAM_DB: '', ENGRAM_PG_URL: '', ENGRAM_EMBEDDER: '', ENGRAM_REPO: '' };
-}
+const env = (): Record<string, string> => cliEnv();
 
-function engram(args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [BIN, '--pg', pgUrl, ...args], { cwd: dir, env: env(), encoding: 'utf8' });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+function engram(args: string[]): CliRun {
+  return runEngram(['--pg', pgUrl, ...args], { cwd: dir });
 }
 
 async function serve(): Promise<(typeof servers)[number]> {

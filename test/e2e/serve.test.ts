@@ -1,15 +1,16 @@
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openEngram } from '../../src/engine.js';
+import { cliEnv, ENGRAM_BIN, runEngram } from '../fixtures/cli.js';
 import type { EventId } from '../../src/model/ids.js';
 
-const BIN = resolve('bin/engram.js');
+const BIN = ENGRAM_BIN;
 
 let dir: string;
 const children: ChildProcessWithoutNullStreams[] = [];
@@ -23,14 +24,12 @@ afterEach(() => {
 });
 
 function env(): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) out[k] = v;
-  return { ...out, ENGRAM_DB: '', ENGRAM_PG_URL: '' };
+  // The CLI's default embedder (builtin) stays: serve embeds in the background unless told otherwise.
+  return cliEnv({ ENGRAM_EMBEDDER: process.env.ENGRAM_EMBEDDER ?? '' });
 }
 
 function engram(args: string[]) {
-  const r = spawnSync(process.execPath, [BIN, '--db', join(dir, 'engram.db'), ...args], { cwd: dir, env: env(), encoding: 'utf8' });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  return runEngram(['--db', join(dir, 'engram.db'), ...args], { cwd: dir });
 }
 
 interface Served {
@@ -197,12 +196,8 @@ describe('engram serve', () => {
   });
 
   it('refuses a non-loopback host without --allow-remote, naming --host', () => {
-    const r = spawnSync(process.execPath, [BIN, 'serve', '--db', join(dir, 'engram.db'), '--port', '0', '--host', '0.0.0.0'], {
-      cwd: dir,
-      env: env(),
-      encoding: 'utf8',
-    });
-    expect(r.status).toBe(2);
+    const r = engram(['serve', '--port', '0', '--host', '0.0.0.0']);
+    expect(r.code).toBe(2);
     expect(r.stderr).toContain('--host');
     expect(r.stderr).toContain('--allow-remote');
   });
