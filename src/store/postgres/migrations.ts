@@ -387,6 +387,24 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         FOR EACH ROW EXECUTE FUNCTION ${s}.engram_refuse_change();
     `,
   },
+  {
+    version: 8,
+    description: 'session ownership: every session belongs to a project; read-only shares; the recall log names its project',
+    sql: (s) => `
+      -- Sessions stored before ownership existed belong to the default project (see the SQLite migration 9).
+      ALTER TABLE ${s}.sessions ADD COLUMN project text COLLATE "C" NOT NULL DEFAULT 'default';
+      CREATE INDEX sessions_project ON ${s}.sessions (project, id);
+      CREATE TABLE ${s}.session_shares (
+        session_id text COLLATE "C" NOT NULL REFERENCES ${s}.sessions (id),
+        project    text COLLATE "C" NOT NULL,
+        shared_by  text NOT NULL,
+        ts_ms      bigint NOT NULL,
+        PRIMARY KEY (session_id, project)
+      );
+      CREATE INDEX session_shares_project ON ${s}.session_shares (project, session_id);
+      ALTER TABLE ${s}.recall_log ADD COLUMN project text COLLATE "C";
+    `,
+  },
 ];
 
 export const LATEST_POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1]!.version;

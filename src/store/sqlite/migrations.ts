@@ -337,6 +337,26 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 9,
+    description: 'session ownership: every session belongs to a project; read-only shares; the recall log names its project',
+    sql: `
+      -- Sessions stored before ownership existed belong to the default project (nothing is lost or hidden
+      -- from the local CLI, which is full-trust; agents of the default project keep reading them).
+      ALTER TABLE sessions ADD COLUMN project TEXT NOT NULL DEFAULT 'default';
+      CREATE INDEX sessions_project ON sessions (project, id);
+      -- A session shared read-only with another project (explicit, by an admin or the local CLI).
+      CREATE TABLE session_shares (
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        project    TEXT NOT NULL,
+        shared_by  TEXT NOT NULL,
+        ts_ms      INTEGER NOT NULL,
+        PRIMARY KEY (session_id, project)
+      ) STRICT;
+      CREATE INDEX session_shares_project ON session_shares (project, session_id);
+      ALTER TABLE recall_log ADD COLUMN project TEXT;
+    `,
+  },
 ];
 
 export const LATEST_SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS[SQLITE_MIGRATIONS.length - 1]!.version;
