@@ -8,7 +8,8 @@ import type { AgentMessage, AgentMessageDirection } from './messages/agent-messa
 import { parseAgentMessage } from './messages/parse-agent-message.js';
 import { toBudgetError, validateAgentMessage, type MessageVerdict } from './messages/message-validator.js';
 import { parsePointerRef } from './pointer.js';
-import type { DerefResult, PointerResolver } from './resolvers/pointer-resolver.js';
+import type { DerefResult, PointerResolver, ReadScope } from './resolvers/pointer-resolver.js';
+import { agentPrincipal, readProject } from '../model/access.js';
 import { DEFAULT_DEREF_MAX_TOKENS, MAX_DEREF_MAX_TOKENS } from './resolvers/pointer-resolver.js';
 import type { Pointer } from './schemas.js';
 import { validatePointer } from './schemas.js';
@@ -133,7 +134,7 @@ export class BudgetEnforcer {
         this.telemetry.log({ ...logBase, type: 'less.deref.request', data: { turn, kind, pointer: ref, allowed: false, reason: `grant-${check.reason}` } });
         throw grantError(check.reason, ref);
       }
-      const result = await resolver.deref(pointer, { maxTokens: Math.min(maxTokens, check.grant.capTokens) });
+      const result = await resolver.deref(pointer, { maxTokens: Math.min(maxTokens, check.grant.capTokens), ...readScopeOf(agent) });
       if (!(await this.storage.useGrant(check.grant.id, result.tokens, this.now()))) {
         this.telemetry.log({ ...logBase, type: 'less.deref.request', data: { turn, kind, pointer: ref, allowed: false, reason: 'grant-used' } });
         throw grantError('used', ref);
@@ -174,7 +175,7 @@ export class BudgetEnforcer {
     }
     let result: DerefResult;
     try {
-      result = await resolver.deref(pointer, { maxTokens: reserveTokens });
+      result = await resolver.deref(pointer, { maxTokens: reserveTokens, ...readScopeOf(agent) });
     } catch (err) {
       await this.storage.releaseDeref(agent.id, turn, kind, 1, reserveTokens);
       throw err;
@@ -261,4 +262,10 @@ function countLimit(kind: DerefKind, limits: Readonly<BudgetLimits>): number {
   if (kind === 'artifact') return limits.maxArtifactSectionsPerTurn;
   if (kind === 'sam') return limits.maxSamItemsPerTurn;
   return Number.MAX_SAFE_INTEGER;
+}
+
+/** What a deref by `agent` may read: its project's sessions and those shared with it; everything for an admin. */
+function readScopeOf(agent: BusAgent): ReadScope {
+  const project = readProject(agentPrincipal(agent));
+  return project === null ? {} : { visibleToProject: project };
 }

@@ -18,6 +18,11 @@ import { DEFAULT_TYPE_QUOTAS, packUnderBudget, validateTypeQuotas } from './type
 export interface RecallOptions {
   /** Only these sessions. Default: all. */
   sessionIds?: string[];
+  /**
+   * Only sessions this project owns or that are shared with it (model/access.ts). Default: every session
+   * (full trust). The engine sets it for agents; it also bounds the task card's key events.
+   */
+  visibleToProject?: string;
   kinds?: EventKind[];
   /** Inclusive time range, epoch ms. */
   fromMs?: number;
@@ -268,10 +273,11 @@ export class Recaller {
     const extraKeyIds = [...keyIds].filter((id) => !fused.has(id)) as EventId[];
     const events = await this.store.getEvents([...(fused.keys() as Iterable<EventId>), ...extraKeyIds]);
     const byId = new Map(events.map((e) => [e.id as string, e]));
-    const keyOnly = extraKeyIds.flatMap((id) => {
+    const keyEvents = extraKeyIds.flatMap((id) => {
       const event = byId.get(id);
-      return event && matchesFilter(event, filter) ? [{ event, relevance: 0, similarity: undefined }] : [];
+      return event && matchesFilter(event, filter) ? [event] : [];
     });
+    const keyOnly = (await this.visibleOnly(keyEvents, filter.visibleToProject)).map((event) => ({ event, relevance: 0, similarity: undefined }));
     const pool = [
       ...[...fused].flatMap(([id, f]) => {
         const event = byId.get(id);
@@ -362,6 +368,16 @@ export class Recaller {
     return this.render(query, retriever, out, candidates, o.budgetTokens, out.length < candidates);
   }
 
+  /** The events of sessions `project` may read (all of them without a project). */
+  private async visibleOnly(events: EventRecord[], project: string | undefined): Promise<EventRecord[]> {
+    if (project === undefined || events.length === 0) return events;
+    const access = await this.store.getSessionAccess(events.map((e) => e.sessionId));
+    return events.filter((e) => {
+      const a = access.get(e.sessionId);
+      return a !== undefined && (a.project === project || a.sharedWith.includes(project));
+    });
+  }
+
   /** The retriever a call uses: the one asked for, or the best available; an unavailable one is refused. */
   private async chooseRetriever(asked: Retriever | undefined): Promise<{ retriever: Retriever; embedder: Embedder | null }> {
     if (asked === 'fts') return { retriever: 'fts', embedder: null };
@@ -382,6 +398,7 @@ export class Recaller {
       results: result.hits.map((h) => ({ eventId: h.eventId as EventId, score: h.score, baseScore: h.baseScore, modifier: h.modifier })),
       durationMs: Math.round(durationMs * 1000) / 1000,
       ...(sessionId !== undefined ? { sessionId } : {}),
+      ...(o.visibleToProject !== undefined ? { project: o.visibleToProject } : {}),
       ...(taskId !== undefined ? { taskId } : {}),
     };
     try {
@@ -542,6 +559,7 @@ function matchesFilter(e: EventRecord, f: EventFilter): boolean {
 function toFilter(o: RecallOptions): EventFilter {
   const f: EventFilter = {};
   if (o.sessionIds && o.sessionIds.length > 0) f.sessionIds = o.sessionIds as SessionId[];
+  if (o.visibleToProject !== undefined) f.visibleToProject = o.visibleToProject;
   if (o.kinds && o.kinds.length > 0) f.kinds = o.kinds;
   if (o.fromMs !== undefined) f.fromMs = o.fromMs;
   if (o.toMs !== undefined) f.toMs = o.toMs;

@@ -61,7 +61,7 @@ export async function copyStore(from: StorageBackend, to: StorageBackend, option
       if (batch.length === 0) break;
       const artifacts = await missingArtifacts(from, to, batch);
       const drafts = await Promise.all(batch.map((e) => toDraft(e, from, maxIndexedChars)));
-      const outcomes = await to.appendEvents(session.id, drafts, artifacts);
+      const outcomes = await to.appendEvents(session.id, drafts, artifacts, { project: session.project });
       outcomes.forEach((o, j) => {
         const source = batch[j]!.record;
         // Turns are assigned by the target: they match only because the target's session holds exactly the
@@ -77,6 +77,10 @@ export async function copyStore(from: StorageBackend, to: StorageBackend, option
       eventsDone += batch.length;
       done = batch[batch.length - 1]!.record.turn;
       progress('copy', i);
+    }
+    // Read-only shares travel with the session (who shared it is not part of the session record).
+    for (const project of session.sharedWith) {
+      if (session.eventCount > 0) await to.shareSession({ sessionId: session.id, project, sharedBy: 'engram migrate', tsMs: Date.now() });
     }
     progress('copy', i + 1);
   }

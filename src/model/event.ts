@@ -111,6 +111,10 @@ export interface EventRecord {
 
 export interface SessionRecord {
   id: SessionId;
+  /** The project that owns the session (model/access.ts): its agents read and write it. */
+  project: string;
+  /** Projects that may read the session (shared read-only), sorted. */
+  sharedWith: string[];
   createdAt: string;
   eventCount: number;
   /** Highest turn stored; 0 for an empty session. */

@@ -63,6 +63,38 @@ export interface EventDraft {
   searchMeta: string;
 }
 
+/** Who an append writes for (see model/access.ts). */
+export interface AppendOptions {
+  /** The project a session created by this append belongs to. Default `default`. */
+  project?: string;
+  /**
+   * Refuse with SCOPE_DENIED, writing nothing, unless the session belongs to this project. Checked inside the
+   * append transaction, so a session created concurrently by another project is never written into.
+   */
+  requireProject?: string;
+}
+
+/** A session's owner and the projects it is shared with, read-only. */
+export interface SessionAccessRecord {
+  project: string;
+  sharedWith: string[];
+}
+
+export interface SessionShareInput {
+  sessionId: SessionId;
+  /** The project given read access. */
+  project: string;
+  /** Who shared it (an agent name, or `local`). */
+  sharedBy: string;
+  tsMs: number;
+}
+
+export interface ListSessionsOptions {
+  limit?: number;
+  /** Only sessions this project owns or that are shared with it. Default: every session. */
+  visibleToProject?: string;
+}
+
 export interface AppendOutcome {
   record: EventRecord;
   /** True when an event with the same key already existed and nothing was written. */
@@ -78,6 +110,11 @@ export interface KeyedEvent {
 export interface EventFilter {
   sessionIds?: SessionId[];
   kinds?: EventKind[];
+  /**
+   * Only events of sessions this project owns or that are shared with it (the access rules of
+   * model/access.ts). Absent: every session (full trust).
+   */
+  visibleToProject?: string;
   /** Inclusive lower bound, epoch ms. */
   fromMs?: number;
   /** Inclusive upper bound, epoch ms. */
@@ -137,6 +174,8 @@ export interface RecallLogInput {
   tsMs: number;
   /** The session that asked, when known. */
   sessionId?: string;
+  /** The project of the agent that asked; absent for full-trust callers (the local CLI). */
+  project?: string;
   taskId?: string;
   query: string;
   /** The recall options as given (JSON-serialisable), so the call can be replayed. */
@@ -152,6 +191,7 @@ export interface RecallLogRecord {
   /** ISO-8601 with milliseconds, UTC. */
   ts: string;
   sessionId?: string;
+  project?: string;
   taskId?: string;
   query: string;
   options: Record<string, unknown>;
@@ -164,6 +204,8 @@ export interface RecallLogQuery {
   limit?: number;
   /** Only recalls asked by this session. */
   sessionId?: string;
+  /** Only recalls asked by agents of this project. */
+  project?: string;
 }
 
 /**
@@ -216,6 +258,15 @@ export function recallLogLimit(query: RecallLogQuery): number {
   return limit;
 }
 
+/** The refusal of an append into a session owned by another project (see {@link AppendOptions.requireProject}). */
+export function sessionScopeDenied(sessionId: string, project: string): EngramError {
+  return new EngramError('SCOPE_DENIED', `session ${sessionId} belongs to another project than ${project}: its agents may not write to it`, {
+    field: 'sessionId',
+    sessionId,
+    project,
+  });
+}
+
 export interface StoredArtifact {
   record: ArtifactRecord;
   stored: Uint8Array;
@@ -251,7 +302,7 @@ export interface StorageBackend {
    * session are not written again: their stored record is returned with `isDuplicate: true`.
    * Either every event is stored or none is.
    */
-  appendEvents(sessionId: SessionId, drafts: EventDraft[], artifacts: ArtifactDraft[]): Promise<AppendOutcome[]>;
+  appendEvents(sessionId: SessionId, drafts: EventDraft[], artifacts: ArtifactDraft[], options?: AppendOptions): Promise<AppendOutcome[]>;
 
   getEvent(id: EventId): Promise<EventRecord | null>;
   /** Events for the ids that exist, in the order of `ids`. */
@@ -267,7 +318,16 @@ export interface StorageBackend {
   exportEvents(sessionId: SessionId, afterTurn: number, limit: number): Promise<KeyedEvent[]>;
 
   getSession(id: SessionId): Promise<SessionRecord | null>;
-  listSessions(options?: { limit?: number }): Promise<SessionRecord[]>;
+  /** Sessions, most recently active first. */
+  listSessions(options?: ListSessionsOptions): Promise<SessionRecord[]>;
+  /** Owner and shares of each existing session among `ids` (absent ids are left out). */
+  getSessionAccess(ids: SessionId[]): Promise<Map<SessionId, SessionAccessRecord>>;
+  /** Shares a session read-only with a project; sharing it again changes nothing. NOT_FOUND for no session. */
+  shareSession(input: SessionShareInput): Promise<void>;
+  /** Ends a share; false when there was none. */
+  unshareSession(sessionId: SessionId, project: string): Promise<boolean>;
+  /** Sessions holding an event whose content is this artifact, at most `limit`. */
+  findArtifactSessions(id: ArtifactId, limit: number): Promise<SessionId[]>;
 
   getArtifact(id: ArtifactId): Promise<StoredArtifact | null>;
   /** Which of these artifact ids are already stored (so the core can skip compressing them again). */

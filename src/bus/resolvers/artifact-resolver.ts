@@ -3,6 +3,7 @@ import type { ArtifactRef } from '../pointer.js';
 import { formatJsonPath, parseJsonPath, selectJsonPath } from './json-path.js';
 import { findMarkdownSection, listMarkdownHeadings, type MarkdownHeading } from './markdown-sections.js';
 import { sliceLines, stripFinalTerminator, type ResolvedSpan } from './text-span.js';
+import type { ReadScope } from './pointer-resolver.js';
 
 /** An artifact's text as the store hands it to the resolver. */
 export interface ArtifactContent {
@@ -21,7 +22,8 @@ export interface ArtifactContent {
  * current one, and the resolver reports the mismatch.
  */
 export interface ArtifactSource {
-  getArtifact(nameOrId: string, digest: string | undefined): Promise<ArtifactContent | null>;
+  /** Null when no artifact has this name or id, or when `scope`'s reader may not read it. */
+  getArtifact(nameOrId: string, digest: string | undefined, scope?: ReadScope): Promise<ArtifactContent | null>;
 }
 
 /** Where an artifact excerpt came from. */
@@ -51,9 +53,9 @@ export class ArtifactResolver {
 
   constructor(private readonly source: ArtifactSource) {}
 
-  async read(ref: ArtifactRef): Promise<ResolvedSpan<ArtifactOrigin>> {
+  async read(ref: ArtifactRef, scope: ReadScope = {}): Promise<ResolvedSpan<ArtifactOrigin>> {
     const pinned = ref.digest ?? (/^art_([0-9a-f]{64})$/.exec(ref.name)?.[1] as string | undefined);
-    const artifact = await this.source.getArtifact(ref.name, pinned);
+    const artifact = await this.source.getArtifact(ref.name, pinned, scope);
     if (!artifact) throw new EngramError('NOT_FOUND', `pointer: no artifact "${ref.name}"`, { field: 'pointer', reason: 'no-such-artifact', name: ref.name });
     const sha256 = artifact.sha256.toLowerCase();
     if (pinned !== undefined && !sha256.startsWith(pinned)) {

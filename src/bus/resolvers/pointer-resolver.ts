@@ -20,6 +20,17 @@ export type DerefOrigin = RepoOrigin | DiffOrigin | ArtifactOrigin | SamOrigin |
 export interface DerefOptions {
   /** Longest excerpt, in tokens of the injected counter. Default `DEFAULT_DEREF_MAX_TOKENS`. */
   maxTokens?: number;
+  /**
+   * Who reads, for sources that hold sessions (`sam:`, `artifact:`, `test:`): only content of sessions this
+   * project owns or that are shared with it is found; anything else is NOT_FOUND, as if it did not exist.
+   * Absent: full trust.
+   */
+  visibleToProject?: string;
+}
+
+/** What a source needs to know of the reader (see {@link DerefOptions.visibleToProject}). */
+export interface ReadScope {
+  visibleToProject?: string;
 }
 
 /** The answer to a deref: exact content tied to the exact pointer by a digest (PAS Bus §6.2, §8.2, §8.3). */
@@ -100,7 +111,7 @@ export class PointerResolver {
       asked = validatePointer(pointer);
       ref = parsePointer(asked);
     }
-    const span = await this.read(ref);
+    const span = await this.read(ref, options.visibleToProject !== undefined ? { visibleToProject: options.visibleToProject } : {});
     const fitted = fitToTokens(span.text, maxTokens, this.countTokens);
     const contentDigest = sha256Hex(fitted.text);
     const spanDigest = fitted.isTruncated ? sha256Hex(span.text) : contentDigest;
@@ -117,18 +128,18 @@ export class PointerResolver {
     };
   }
 
-  private read(ref: PointerRef): Promise<ResolvedSpan<DerefOrigin>> {
+  private read(ref: PointerRef, scope: ReadScope): Promise<ResolvedSpan<DerefOrigin>> {
     switch (ref.type) {
       case 'repo':
         return need(this.repo, 'a repository').read(ref);
       case 'diff':
         return need(this.diff, 'a repository').read(ref);
       case 'artifact':
-        return need(this.artifacts, 'an artifact store').read(ref);
+        return need(this.artifacts, 'an artifact store').read(ref, scope);
       case 'sam':
-        return need(this.sam, 'an event store').read(ref);
+        return need(this.sam, 'an event store').read(ref, scope);
       case 'test':
-        return need(this.tests, 'a test-result store').read(ref);
+        return need(this.tests, 'a test-result store').read(ref, scope);
       case 'url':
         return this.urls.read(ref);
     }

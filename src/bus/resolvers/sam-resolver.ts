@@ -3,6 +3,7 @@ import type { EventRecord } from '../../model/event.js';
 import type { TaskStateVersion } from '../../model/task-state.js';
 import type { SamRef } from '../pointer.js';
 import type { ResolvedSpan } from './text-span.js';
+import type { ReadScope } from './pointer-resolver.js';
 
 /** An event as the SAM source returns it: `content` is the full verbatim content (artifacts expanded). */
 export type SamEvent = Pick<EventRecord, 'id' | 'sessionId' | 'turn' | 'kind' | 'ts' | 'content'>;
@@ -14,8 +15,10 @@ export type SamTaskState = Pick<TaskStateVersion, 'sessionId' | 'version' | 'sta
  * its storage backend; lookups return null when nothing has that id.
  */
 export interface SamSource {
-  getEvent(id: string): Promise<SamEvent | null>;
-  getTaskState(sessionId: string, version: number): Promise<SamTaskState | null>;
+  /** Null when no event has this id, or when `scope`'s reader may not read its session. */
+  getEvent(id: string, scope?: ReadScope): Promise<SamEvent | null>;
+  /** Null when the session has no such version, or when `scope`'s reader may not read the session. */
+  getTaskState(sessionId: string, version: number, scope?: ReadScope): Promise<SamTaskState | null>;
 }
 
 /** Where a SAM excerpt came from. */
@@ -42,17 +45,17 @@ export interface SamOrigin {
 export class SamResolver {
   constructor(private readonly source: SamSource) {}
 
-  async read(ref: SamRef): Promise<ResolvedSpan<SamOrigin>> {
+  async read(ref: SamRef, scope: ReadScope = {}): Promise<ResolvedSpan<SamOrigin>> {
     if (ref.kind === 'task') {
       const version = Number(ref.at);
-      const card = await this.source.getTaskState(ref.id, version);
+      const card = await this.source.getTaskState(ref.id, version, scope);
       if (!card) throw notFound(`no task-state version ${version} in session "${ref.id}"`);
       return {
         text: JSON.stringify(card.state, null, 2),
         source: { type: 'sam', kind: 'task', ...(card.eventId ? { eventId: card.eventId } : {}), sessionId: card.sessionId, ts: card.ts, version: card.version },
       };
     }
-    const event = await this.source.getEvent(ref.id);
+    const event = await this.source.getEvent(ref.id, scope);
     if (!event) throw notFound(`no event "${ref.id}"`);
     if (ref.kind === 'decision' && event.kind !== 'decision') {
       throw new EngramError('POINTER_INVALID', `pointer: event ${ref.id} is a ${event.kind}, not a decision; point at it as sam:event:${ref.id}`, {

@@ -1,6 +1,7 @@
 import { EngramError } from '../../errors.js';
 import type { TestRef } from '../pointer.js';
 import type { ResolvedSpan } from './text-span.js';
+import type { ReadScope } from './pointer-resolver.js';
 
 /** A recorded test result. */
 export interface TestResult {
@@ -17,7 +18,8 @@ export interface TestResult {
 
 /** Where test results come from (a CI importer, a tool-result parser); wired by the engine. */
 export interface TestResultSource {
-  getTestResult(id: string): Promise<TestResult | null>;
+  /** The newest result with this id that `scope`'s reader may read, or null. */
+  getTestResult(id: string, scope?: ReadScope): Promise<TestResult | null>;
 }
 
 /** Where a test excerpt came from. */
@@ -35,8 +37,8 @@ export interface TestOrigin {
 export class TestResolver {
   constructor(private readonly source: TestResultSource) {}
 
-  async read(ref: TestRef): Promise<ResolvedSpan<TestOrigin>> {
-    const result = await this.source.getTestResult(ref.id);
+  async read(ref: TestRef, scope: ReadScope = {}): Promise<ResolvedSpan<TestOrigin>> {
+    const result = await this.source.getTestResult(ref.id, scope);
     if (!result) throw new EngramError('NOT_FOUND', `pointer: no test result "${ref.id}"`, { field: 'pointer', reason: 'no-such-test' });
     const head = `${result.status} ${result.name ?? result.id}${result.durationMs !== undefined ? ` (${result.durationMs} ms)` : ''}`;
     return {

@@ -3,7 +3,11 @@ import type { ArtifactDraft } from '../../model/artifact.js';
 import type { EventKind, EventRecord, SessionRecord } from '../../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../../model/ids.js';
 import type {
+  AppendOptions,
   AppendOutcome,
+  ListSessionsOptions,
+  SessionAccessRecord,
+  SessionShareInput,
   BackendCapabilities,
   EmbeddingQueueStats,
   StoredVector,
@@ -22,12 +26,14 @@ import type {
   TextHit,
   TextSearchQuery,
 } from '../backend.js';
-import { DEFAULT_CAPABILITIES, recallLogLimit } from '../backend.js';
+import { DEFAULT_CAPABILITIES, recallLogLimit, sessionScopeDenied } from '../backend.js';
+import { DEFAULT_PROJECT } from '../../model/access.js';
 import type { ContextStateRecord } from '../../model/context-state.js';
 import type { KarmaRecord } from '../../model/karma.js';
 import { karmaFromColumns, type KarmaColumns } from '../karma-record.js';
 import type { AgentId, AgentRecord } from '../../model/agent.js';
 import { PostgresAgents } from './postgres-agents.js';
+import { PostgresSessions, visibleSessionSql } from './postgres-sessions.js';
 import { eventFromColumns, eventFromDraft, type EventColumns } from '../event-record.js';
 import { MIGRATIONS_TABLE, TEXT_SEARCH_CONFIG } from './migrations.js';
 import { createPgPool, migrate, parsePgLocation, quoteIdent, type PgLocation, type PgPool, type PgPoolClient, type PostgresBackendOptions } from './pg-connection.js';
@@ -62,20 +68,12 @@ interface RecallLogRow {
   id: string;
   ts_ms: string;
   session_id: string | null;
+  project: string | null;
   task_id: string | null;
   query: string;
   options: Record<string, unknown>;
   results: RecallLogRecord['results'];
   duration_ms: number;
-}
-
-interface SessionRow {
-  id: string;
-  created_ms: string;
-  last_turn: number;
-  event_count: number;
-  first_ms: string | null;
-  last_ms: string | null;
 }
 
 const EVENT_COLUMNS = `id, session_id, turn, kind, ts_ms, content, content_escaped, artifact_id, artifact_media, artifact_size,
@@ -101,6 +99,7 @@ export class PostgresBackend implements StorageBackend {
   private readonly sql: ReturnType<typeof buildStatements>;
   private readonly planner: TsqueryPlanner;
   private readonly agents: PostgresAgents;
+  private readonly sessions: PostgresSessions;
   private readonly vectors: PostgresVectors;
   readonly bus: BusStorage;
   private isClosed = false;
@@ -116,6 +115,7 @@ export class PostgresBackend implements StorageBackend {
     this.sql = buildStatements(quoteIdent(location.schema));
     this.planner = new TsqueryPlanner((queries, cap) => this.cappedCounts(queries, cap));
     this.agents = new PostgresAgents(this.sql.s, <R>(sql: string, params: unknown[], context: string) => this.query<R>(sql, params, context));
+    this.sessions = new PostgresSessions(this.sql.s, <R>(sql: string, params: unknown[], context: string) => this.query<R>(sql, params, context));
     this.vectors = new PostgresVectors(
       this.sql.s,
       (sql, params) => this.query(sql, params ?? [], 'vector query failed'),
@@ -158,7 +158,7 @@ export class PostgresBackend implements StorageBackend {
     }
   }
 
-  async appendEvents(sessionId: SessionId, drafts: EventDraft[], artifacts: ArtifactDraft[]): Promise<AppendOutcome[]> {
+  async appendEvents(sessionId: SessionId, drafts: EventDraft[], artifacts: ArtifactDraft[], options: AppendOptions = {}): Promise<AppendOutcome[]> {
     this.assertOpen();
     // Chunking is CPU work: do it before the session row is locked.
     const chunked = drafts.map((d) => ({ chunks: chunkForIndex(d.searchText), meta: indexTokens(d.searchMeta).join(' ') }));
@@ -167,8 +167,9 @@ export class PostgresBackend implements StorageBackend {
       // Lock order, which keeps concurrent appends free of deadlocks: the one session row first, then
       // artifacts in id order. Turns are read and assigned only while the session row is locked, so they
       // are gap-free under any number of writers, and a rolled-back batch leaves the counter untouched.
-      await c.query(s.ensureSession, [sessionId, Date.now()]);
-      const session = (await c.query<{ last_turn: number }>(s.lockSession, [sessionId])).rows[0]!;
+      await c.query(s.ensureSession, [sessionId, Date.now(), options.project ?? DEFAULT_PROJECT]);
+      const session = (await c.query<{ last_turn: number; project: string }>(s.lockSession, [sessionId])).rows[0]!;
+      if (options.requireProject !== undefined && session.project !== options.requireProject) throw sessionScopeDenied(sessionId, options.requireProject);
       for (const artifact of [...artifacts].sort((a, b) => (a.record.id < b.record.id ? -1 : 1))) {
         const r = artifact.record;
         const data = Buffer.from(artifact.stored.buffer, artifact.stored.byteOffset, artifact.stored.byteLength);
@@ -257,12 +258,27 @@ export class PostgresBackend implements StorageBackend {
   }
 
   async getSession(id: SessionId): Promise<SessionRecord | null> {
-    const rows = await this.query<SessionRow>(this.sql.sessionById, [id]);
-    return rows[0] ? rowToSession(rows[0]) : null;
+    return this.sessions.get(id);
   }
 
-  async listSessions(options: { limit?: number } = {}): Promise<SessionRecord[]> {
-    return (await this.query<SessionRow>(this.sql.listSessions, [options.limit ?? null])).map(rowToSession);
+  async listSessions(options: ListSessionsOptions = {}): Promise<SessionRecord[]> {
+    return this.sessions.list(options);
+  }
+
+  getSessionAccess(ids: SessionId[]): Promise<Map<SessionId, SessionAccessRecord>> {
+    return this.sessions.access(ids);
+  }
+
+  shareSession(input: SessionShareInput): Promise<void> {
+    return this.sessions.share(input);
+  }
+
+  unshareSession(sessionId: SessionId, project: string): Promise<boolean> {
+    return this.sessions.unshare(sessionId, project);
+  }
+
+  findArtifactSessions(id: ArtifactId, limit: number): Promise<SessionId[]> {
+    return this.sessions.artifactSessions(id, limit);
   }
 
   async getArtifact(id: ArtifactId): Promise<StoredArtifact | null> {
@@ -318,6 +334,7 @@ export class PostgresBackend implements StorageBackend {
     const filters: string[] = [];
     const f = query.filter ?? {};
     if (f.sessionIds && f.sessionIds.length > 0) filters.push(`e.session_id = ANY(${param(f.sessionIds)}::text[])`);
+    if (f.visibleToProject !== undefined) filters.push(`e.session_id IN (${visibleSessionSql(this.sql.s, param(f.visibleToProject))})`);
     if (f.kinds && f.kinds.length > 0) filters.push(`e.kind = ANY(${param(f.kinds)}::text[])`);
     if (f.fromMs !== undefined) filters.push(`e.ts_ms >= ${param(f.fromMs)}`);
     if (f.toMs !== undefined) filters.push(`e.ts_ms <= ${param(f.toMs)}`);
@@ -454,6 +471,7 @@ export class PostgresBackend implements StorageBackend {
         JSON.stringify(entry.options),
         JSON.stringify(entry.results),
         entry.durationMs,
+        entry.project ?? null,
       ],
       'recall log write failed',
     );
@@ -462,7 +480,7 @@ export class PostgresBackend implements StorageBackend {
 
   async listRecallLog(query: RecallLogQuery = {}): Promise<RecallLogRecord[]> {
     const limit = recallLogLimit(query);
-    const rows = await this.query<RecallLogRow>(this.sql.listRecallLog, [query.sessionId ?? null, limit]);
+    const rows = await this.query<RecallLogRow>(this.sql.listRecallLog, [query.sessionId ?? null, limit, query.project ?? null]);
     return rows.map((r) => {
       const rec: RecallLogRecord = {
         id: Number(r.id),
@@ -473,6 +491,7 @@ export class PostgresBackend implements StorageBackend {
         durationMs: r.duration_ms,
       };
       if (r.session_id !== null) rec.sessionId = r.session_id;
+      if (r.project !== null) rec.project = r.project;
       if (r.task_id !== null) rec.taskId = r.task_id;
       return rec;
     });
@@ -609,8 +628,8 @@ function buildStatements(s: string) {
     s,
     /** Engram's text search configuration, as a SQL literal (the schema name is checked by SCHEMA_NAME). */
     config: `'${s}.${TEXT_SEARCH_CONFIG}'::regconfig`,
-    ensureSession: `INSERT INTO ${s}.sessions (id, created_ms) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`,
-    lockSession: `SELECT last_turn FROM ${s}.sessions WHERE id = $1 FOR UPDATE`,
+    ensureSession: `INSERT INTO ${s}.sessions (id, created_ms, project) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING`,
+    lockSession: `SELECT last_turn, project FROM ${s}.sessions WHERE id = $1 FOR UPDATE`,
     insertArtifact: `INSERT INTO ${s}.artifacts (id, sha256, size_bytes, stored_bytes, encoding, media_type, created_ms, data)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
     // One statement per batch: the events, their full-text chunks and the session's counters.
@@ -643,8 +662,6 @@ function buildStatements(s: string) {
       JOIN ins ON ins.id = c.event_id`,
     eventsByIds: `SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE id = ANY($1::text[])`,
     eventsByKeys: `SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE session_id = $1 AND event_key = ANY($2::text[])`,
-    sessionById: `SELECT * FROM ${s}.sessions WHERE id = $1`,
-    listSessions: `SELECT * FROM ${s}.sessions ORDER BY COALESCE(last_ms, created_ms) DESC, id LIMIT $1`,
     artifactById: `SELECT * FROM ${s}.artifacts WHERE id = $1`,
     artifactsExist: `SELECT id FROM ${s}.artifacts WHERE id = ANY($1::text[])`,
     eventIdRange: `SELECT id FROM ${s}.events WHERE id >= $1 AND id < $2 ORDER BY id LIMIT $3`,
@@ -657,9 +674,9 @@ function buildStatements(s: string) {
     eventsByKind: `SELECT kind, count(*) AS n FROM ${s}.events GROUP BY kind`,
     // Ids are ULIDs (COLLATE "C"), so the greatest id is the most recently stored superseding event.
     superseding: `SELECT supersedes, max(id) AS id FROM ${s}.events WHERE supersedes = ANY($1::text[]) GROUP BY supersedes`,
-    insertRecallLog: `INSERT INTO ${s}.recall_log (ts_ms, session_id, task_id, query, options, results, duration_ms)
-      VALUES ($1, $2, $3, $4::json, $5::json, $6::json, $7) RETURNING id`,
-    listRecallLog: `SELECT * FROM ${s}.recall_log WHERE ($1::text IS NULL OR session_id = $1) ORDER BY id DESC LIMIT $2`,
+    insertRecallLog: `INSERT INTO ${s}.recall_log (ts_ms, session_id, task_id, query, options, results, duration_ms, project)
+      VALUES ($1, $2, $3, $4::json, $5::json, $6::json, $7, $8) RETURNING id`,
+    listRecallLog: `SELECT * FROM ${s}.recall_log WHERE ($1::text IS NULL OR session_id = $1) AND ($3::text IS NULL OR project = $3) ORDER BY id DESC LIMIT $2`,
   };
 }
 
@@ -725,14 +742,3 @@ function rowToEvent(row: EventRow): EventRecord {
   });
 }
 
-function rowToSession(row: SessionRow): SessionRecord {
-  const rec: SessionRecord = {
-    id: row.id as SessionId,
-    createdAt: new Date(Number(row.created_ms)).toISOString(),
-    eventCount: row.event_count,
-    lastTurn: row.last_turn,
-  };
-  if (row.first_ms !== null) rec.firstTs = new Date(Number(row.first_ms)).toISOString();
-  if (row.last_ms !== null) rec.lastTs = new Date(Number(row.last_ms)).toISOString();
-  return rec;
-}

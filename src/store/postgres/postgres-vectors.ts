@@ -1,6 +1,7 @@
 import { EngramError } from '../../errors.js';
 import type { EventId } from '../../model/ids.js';
 import type { EmbeddingQueueStats, StoredVector, VectorHit, VectorModel, VectorSearchQuery } from '../backend.js';
+import { visibleSessionSql } from './postgres-sessions.js';
 import { MAX_EMBEDDING_ATTEMPTS } from '../backend.js';
 
 /** The slice of a pooled connection these statements use. */
@@ -162,6 +163,7 @@ export class PostgresVectors {
     };
     const f = q.filter ?? {};
     if (f.sessionIds && f.sessionIds.length > 0) where.push(`session_id = ANY(${param(f.sessionIds)}::text[])`);
+    if (f.visibleToProject !== undefined) where.push(`session_id IN (${visibleSessionSql(this.s, param(f.visibleToProject))})`);
     if (f.kinds && f.kinds.length > 0) where.push(`kind = ANY(${param(f.kinds)}::text[])`);
     if (f.fromMs !== undefined) where.push(`ts_ms >= ${param(Math.ceil(f.fromMs))}`);
     if (f.toMs !== undefined) where.push(`ts_ms <= ${param(Math.floor(f.toMs))}`);

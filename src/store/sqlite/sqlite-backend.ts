@@ -2,12 +2,17 @@ import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { EngramError, isEngramError } from '../../errors.js';
+import { DEFAULT_PROJECT } from '../../model/access.js';
 import type { ArtifactDraft } from '../../model/artifact.js';
 import type { EventKind, EventRecord, SessionRecord } from '../../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../../model/ids.js';
 import type {
+  AppendOptions,
   AppendOutcome,
   BackendCapabilities,
+  ListSessionsOptions,
+  SessionAccessRecord,
+  SessionShareInput,
   EmbeddingQueueStats,
   StoredVector,
   VectorHit,
@@ -25,12 +30,13 @@ import type {
   TextHit,
   TextSearchQuery,
 } from '../backend.js';
-import { DEFAULT_CAPABILITIES, recallLogLimit } from '../backend.js';
+import { DEFAULT_CAPABILITIES, recallLogLimit, sessionScopeDenied } from '../backend.js';
 import type { ContextStateRecord } from '../../model/context-state.js';
 import type { KarmaRecord } from '../../model/karma.js';
 import { karmaFromColumns, type KarmaColumns } from '../karma-record.js';
 import type { AgentId, AgentRecord } from '../../model/agent.js';
 import { SqliteAgents } from './sqlite-agents.js';
+import { SqliteSessions, VISIBLE_SESSION_SQL } from './sqlite-sessions.js';
 import { SqliteBus } from './sqlite-bus.js';
 import type { BusStorage } from '../bus-storage.js';
 import { eventFromColumns, eventFromDraft, type EventColumns } from '../event-record.js';
@@ -77,20 +83,12 @@ interface RecallLogRow {
   id: number;
   ts_ms: number;
   session_id: string | null;
+  project: string | null;
   task_id: string | null;
   query: string;
   options: string;
   results: string;
   duration_ms: number;
-}
-
-interface SessionRow {
-  id: string;
-  created_ms: number;
-  last_turn: number;
-  event_count: number;
-  first_ms: number | null;
-  last_ms: number | null;
 }
 
 /** Opens (creating if needed) an Engram store in a SQLite file. */
@@ -105,6 +103,7 @@ export class SqliteBackend implements StorageBackend {
   private readonly planner: Fts5Planner;
   private readonly vectors: SqliteVectors;
   private readonly agents: SqliteAgents;
+  private readonly sessions: SqliteSessions;
   readonly bus: BusStorage;
   private checkpointer: Checkpointer | undefined;
   private isClosed = false;
@@ -125,6 +124,7 @@ export class SqliteBackend implements StorageBackend {
     this.planner = new Fts5Planner(db);
     this.vectors = new SqliteVectors(db);
     this.agents = new SqliteAgents(db);
+    this.sessions = new SqliteSessions(db);
     this.bus = new SqliteBus(db);
   }
 
@@ -181,7 +181,7 @@ export class SqliteBackend implements StorageBackend {
     }
   }
 
-  async appendEvents(sessionId: SessionId, drafts: EventDraft[], artifacts: ArtifactDraft[]): Promise<AppendOutcome[]> {
+  async appendEvents(sessionId: SessionId, drafts: EventDraft[], artifacts: ArtifactDraft[], options: AppendOptions = {}): Promise<AppendOutcome[]> {
     this.assertOpen();
     const s = this.stmts;
     const run = this.db.transaction((): AppendOutcome[] => {
@@ -189,7 +189,11 @@ export class SqliteBackend implements StorageBackend {
         const r = artifact.record;
         s.insertArtifact.run(r.id, r.sha256, r.sizeBytes, r.storedBytes, r.encoding, r.mediaType, Date.parse(r.createdAt), artifact.stored);
       }
-      s.ensureSession.run(sessionId, Date.now());
+      s.ensureSession.run(sessionId, Date.now(), options.project ?? DEFAULT_PROJECT);
+      if (options.requireProject !== undefined) {
+        const owner = (s.sessionProject.get(sessionId) as { project: string }).project;
+        if (owner !== options.requireProject) throw sessionScopeDenied(sessionId, options.requireProject);
+      }
       // The transaction is IMMEDIATE, so no other writer can move last_turn under us: read it once and
       // write it back once. (Updating the session row per event halved ingest throughput: 15K vs 33K events/s.)
       let turn = (s.sessionTurn.get(sessionId) as { last_turn: number }).last_turn;
@@ -314,16 +318,32 @@ export class SqliteBackend implements StorageBackend {
 
   async getSession(id: SessionId): Promise<SessionRecord | null> {
     this.assertOpen();
-    const row = this.stmts.sessionById.get(id) as SessionRow | undefined;
-    return row ? rowToSession(row) : null;
+    return this.sessions.get(id);
   }
 
-  async listSessions(options: { limit?: number } = {}): Promise<SessionRecord[]> {
+  async listSessions(options: ListSessionsOptions = {}): Promise<SessionRecord[]> {
     this.assertOpen();
-    const rows = this.db
-      .prepare('SELECT * FROM sessions ORDER BY COALESCE(last_ms, created_ms) DESC, id LIMIT ?')
-      .all(options.limit ?? -1) as SessionRow[];
-    return rows.map(rowToSession);
+    return this.sessions.list(options);
+  }
+
+  async getSessionAccess(ids: SessionId[]): Promise<Map<SessionId, SessionAccessRecord>> {
+    this.assertOpen();
+    return this.sessions.access(ids);
+  }
+
+  async shareSession(input: SessionShareInput): Promise<void> {
+    this.assertOpen();
+    this.sessions.share(input);
+  }
+
+  async unshareSession(sessionId: SessionId, project: string): Promise<boolean> {
+    this.assertOpen();
+    return this.sessions.unshare(sessionId, project);
+  }
+
+  async findArtifactSessions(id: ArtifactId, limit: number): Promise<SessionId[]> {
+    this.assertOpen();
+    return this.sessions.artifactSessions(id, limit);
   }
 
   async getArtifact(id: ArtifactId): Promise<StoredArtifact | null> {
@@ -373,6 +393,10 @@ export class SqliteBackend implements StorageBackend {
     if (f.sessionIds && f.sessionIds.length > 0) {
       where.push(`e.session_id IN (${f.sessionIds.map(() => '?').join(',')})`);
       params.push(...f.sessionIds);
+    }
+    if (f.visibleToProject !== undefined) {
+      where.push(`e.session_id IN (${VISIBLE_SESSION_SQL})`);
+      params.push(f.visibleToProject, f.visibleToProject);
     }
     if (f.kinds && f.kinds.length > 0) {
       where.push(`e.kind IN (${f.kinds.map(() => '?').join(',')})`);
@@ -479,6 +503,7 @@ export class SqliteBackend implements StorageBackend {
       const info = this.stmts.insertRecallLog.run(
         entry.tsMs,
         entry.sessionId ?? null,
+        entry.project ?? null,
         entry.taskId ?? null,
         entry.query,
         JSON.stringify(entry.options),
@@ -494,11 +519,9 @@ export class SqliteBackend implements StorageBackend {
   async listRecallLog(query: RecallLogQuery = {}): Promise<RecallLogRecord[]> {
     this.assertOpen();
     const limit = recallLogLimit(query);
-    const rows = (
-      query.sessionId !== undefined
-        ? this.db.prepare('SELECT * FROM recall_log WHERE session_id = ? ORDER BY id DESC LIMIT ?').all(query.sessionId, limit)
-        : this.db.prepare('SELECT * FROM recall_log ORDER BY id DESC LIMIT ?').all(limit)
-    ) as RecallLogRow[];
+    const rows = this.db
+      .prepare('SELECT * FROM recall_log WHERE (?1 IS NULL OR session_id = ?1) AND (?2 IS NULL OR project = ?2) ORDER BY id DESC LIMIT ?3')
+      .all(query.sessionId ?? null, query.project ?? null, limit) as RecallLogRow[];
     return rows.map((r) => {
       const rec: RecallLogRecord = {
         id: r.id,
@@ -509,6 +532,7 @@ export class SqliteBackend implements StorageBackend {
         durationMs: r.duration_ms,
       };
       if (r.session_id !== null) rec.sessionId = r.session_id;
+      if (r.project !== null) rec.project = r.project;
       if (r.task_id !== null) rec.taskId = r.task_id;
       return rec;
     });
@@ -654,7 +678,8 @@ function prepareStatements(db: Db) {
       `INSERT INTO artifacts (id, sha256, size_bytes, stored_bytes, encoding, media_type, created_ms, data)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
     ),
-    ensureSession: db.prepare('INSERT INTO sessions (id, created_ms) VALUES (?, ?) ON CONFLICT (id) DO NOTHING'),
+    ensureSession: db.prepare('INSERT INTO sessions (id, created_ms, project) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING'),
+    sessionProject: db.prepare('SELECT project FROM sessions WHERE id = ?'),
     sessionTurn: db.prepare('SELECT last_turn FROM sessions WHERE id = ?'),
     updateSession: db.prepare(
       `UPDATE sessions SET last_turn = ?, event_count = event_count + ?,
@@ -676,11 +701,10 @@ function prepareStatements(db: Db) {
     ),
     exportEvents: db.prepare('SELECT * FROM events WHERE session_id = ? AND turn > ? ORDER BY turn LIMIT ?'),
     eventByKey: db.prepare('SELECT * FROM events WHERE session_id = ? AND event_key = ?'),
-    sessionById: db.prepare('SELECT * FROM sessions WHERE id = ?'),
     artifactById: db.prepare('SELECT * FROM artifacts WHERE id = ?'),
     artifactExists: db.prepare('SELECT 1 FROM artifacts WHERE id = ?'),
     insertRecallLog: db.prepare(
-      'INSERT INTO recall_log (ts_ms, session_id, task_id, query, options, results, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO recall_log (ts_ms, session_id, project, task_id, query, options, results, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     ),
   };
 }
@@ -755,16 +779,4 @@ function rowToEvent(row: EventRow): EventRecord {
     tags: row.tags ? (JSON.parse(row.tags) as string[]) : [],
     meta: row.meta !== null ? (JSON.parse(row.meta) as Record<string, unknown>) : null,
   });
-}
-
-function rowToSession(row: SessionRow): SessionRecord {
-  const rec: SessionRecord = {
-    id: row.id as SessionId,
-    createdAt: new Date(row.created_ms).toISOString(),
-    eventCount: row.event_count,
-    lastTurn: row.last_turn,
-  };
-  if (row.first_ms !== null) rec.firstTs = new Date(row.first_ms).toISOString();
-  if (row.last_ms !== null) rec.lastTs = new Date(row.last_ms).toISOString();
-  return rec;
 }

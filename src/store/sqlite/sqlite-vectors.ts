@@ -1,10 +1,11 @@
 import type Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { EngramError } from '../../errors.js';
-import type { EventId } from '../../model/ids.js';
+import type { EventId, SessionId } from '../../model/ids.js';
 import type { EmbeddingQueueStats, StoredVector, VectorHit, VectorModel, VectorSearchQuery } from '../backend.js';
 import { MAX_EMBEDDING_ATTEMPTS } from '../backend.js';
 import { chunks, translateSqliteError } from './sqlite-errors.js';
+import { VISIBLE_SESSION_SQL } from './sqlite-sessions.js';
 
 type Db = Database.Database;
 
@@ -183,9 +184,17 @@ export class SqliteVectors {
     const k = Math.min(VEC0_MAX_K, f.taskId !== undefined ? q.limit * POST_FILTER_OVERSAMPLING : q.limit);
     const where = ['embedding MATCH ?', 'k = ?'];
     const params: unknown[] = [toBlob(q.vector), k];
-    if (f.sessionIds && f.sessionIds.length > 0) {
-      where.push(`session_id IN (${f.sessionIds.map(() => '?').join(',')})`);
-      params.push(...f.sessionIds);
+    // vec0 filters metadata columns by value only (no subqueries): the sessions a project may read are listed
+    // first (a project's own and its shares: few next to the events) and intersected with asked ones.
+    let sessionIds = f.sessionIds && f.sessionIds.length > 0 ? f.sessionIds : undefined;
+    if (f.visibleToProject !== undefined) {
+      const visible = new Set((this.db.prepare(VISIBLE_SESSION_SQL).all(f.visibleToProject, f.visibleToProject) as Array<{ id: string }>).map((r) => r.id as SessionId));
+      sessionIds = sessionIds ? sessionIds.filter((id) => visible.has(id)) : [...visible];
+      if (sessionIds.length === 0) return [];
+    }
+    if (sessionIds) {
+      where.push(`session_id IN (${sessionIds.map(() => '?').join(',')})`);
+      params.push(...sessionIds);
     }
     if (f.kinds && f.kinds.length > 0) {
       where.push(`kind IN (${f.kinds.map(() => '?').join(',')})`);
