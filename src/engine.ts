@@ -28,7 +28,11 @@ import { KarmaStore } from './memory/karma-store.js';
 import { AgentRegistry } from './memory/agent-registry.js';
 import { ContextEngine } from './context/context-engine.js';
 import { createFormatterRegistry } from './context/assembly/formatters.js';
-import type { AppendOutcome, ListEventsQuery, StorageBackend, StoreStats } from './store/backend.js';
+import type { AppendOptions, AppendOutcome, ListEventsQuery, StorageBackend, StoreStats } from './store/backend.js';
+import type { Principal } from './model/access.js';
+import { LOCAL_PRINCIPAL } from './model/access.js';
+import type { ReadScope } from './bus/resolvers/pointer-resolver.js';
+import { EngramView } from './view/engram-view.js';
 import type { StoreLocation } from './store/open-store.js';
 import { openStore } from './store/open-store.js';
 import { LruCache } from './util/lru-cache.js';
@@ -217,16 +221,21 @@ export class Engram {
       countTokens: (text) => this.tokenizer.count(text),
       ...(this.repoResolver ? { repo: this.repoResolver } : {}),
       sam: {
-        getEvent: async (id) => {
+        getEvent: async (id, scope) => {
           const event = await this.store.getEvent(id as EventId);
-          return event ? { id: event.id, sessionId: event.sessionId, turn: event.turn, kind: event.kind, ts: event.ts, content: event.content } : null;
+          if (!event || !(await this.scopeView(scope).mayRead([event.sessionId]))) return null;
+          return { id: event.id, sessionId: event.sessionId, turn: event.turn, kind: event.kind, ts: event.ts, content: event.content };
         },
-        getTaskState: async (sessionId, version) => (await this.taskStates.history(sessionId)).find((v) => v.version === version) ?? null,
+        getTaskState: async (sessionId, version, scope) => {
+          if (!(await this.scopeView(scope).mayRead([sessionId]))) return null;
+          return (await this.taskStates.history(sessionId)).find((v) => v.version === version) ?? null;
+        },
       },
       artifacts: {
-        getArtifact: async (nameOrId) => {
+        getArtifact: async (nameOrId, _digest, scope) => {
           if (!nameOrId.startsWith(ARTIFACT_ID_PREFIX)) return null;
           try {
+            if (!(await this.scopeView(scope).mayReadArtifact((await this.resolveId('artifact', nameOrId)) as ArtifactId))) return null;
             const { record, bytes } = await this.readArtifact(nameOrId);
             return { id: record.id, sha256: record.sha256, text: bytes.toString('utf8'), mediaType: record.mediaType };
           } catch (err) {
@@ -237,8 +246,9 @@ export class Engram {
       },
       tests: {
         // Test results are events whose meta names them: { testId, status }; the newest wins.
-        getTestResult: async (id) => {
-          const hits = await this.store.searchText({ terms: [{ text: id }], limit: 50 });
+        getTestResult: async (id, scope) => {
+          const filter = scope?.visibleToProject !== undefined ? { visibleToProject: scope.visibleToProject } : {};
+          const hits = await this.store.searchText({ terms: [{ text: id }], filter, limit: 50 });
           const events = await this.store.getEvents(hits.map((h) => h.eventId));
           // Event ids are ULIDs: the greatest is the most recently stored result.
           const match = events.filter((e) => e.meta?.testId === id).sort((a, b) => (a.id < b.id ? 1 : -1))[0];
@@ -247,6 +257,12 @@ export class Engram {
         },
       },
     });
+  }
+
+  /** A view bounded like a deref's reader: its project's sessions and those shared with it (full trust without one). */
+  private scopeView(scope: ReadScope | undefined): EngramView {
+    const project = scope?.visibleToProject;
+    return this.viewAs(project === undefined ? LOCAL_PRINCIPAL : { kind: 'agent', agentId: '', agentName: '(deref)', project, isAdmin: false });
   }
 
   /** The embedding worker, when an embedder is bound. */
@@ -288,9 +304,20 @@ export class Engram {
     for (let i = 0; i < events.length; i += CODEX_BATCH) await this.ingestor.append(CODEX_SESSION, events.slice(i, i + CODEX_BATCH));
   }
 
-  /** Appends one event or a batch to a session (created on first use), in one transaction. */
-  async append(sessionId: string, events: EventInput | EventInput[]): Promise<AppendOutcome[]> {
-    const out = await this.ingestor.append(sessionId, Array.isArray(events) ? events : [events]);
+  /**
+   * The engine as `principal` may use it (model/access.ts): what HTTP, MCP and any caller with a token go
+   * through. Default: the local, full-trust principal.
+   */
+  viewAs(principal: Principal = LOCAL_PRINCIPAL): EngramView {
+    return new EngramView(this, principal);
+  }
+
+  /**
+   * Appends one event or a batch to a session (created on first use), in one transaction. `owner`: the
+   * project a new session belongs to (default `default`) and the one an existing session must have.
+   */
+  async append(sessionId: string, events: EventInput | EventInput[], owner: AppendOptions = {}): Promise<AppendOutcome[]> {
+    const out = await this.ingestor.append(sessionId, Array.isArray(events) ? events : [events], owner);
     this.embedding?.indexer.poke();
     return out;
   }

@@ -4,7 +4,8 @@ import type { EventArtifactRef, InternalEventInput, ValidEventInput } from '../m
 import { eventInputSchema, internalEventInputSchema, sessionIdSchema, toEpochMs } from '../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
 import { artifactIdFromSha256, newEventId } from '../model/ids.js';
-import type { AppendOutcome, EventDraft, StorageBackend } from '../store/backend.js';
+import type { AppendOptions, AppendOutcome, EventDraft, StorageBackend } from '../store/backend.js';
+import { sessionScopeDenied } from '../store/backend.js';
 import { encodeArtifact, sha256Hex } from './artifact-codec.js';
 import { previewArtifact } from './preview.js';
 
@@ -69,16 +70,17 @@ export class Ingestor {
     this.opts = { ...DEFAULTS, ...options };
   }
 
-  async append(sessionIdInput: string, inputs: readonly unknown[]): Promise<AppendOutcome[]> {
-    return this.appendValidated(sessionIdInput, inputs, false);
+  /** `owner`: the project a new session belongs to, and the one an existing session must belong to (see AppendOptions). */
+  async append(sessionIdInput: string, inputs: readonly unknown[], owner: AppendOptions = {}): Promise<AppendOutcome[]> {
+    return this.appendValidated(sessionIdInput, inputs, false, owner);
   }
 
   /** For Engram's own writers (the task-state store): the same path, internal kinds allowed. */
-  async appendInternal(sessionIdInput: string, inputs: readonly InternalEventInput[]): Promise<AppendOutcome[]> {
-    return this.appendValidated(sessionIdInput, inputs, true);
+  async appendInternal(sessionIdInput: string, inputs: readonly InternalEventInput[], owner: AppendOptions = {}): Promise<AppendOutcome[]> {
+    return this.appendValidated(sessionIdInput, inputs, true, owner);
   }
 
-  private async appendValidated(sessionIdInput: string, inputs: readonly unknown[], allowInternalKinds: boolean): Promise<AppendOutcome[]> {
+  private async appendValidated(sessionIdInput: string, inputs: readonly unknown[], allowInternalKinds: boolean, owner: AppendOptions): Promise<AppendOutcome[]> {
     const sessionId = validateSessionId(sessionIdInput);
     const valid = inputs.map((input, i) => validateEventInput(input, `events[${i}]`, allowInternalKinds));
     if (valid.length === 0) return [];
@@ -130,7 +132,13 @@ export class Ingestor {
       });
     }
 
-    const stored = drafts.length > 0 ? await this.store.appendEvents(sessionId, drafts, artifactDrafts) : [];
+    // With nothing new to write the store's in-transaction owner check does not run: check here, so that
+    // stored records of another project's session are never answered as duplicates.
+    if (drafts.length === 0 && owner.requireProject !== undefined) {
+      const access = (await this.store.getSessionAccess([sessionId])).get(sessionId);
+      if (access && access.project !== owner.requireProject) throw sessionScopeDenied(sessionId, owner.requireProject);
+    }
+    const stored = drafts.length > 0 ? await this.store.appendEvents(sessionId, drafts, artifactDrafts, owner) : [];
     const out: AppendOutcome[] = new Array<AppendOutcome>(valid.length);
     draftIndex.forEach((inputIndex, j) => {
       out[inputIndex] = stored[j]!;

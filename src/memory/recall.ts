@@ -120,7 +120,7 @@ export interface RecallBatchResult {
 }
 
 /** Most queries in one batch. */
-export const MAX_BATCH_QUERIES = 16;
+export const MAX_BATCH_QUERIES = 10;
 
 export interface RecallResult {
   query: string;

@@ -4,7 +4,7 @@ import type { EventRecord } from '../model/event.js';
 import type { EventId, SessionId } from '../model/ids.js';
 import type { TaskState, TaskStateUpdate, TaskStateVersion } from '../model/task-state.js';
 import { EMPTY_TASK_STATE, taskStateSchema, taskStateUpdateSchema } from '../model/task-state.js';
-import type { StorageBackend } from '../store/backend.js';
+import type { AppendOptions, StorageBackend } from '../store/backend.js';
 import type { Ingestor } from './ingest.js';
 import { validateSessionId } from './ingest.js';
 
@@ -17,6 +17,8 @@ export interface TaskStateUpdateOptions {
   producedByTurn?: number;
   /** Replace the whole card instead of merging fields. */
   replace?: boolean;
+  /** Who writes (see AppendOptions): the project a new session gets, the one an existing session must have. */
+  owner?: AppendOptions;
 }
 
 /**
@@ -83,7 +85,7 @@ export class TaskStateStore {
             meta: { version, producedByTurn },
             ...(next.taskId ? { taskId: next.taskId } : {}),
           },
-        ]);
+        ], options.owner);
         const record = outcome!.record;
         // Same key and same content: a retry of this very update, already stored.
         return toVersion(record);

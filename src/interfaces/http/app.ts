@@ -4,6 +4,7 @@ import type { ZodType } from 'zod';
 import type { Engram } from '../../engine.js';
 import { EngramError, invalidInputFromZod } from '../../errors.js';
 import type { AgentRecord } from '../../model/agent.js';
+import { agentPrincipal } from '../../model/access.js';
 import { toHttpError } from './errors.js';
 import { ENGRAM_RUN_HEADER } from '../shared/bus.js';
 import { ENGRAM_SESSION_HEADER, handleMcpRequest } from './mcp-endpoint.js';
@@ -125,7 +126,8 @@ async function serveRoute(mem: Engram, route: Route, c: Context<Env>): Promise<R
   const params = route.params ? parse(route.params, c.req.param()) : undefined;
   const query = route.query ? parse(route.query, c.req.query()) : undefined;
   const body = route.body ? parse(route.body, route.acceptsText && isTextBody(c) ? { message: await c.req.text() } : await readJson(c)) : undefined;
-  const result = await route.handle({ mem, agent, params, query, body, header: (name) => c.req.header(name) });
+  const view = mem.viewAs(agentPrincipal(agent));
+  const result = await route.handle({ mem, agent, view, params, query, body, header: (name) => c.req.header(name) });
   return c.json(result.body as object, (result.status ?? route.success.status) as 200);
 }
 

@@ -382,7 +382,7 @@ export const BUS_ROUTES: readonly Route[] = [
     }),
     success: { status: 200, description: 'The BusMetrics.' },
     errors: [400],
-    handle: async ({ mem, query }) => ({ body: await mem.bus.metrics(query.since !== undefined ? { sinceMs: Date.parse(query.since) } : {}) }),
+    handle: async ({ view, query }) => ({ body: await view.busMetrics(query.since !== undefined ? { sinceMs: Date.parse(query.since) } : {}) }),
   }),
   defineRoute({
     method: 'get',

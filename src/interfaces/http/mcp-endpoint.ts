@@ -3,6 +3,7 @@ import type { Engram } from '../../engine.js';
 import { validateSessionId } from '../../memory/ingest.js';
 import type { AgentRecord } from '../../model/agent.js';
 import { createMcpServer } from '../mcp/server.js';
+import { agentPrincipal } from '../../model/access.js';
 import { ENGRAM_RUN_HEADER, hasChildren, resolveRunId } from '../shared/bus.js';
 
 /** Header naming the Engram session the MCP tools work for; `?session=` in the URL does the same. */
@@ -37,7 +38,7 @@ export async function handleMcpRequest(
   const runId = resolveRunId(mem, request.headers.get(ENGRAM_RUN_HEADER), new URL(request.url).searchParams.get('run'));
   // The bus tools act as the authenticated agent; less_issue_grant is listed only to agents with children.
   const canIssueGrants = await hasChildren(mem, agent.id);
-  const { server, settled } = createMcpServer(mem, { sessionId, version: options.version, agent, runId, canIssueGrants });
+  const { server, settled } = createMcpServer(mem, { sessionId, version: options.version, agent, runId, canIssueGrants, principal: agentPrincipal(agent) });
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
     enableJsonResponse: true,

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { Engram } from '../../engine.js';
 import type { AgentRecord } from '../../model/agent.js';
+import type { EngramView } from '../../view/engram-view.js';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'delete';
 
@@ -8,6 +9,8 @@ export type HttpMethod = 'get' | 'post' | 'put' | 'delete';
 export interface RouteContext<P, Q, B> {
   mem: Engram;
   agent: AgentRecord;
+  /** The engine as this agent may use it: every session read and write goes through it (model/access.ts). */
+  view: EngramView;
   params: P;
   query: Q;
   body: B;

@@ -6,8 +6,9 @@ import type { SessionId } from '../../model/ids.js';
 import type { TaskStateUpdate } from '../../model/task-state.js';
 import { taskStateUpdateSchema } from '../../model/task-state.js';
 import { contextPackSummary } from '../shared/context-pack.js';
-import { DEFAULT_EXPAND_MAX_TOKENS, expandById } from '../shared/expand.js';
-import { MAX_RECALL_BATCH, recallForAgent } from '../shared/recall.js';
+import { DEFAULT_EXPAND_MAX_TOKENS } from '../../view/expand.js';
+import { MAX_RECALL_BATCH, recallAnswer } from '../../view/agent-recall.js';
+import { agentProjectSchema } from '../../model/agent.js';
 import { BUS_ROUTES } from './bus-routes.js';
 import { defineRoute, type Route } from './route.js';
 
@@ -98,8 +99,8 @@ export const ROUTES: readonly Route[] = [
     body: appendBody,
     success: { status: 200, description: 'Each event with its id and turn, in request order.', schema: appendResponse },
     errors: [400, 409, 413],
-    handle: async ({ mem, body }) => {
-      const outcomes = await mem.ingestor.append(body.sessionId, body.events);
+    handle: async ({ view, body }) => {
+      const outcomes = await view.append(body.sessionId, body.events);
       return {
         body: {
           sessionId: body.sessionId,
@@ -118,22 +119,24 @@ export const ROUTES: readonly Route[] = [
     path: '/v1/sessions',
     operationId: 'listSessions',
     tag: 'sessions',
-    summary: 'Sessions, most recent first',
+    summary: 'Sessions the caller may read, most recent first',
+    description: "An agent sees its project's sessions and those shared with its project; an admin sees every session.",
     query: z.object({ limit: z.coerce.number().int().min(1).max(10_000).optional().describe('At most this many. Default 100.') }),
     success: { status: 200, description: '`{ sessions: SessionRecord[] }`' },
     errors: [400],
-    handle: async ({ mem, query }) => ({ body: { sessions: await mem.listSessions({ limit: query.limit ?? 100 }) } }),
+    handle: async ({ view, query }) => ({ body: { sessions: await view.listSessions({ limit: query.limit ?? 100 }) } }),
   }),
   defineRoute({
     method: 'get',
     path: '/v1/sessions/{sessionId}',
     operationId: 'getSession',
     tag: 'sessions',
-    summary: 'One session: event count, last turn, first and last event times',
+    summary: 'One session: owner project, shares, event count, last turn, first and last event times',
+    description: 'A session of another project that is not shared with the caller is 404, as if it did not exist.',
     params: sessionParams,
     success: { status: 200, description: 'The SessionRecord.' },
     errors: [400, 404],
-    handle: async ({ mem, params }) => ({ body: await mem.getSession(params.sessionId) }),
+    handle: async ({ view, params }) => ({ body: await view.getSession(params.sessionId) }),
   }),
   defineRoute({
     method: 'get',
@@ -150,10 +153,9 @@ export const ROUTES: readonly Route[] = [
     }),
     success: { status: 200, description: '`{ sessionId, events: EventRecord[], nextAfterTurn? }`' },
     errors: [400, 404],
-    handle: async ({ mem, params, query }) => {
-      await mem.getSession(params.sessionId);
+    handle: async ({ view, params, query }) => {
       const limit = query.limit ?? DEFAULT_EVENTS_PAGE;
-      const events = await mem.listEvents({
+      const events = await view.listEvents({
         sessionId: params.sessionId as SessionId,
         afterTurn: query.afterTurn ?? 0,
         limit,
@@ -182,11 +184,10 @@ export const ROUTES: readonly Route[] = [
       maxChars: z.coerce.number().int().min(1).optional().describe('Governor: character cap of the whole prompt.'),
     }),
     success: { status: 200, description: 'Block accounting, compaction, governor, and the pack rendered in `format` (as `engram context --json`).' },
-    errors: [400, 404, 422],
-    handle: async ({ mem, params, query }) => {
-      await mem.getSession(params.sessionId);
+    errors: [400, 403, 404, 422],
+    handle: async ({ mem, view, params, query }) => {
       const format = query.format ?? 'text';
-      const result = await mem.context.pack(params.sessionId, {
+      const result = await view.pack(params.sessionId, {
         windowTokens: query.window,
         ...(query.identity !== undefined ? { identity: query.identity } : {}),
         ...(query.query !== undefined ? { query: query.query } : {}),
@@ -204,8 +205,8 @@ export const ROUTES: readonly Route[] = [
     summary: "The session's task state card",
     params: sessionParams,
     success: { status: 200, description: 'The current version (`{ sessionId, version, state, eventId, producedByTurn, ts }`), or `{ sessionId, version: 0, state: null }` before the first.' },
-    errors: [400],
-    handle: async ({ mem, params }) => ({ body: (await mem.taskStates.get(params.sessionId)) ?? { sessionId: params.sessionId, version: 0, state: null } }),
+    errors: [400, 404],
+    handle: async ({ view, params }) => ({ body: (await view.getTaskState(params.sessionId)) ?? { sessionId: params.sessionId, version: 0, state: null } }),
   }),
   defineRoute({
     method: 'put',
@@ -217,10 +218,10 @@ export const ROUTES: readonly Route[] = [
     params: sessionParams,
     body: taskStateBody,
     success: { status: 200, description: 'The new version.' },
-    errors: [400, 409],
-    handle: async ({ mem, params, body }) => {
+    errors: [400, 403, 404, 409],
+    handle: async ({ view, params, body }) => {
       try {
-        const card = await mem.taskStates.update(params.sessionId, body.update as TaskStateUpdate, {
+        const card = await view.updateTaskState(params.sessionId, body.update as TaskStateUpdate, {
           ...(body.replace ? { replace: true } : {}),
           ...(body.producedByTurn !== undefined ? { producedByTurn: body.producedByTurn } : {}),
         });
@@ -241,13 +242,11 @@ export const ROUTES: readonly Route[] = [
     body: recallBody,
     success: { status: 200, description: '`{ taskStateVersion?, results: [{ query, hits, candidates, usedTokens, budgetTokens, isTruncated, text }] }`' },
     errors: [400, 404],
-    handle: async ({ mem, body }) => {
-      const onlySession = body.sessionIds?.length === 1 ? body.sessionIds[0] : undefined;
-      const answer = await recallForAgent(mem, {
+    handle: async ({ view, body }) => {
+      const outcome = await view.recall({
         queries: typeof body.query === 'string' ? [body.query] : body.query,
-        ...(onlySession !== undefined ? { askingSessionId: onlySession } : {}),
-        ...(onlySession !== undefined && !body.ignoreTask ? { taskCardSessionId: onlySession } : {}),
         sessionIds: body.sessionIds,
+        ignoreTask: body.ignoreTask,
         kinds: body.kinds,
         fromMs: body.since !== undefined ? Date.parse(body.since) : undefined,
         toMs: body.until !== undefined ? Date.parse(body.until) : undefined,
@@ -255,7 +254,7 @@ export const ROUTES: readonly Route[] = [
         k: body.k,
         budgetTokens: body.budgetTokens,
       });
-      return { body: answer };
+      return { body: recallAnswer(outcome) };
     },
   }),
   defineRoute({
@@ -267,7 +266,33 @@ export const ROUTES: readonly Route[] = [
     body: expandBody,
     success: { status: 200, description: '`{ text, details }`: a header line and the content cut at `maxTokens` with a notice, and what was expanded.' },
     errors: [400, 404],
-    handle: async ({ mem, body }) => ({ body: await expandById(mem, body.id, body.maxTokens ?? DEFAULT_EXPAND_MAX_TOKENS) }),
+    handle: async ({ view, body }) => ({ body: await view.expand(body.id, body.maxTokens ?? DEFAULT_EXPAND_MAX_TOKENS) }),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/v1/sessions/{sessionId}/shares',
+    operationId: 'shareSession',
+    tag: 'sessions',
+    summary: 'Share a session read-only with another project',
+    description:
+      "Agents of that project may then read the session's events, task card and recall over it, but not write to it. " +
+      "Only the owner project's agents (and admins) share a session; sharing it again changes nothing.",
+    params: sessionParams,
+    body: z.object({ project: agentProjectSchema.describe('The project given read access.') }).strict(),
+    success: { status: 200, description: 'The SessionRecord with its `sharedWith` projects.' },
+    errors: [400, 403, 404],
+    handle: async ({ view, params, body }) => ({ body: await view.share(params.sessionId, body.project) }),
+  }),
+  defineRoute({
+    method: 'delete',
+    path: '/v1/sessions/{sessionId}/shares/{project}',
+    operationId: 'unshareSession',
+    tag: 'sessions',
+    summary: "End a session's read-only share with a project",
+    params: z.object({ sessionId: sessionIdSchema.describe('The session id.'), project: agentProjectSchema.describe('The project whose read access ends.') }),
+    success: { status: 200, description: '`{ sessionId, project, isRemoved }`: false when there was no such share.' },
+    errors: [400, 403, 404],
+    handle: async ({ view, params }) => ({ body: { sessionId: params.sessionId, project: params.project, isRemoved: await view.unshare(params.sessionId, params.project) } }),
   }),
   defineRoute({
     method: 'get',

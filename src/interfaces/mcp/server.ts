@@ -5,8 +5,10 @@ import type { Engram } from '../../engine.js';
 import { eventInputSchema } from '../../model/event.js';
 import type { TaskStateUpdate, TaskStateVersion } from '../../model/task-state.js';
 import { taskStateUpdateSchema } from '../../model/task-state.js';
-import { DEFAULT_EXPAND_MAX_TOKENS, expandById } from '../shared/expand.js';
-import { MAX_RECALL_BATCH, recallForAgent, recallText } from '../shared/recall.js';
+import { DEFAULT_EXPAND_MAX_TOKENS } from '../../view/expand.js';
+import { MAX_RECALL_BATCH, recallAnswer, recallText } from '../../view/agent-recall.js';
+import type { Principal } from '../../model/access.js';
+import { LOCAL_PRINCIPAL } from '../../model/access.js';
 import type { ToolErrorOptions } from './errors.js';
 import { toolErrorResult } from './errors.js';
 import type { BusAgent } from '../../bus/bus-agent.js';
@@ -26,6 +28,11 @@ export interface EngramMcpServerOptions {
   runId?: string;
   /** List `less_issue_grant`: the agent has children. Default false. */
   canIssueGrants?: boolean;
+  /**
+   * Whose access rules bound every tool and resource (model/access.ts): the authenticated agent over HTTP,
+   * the `--agent` on stdio. Default: the local, full-trust principal (stdio without `--agent`).
+   */
+  principal?: Principal;
 }
 
 export interface EngramMcpServer {
@@ -85,6 +92,7 @@ const appendEventsInput = z.object({
  */
 export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): EngramMcpServer {
   const { sessionId } = options;
+  const view = mem.viewAs(options.principal ?? LOCAL_PRINCIPAL);
   const server = new McpServer({ name: 'engram', version: options.version });
   const inFlight = new Set<Promise<unknown>>();
   const run = (fn: () => Promise<CallToolResult>, errorOptions: ToolErrorOptions = {}): Promise<CallToolResult> => {
@@ -108,13 +116,15 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
     },
     (args) =>
       run(async () => {
-        const answer = await recallForAgent(mem, {
-          queries: typeof args.query === 'string' ? [args.query] : args.query,
-          askingSessionId: sessionId,
-          ...(args.sessionOnly ? { sessionIds: [sessionId], taskCardSessionId: sessionId } : {}),
-          k: args.k,
-          budgetTokens: args.budgetTokens,
-        });
+        const answer = recallAnswer(
+          await view.recall({
+            queries: typeof args.query === 'string' ? [args.query] : args.query,
+            askingSessionId: sessionId,
+            ...(args.sessionOnly ? { sessionIds: [sessionId] } : {}),
+            k: args.k,
+            budgetTokens: args.budgetTokens,
+          }),
+        );
         return {
           content: [{ type: 'text', text: recallText(answer) }],
           structuredContent: {
@@ -138,7 +148,7 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
     },
     (args) =>
       run(async () => {
-        const { text, details } = await expandById(mem, args.id, args.maxTokens ?? DEFAULT_EXPAND_MAX_TOKENS);
+        const { text, details } = await view.expand(args.id, args.maxTokens ?? DEFAULT_EXPAND_MAX_TOKENS);
         return { content: [{ type: 'text', text }], structuredContent: details };
       }),
   );
@@ -155,7 +165,7 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
     },
     () =>
       run(async () => {
-        const card = await mem.taskStates.get(sessionId);
+        const card = await view.getTaskState(sessionId);
         if (!card) {
           return {
             content: [{ type: 'text', text: `No task state yet for session ${sessionId}. Create one with update_task_state.` }],
@@ -180,7 +190,7 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
     (args) =>
       run(async () => {
         // Only shaped as an object here: the task-state store validates every field and names the bad one.
-        const card = await mem.taskStates.update(sessionId, args.update as TaskStateUpdate);
+        const card = await view.updateTaskState(sessionId, args.update as TaskStateUpdate);
         return cardResult(card, `Task state of session ${sessionId} is now version ${card.version}:`);
       }, { fieldPrefixes: { taskState: 'update' } }),
   );
@@ -199,7 +209,7 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
     (args) =>
       run(async () => {
         // The ingestor takes unknown input and validates every event, naming the field (`events[2].kind`).
-        const outcomes = await mem.ingestor.append(sessionId, args.events);
+        const outcomes = await view.append(sessionId, args.events);
         const events = outcomes.map((o) => ({
           id: o.record.id,
           turn: o.record.turn,
@@ -224,7 +234,7 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
     { title: 'Task state card', description: "A session's current task state card as JSON (null before the first update).", mimeType: 'application/json' },
     async (uri, variables) => {
       const id = String(variables.id);
-      const card = await mem.taskStates.get(id);
+      const card = await view.getTaskState(id);
       return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(card, null, 2) }] };
     },
   );

@@ -21,12 +21,9 @@ export interface RecallArgs {
 }
 
 export async function recallCommand(mem: Engram, args: RecallArgs, io: Io): Promise<number> {
-  // Recall within one session is conditioned on that session's task card (ENGRAM §5), when it has one.
-  const onlySession = args.session?.length === 1 ? args.session[0] : undefined;
-  const card = onlySession && !args.ignoreTask ? await mem.taskStates.get(onlySession) : null;
-  const result = await mem.recall(args.query.join(' '), {
-    ...(card ? { taskState: card.state } : {}),
-    ...(onlySession ? { askingSessionId: onlySession } : {}),
+  // The local CLI is full trust; the engine's view applies the task-card rule (one session: its card ranks).
+  const { taskStateVersion: _version, ...result } = await mem.viewAs().recallOne(args.query.join(' '), {
+    ...(args.ignoreTask ? { ignoreTask: true } : {}),
     ...(args.session ? { sessionIds: args.session } : {}),
     ...(args.kind ? { kinds: args.kind as EventKind[] } : {}),
     ...(args.since ? { fromMs: parseTime(args.since, 'since') } : {}),

@@ -1,15 +1,22 @@
-import type { Engram } from '../../engine.js';
-import type { RecallHit, RecallOptions } from '../../memory/recall.js';
+import type { RecallHit, RecallOptions, RecallResult } from '../memory/recall.js';
+import { MAX_BATCH_QUERIES } from '../memory/recall.js';
 
-/** Most queries in one batched recall call from an agent; the batch shares one token budget. */
-export const MAX_RECALL_BATCH = 10;
+/** Most queries in one batched recall call; the batch shares one token budget (the engine's limit). */
+export const MAX_RECALL_BATCH = MAX_BATCH_QUERIES;
 
-export interface RecallRequest extends Omit<RecallOptions, 'taskState' | 'askingSessionId'> {
+/**
+ * A recall as every interface asks for it. The rule "one session given: rank by its task card" is applied
+ * here, once ({@link EngramView.recall}): `sessionIds` of exactly one session ranks by that session's card
+ * unless `ignoreTask` is set; `taskCardSessionId` names the card explicitly (MCP's `sessionOnly`).
+ */
+export interface RecallRequest extends Omit<RecallOptions, 'taskState' | 'askingSessionId' | 'visibleToProject'> {
   queries: readonly string[];
-  /** The session asking (written to the recall log). */
+  /** The session asking (written to the recall log). Default: the only session of `sessionIds`. */
   askingSessionId?: string;
-  /** Rank by this session's task card, when it has one (ENGRAM §5). */
+  /** Rank by this session's task card, when it has one (ENGRAM §5). Default: the only session of `sessionIds`. */
   taskCardSessionId?: string;
+  /** Do not rank by any task card. Default false. */
+  ignoreTask?: boolean;
 }
 
 /** One hit as agents see it: provenance, score and the quoted excerpt (not the ranking internals). */
@@ -45,21 +52,17 @@ export interface RecallAnswer {
   results: RecallResultSummary[];
 }
 
-/**
- * Recall for an agent (the MCP `recall` tool, `POST /v1/recall`): one budget shared by the batch, each event
- * returned once (ENGRAM §4.5), ranked by the task card of `taskCardSessionId` when it has one.
- */
-export async function recallForAgent(mem: Engram, request: RecallRequest): Promise<RecallAnswer> {
-  const { queries, askingSessionId, taskCardSessionId, ...options } = request;
-  const card = taskCardSessionId !== undefined ? await mem.taskStates.get(taskCardSessionId) : null;
-  const { results } = await mem.recallBatch(queries, {
-    ...stripUndefined(options),
-    ...(askingSessionId !== undefined ? { askingSessionId } : {}),
-    ...(card ? { taskState: card.state } : {}),
-  });
+/** The answer of {@link EngramView.recall}: the engine's results, and the card they were ranked by. */
+export interface RecallOutcome {
+  taskStateVersion?: number;
+  results: RecallResult[];
+}
+
+/** The agent-facing shape of a recall outcome (provenance, score, excerpt; not the ranking internals). */
+export function recallAnswer(outcome: RecallOutcome): RecallAnswer {
   return {
-    ...(card ? { taskStateVersion: card.version } : {}),
-    results: results.map((r) => ({
+    ...(outcome.taskStateVersion !== undefined ? { taskStateVersion: outcome.taskStateVersion } : {}),
+    results: outcome.results.map((r) => ({
       query: r.query,
       hits: r.hits.map(hitSummary),
       candidates: r.candidates,
@@ -95,8 +98,4 @@ export function hitSummary(h: RecallHit): HitSummary {
     ...(h.artifactId ? { artifactId: h.artifactId } : {}),
     ...(h.supersededBy ? { supersededBy: h.supersededBy } : {}),
   };
-}
-
-function stripUndefined<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

@@ -1,6 +1,8 @@
-import type { Engram } from '../../engine.js';
-import { EngramError } from '../../errors.js';
-import { isUtf8Text } from '../../util/is-utf8-text.js';
+import { EngramError } from '../errors.js';
+import type { ArtifactRecord } from '../model/artifact.js';
+import type { EventRecord } from '../model/event.js';
+import type { Tokenizer } from '../providers/tokenizer.js';
+import { isUtf8Text } from '../util/is-utf8-text.js';
 
 /** Default cut of `expand`: a whole typical event, or the first pages of a large tool output. */
 export const DEFAULT_EXPAND_MAX_TOKENS = 4000;
@@ -28,37 +30,40 @@ export interface ExpandAnswer {
   details: ExpandDetails;
 }
 
-/**
- * The full stored content of one event or artifact, by id or unique prefix, cut to `maxTokens` with a notice
- * that tells the model how much is left and how to get it. Shared by the MCP `expand` tool and `POST /v1/expand`.
- */
-export async function expandById(mem: Engram, id: string, maxTokens: number = DEFAULT_EXPAND_MAX_TOKENS): Promise<ExpandAnswer> {
+/** Refuses a `maxTokens` that is not a whole number of at least 1. */
+export function checkExpandMaxTokens(maxTokens: number): void {
   if (!Number.isInteger(maxTokens) || maxTokens < 1) {
     throw new EngramError('INVALID_INPUT', 'maxTokens: must be a whole number of at least 1', { field: 'maxTokens' });
   }
-  const target = await mem.resolve(id);
-  if (target.kind === 'event') {
-    const e = await mem.getEvent(target.id);
-    const head =
-      `${e.id}  session ${e.sessionId}  turn ${e.turn}  ${e.kind}${e.toolName ? ` (${e.toolName})` : ''}  ${e.ts}` +
-      (e.artifact ? `\nThis is a preview; the full content is artifact ${e.artifact.id}: expand it to read everything.` : '');
-    const body = cutToTokens(mem, e.content, maxTokens);
-    return {
-      text: `${head}\n---\n${body.text}`,
-      details: {
-        kind: 'event',
-        id: e.id,
-        sessionId: e.sessionId,
-        turn: e.turn,
-        eventKind: e.kind,
-        ts: e.ts,
-        ...(e.artifact ? { artifactId: e.artifact.id } : {}),
-        totalTokens: body.totalTokens,
-        isTruncated: body.isTruncated,
-      },
-    };
-  }
-  const { record, bytes } = await mem.readArtifact(target.id);
+}
+
+/**
+ * One event's full stored content, cut to `maxTokens` with a notice that tells the model how much is left and
+ * how to get it ({@link EngramView.expand} resolves the id and checks the reader first).
+ */
+export function expandEvent(tokenizer: Tokenizer, e: EventRecord, maxTokens: number): ExpandAnswer {
+  const head =
+    `${e.id}  session ${e.sessionId}  turn ${e.turn}  ${e.kind}${e.toolName ? ` (${e.toolName})` : ''}  ${e.ts}` +
+    (e.artifact ? `\nThis is a preview; the full content is artifact ${e.artifact.id}: expand it to read everything.` : '');
+  const body = cutToTokens(tokenizer, e.content, maxTokens);
+  return {
+    text: `${head}\n---\n${body.text}`,
+    details: {
+      kind: 'event',
+      id: e.id,
+      sessionId: e.sessionId,
+      turn: e.turn,
+      eventKind: e.kind,
+      ts: e.ts,
+      ...(e.artifact ? { artifactId: e.artifact.id } : {}),
+      totalTokens: body.totalTokens,
+      isTruncated: body.isTruncated,
+    },
+  };
+}
+
+/** An artifact's full original content as text (or a notice for binary content), cut like {@link expandEvent}. */
+export function expandArtifact(tokenizer: Tokenizer, record: ArtifactRecord, bytes: Buffer, maxTokens: number): ExpandAnswer {
   const head = `${record.id}  ${record.mediaType}  ${record.sizeBytes} bytes`;
   if (!isUtf8Text(bytes)) {
     return {
@@ -66,7 +71,7 @@ export async function expandById(mem: Engram, id: string, maxTokens: number = DE
       details: { kind: 'artifact', id: record.id, mediaType: record.mediaType, sizeBytes: record.sizeBytes, isText: false },
     };
   }
-  const body = cutToTokens(mem, bytes.toString('utf8'), maxTokens);
+  const body = cutToTokens(tokenizer, bytes.toString('utf8'), maxTokens);
   return {
     text: `${head}\n---\n${body.text}`,
     details: {
@@ -82,11 +87,11 @@ export async function expandById(mem: Engram, id: string, maxTokens: number = DE
 }
 
 /** Cuts text to `maxTokens` with the engine's tokenizer, telling the model how much is left and how to get it. */
-function cutToTokens(mem: Engram, text: string, maxTokens: number): { text: string; totalTokens: number; isTruncated: boolean } {
-  const totalTokens = mem.tokenizer.count(text);
+function cutToTokens(tokenizer: Tokenizer, text: string, maxTokens: number): { text: string; totalTokens: number; isTruncated: boolean } {
+  const totalTokens = tokenizer.count(text);
   if (totalTokens <= maxTokens) return { text, totalTokens, isTruncated: false };
-  const kept = mem.tokenizer.truncate(text, maxTokens);
-  const more = totalTokens - mem.tokenizer.count(kept);
+  const kept = tokenizer.truncate(text, maxTokens);
+  const more = totalTokens - tokenizer.count(kept);
   return {
     text: `${kept}\n[truncated: ${more} more tokens; ask with a larger maxTokens or recall a narrower query]`,
     totalTokens,

@@ -1,0 +1,241 @@
+import type { Engram } from '../engine.js';
+import { EngramError } from '../errors.js';
+import type { Principal, SessionAccessFacts } from '../model/access.js';
+import { canReadSession, canWriteSession, DEFAULT_PROJECT, describePrincipal, projectForNewSession, readProject } from '../model/access.js';
+import { agentProjectSchema } from '../model/agent.js';
+import type { EventInput, EventRecord, SessionRecord } from '../model/event.js';
+import type { ArtifactId, SessionId } from '../model/ids.js';
+import type { TaskStateUpdate, TaskStateVersion } from '../model/task-state.js';
+import type { SessionPack } from '../context/context-engine.js';
+import { validateSessionId } from '../memory/ingest.js';
+import type { TaskStateUpdateOptions } from '../memory/task-state-store.js';
+import type { AppendOptions, AppendOutcome, ListEventsQuery } from '../store/backend.js';
+import type { BusMetrics } from '../bus/bus-metrics.js';
+import { computeBusMetrics } from '../bus/bus-metrics.js';
+import type { RecallOptions, RecallResult } from '../memory/recall.js';
+import type { RecallOutcome, RecallRequest } from './agent-recall.js';
+import { checkExpandMaxTokens, DEFAULT_EXPAND_MAX_TOKENS, expandArtifact, expandEvent, type ExpandAnswer } from './expand.js';
+
+/** Sessions holding an artifact that are looked at to decide whether a reader may see it. */
+const ARTIFACT_SESSIONS_CHECKED = 1000;
+
+type PackOptions = Parameters<Engram['context']['pack']>[1];
+
+/**
+ * The engine as one principal may use it (model/access.ts): every read and write of sessions, events, task
+ * cards, context packs, recall, expand and bus metrics goes through here for callers with a token, so the
+ * rules live in one place and the interfaces only parse, call and map errors. A session the principal may not
+ * read is NOT_FOUND, exactly as if it did not exist; one it may read but not write (shared read-only) is
+ * SCOPE_DENIED on writes. The local CLI uses a full-trust view.
+ */
+export class EngramView {
+  /** The project that bounds reads, or null for full trust. */
+  private readonly project: string | null;
+
+  constructor(
+    private readonly mem: Engram,
+    readonly principal: Principal,
+  ) {
+    this.project = readProject(principal);
+  }
+
+  /** Appends events (one transaction), creating the session in the principal's project on first use. */
+  async append(sessionId: string, events: EventInput | EventInput[] | readonly unknown[]): Promise<AppendOutcome[]> {
+    const id = validateSessionId(sessionId);
+    await this.checkWritable(id, { mayNotExist: true });
+    return this.mem.append(id, events as EventInput[], this.owner());
+  }
+
+  /** Sessions the principal may read, most recently active first. */
+  listSessions(options: { limit?: number } = {}): Promise<SessionRecord[]> {
+    return this.mem.store.listSessions({ ...options, ...(this.project !== null ? { visibleToProject: this.project } : {}) });
+  }
+
+  /** A session the principal may read, or NOT_FOUND. */
+  async getSession(sessionId: string): Promise<SessionRecord> {
+    const id = validateSessionId(sessionId);
+    const session = await this.mem.store.getSession(id);
+    if (!session || !canReadSession(this.principal, session)) throw noSession(id);
+    return session;
+  }
+
+  /** A page of a readable session's events. */
+  async listEvents(query: ListEventsQuery): Promise<EventRecord[]> {
+    await this.getSession(query.sessionId);
+    return this.mem.listEvents(query);
+  }
+
+  /** The context pack of the session's next turn. Compaction writes the session's cache: owners only. */
+  async pack(sessionId: string, options: PackOptions): Promise<SessionPack> {
+    const id = validateSessionId(sessionId);
+    await this.checkWritable(id, { mayNotExist: false });
+    return this.mem.context.pack(id, options);
+  }
+
+  /** The session's current task card (null before the first version). */
+  async getTaskState(sessionId: string): Promise<TaskStateVersion | null> {
+    const id = validateSessionId(sessionId);
+    await this.checkReadable(id, { mayNotExist: true });
+    return this.mem.taskStates.get(id);
+  }
+
+  /** Stores the next version of the session's task card. */
+  async updateTaskState(sessionId: string, update: TaskStateUpdate, options: Omit<TaskStateUpdateOptions, 'owner'> = {}): Promise<TaskStateVersion> {
+    const id = validateSessionId(sessionId);
+    await this.checkWritable(id, { mayNotExist: true });
+    return this.mem.taskStates.update(id, update, { ...options, owner: this.owner() });
+  }
+
+  /**
+   * Recall over what the principal may read: one query or a batch sharing one budget, each event returned
+   * once (ENGRAM §4.5). With exactly one session in `sessionIds` (or `taskCardSessionId`), ranked by that
+   * session's task card unless `ignoreTask`.
+   */
+  async recall(request: RecallRequest): Promise<RecallOutcome> {
+    const { options, taskStateVersion } = await this.recallOptions(request);
+    const { results } = await this.mem.recallBatch(request.queries, options);
+    return { ...(taskStateVersion !== undefined ? { taskStateVersion } : {}), results };
+  }
+
+  /** One query under the same rules as {@link recall}, with the whole budget (`engram recall`). */
+  async recallOne(query: string, request: Omit<RecallRequest, 'queries'>): Promise<RecallResult & { taskStateVersion?: number }> {
+    const { options, taskStateVersion } = await this.recallOptions({ ...request, queries: [query] });
+    const result = await this.mem.recall(query, options);
+    return taskStateVersion !== undefined ? { ...result, taskStateVersion } : result;
+  }
+
+  private async recallOptions(request: RecallRequest): Promise<{ options: RecallOptions; taskStateVersion?: number }> {
+    const { queries: _queries, askingSessionId, taskCardSessionId, ignoreTask, ...options } = request;
+    for (const [i, id] of (options.sessionIds ?? []).entries()) {
+      await this.checkReadable(validateSessionId(id, `sessionIds[${i}]`), { mayNotExist: true });
+    }
+    const only = options.sessionIds?.length === 1 ? options.sessionIds[0] : undefined;
+    const cardSession = ignoreTask ? undefined : (taskCardSessionId ?? only);
+    if (cardSession !== undefined) await this.checkReadable(validateSessionId(cardSession, 'taskCardSessionId'), { mayNotExist: true });
+    const card = cardSession !== undefined ? await this.mem.taskStates.get(cardSession) : null;
+    const asking = askingSessionId ?? only;
+    return {
+      options: {
+        ...stripUndefined(options),
+        ...(asking !== undefined ? { askingSessionId: asking } : {}),
+        ...(card ? { taskState: card.state } : {}),
+        ...(this.project !== null ? { visibleToProject: this.project } : {}),
+      },
+      ...(card ? { taskStateVersion: card.version } : {}),
+    };
+  }
+
+  /** The full stored content of an event or artifact the principal may read, cut to `maxTokens`. */
+  async expand(idOrPrefix: string, maxTokens: number = DEFAULT_EXPAND_MAX_TOKENS): Promise<ExpandAnswer> {
+    checkExpandMaxTokens(maxTokens);
+    const target = await this.mem.resolve(idOrPrefix);
+    if (target.kind === 'event') {
+      const event = await this.mem.getEvent(target.id);
+      if (!(await this.mayRead([event.sessionId]))) throw new EngramError('NOT_FOUND', `no event with id ${idOrPrefix}`, { field: 'id', id: idOrPrefix });
+      return expandEvent(this.mem.tokenizer, event, maxTokens);
+    }
+    if (!(await this.mayReadArtifact(target.id as ArtifactId))) {
+      throw new EngramError('NOT_FOUND', `no artifact with id ${idOrPrefix}`, { field: 'id', id: idOrPrefix });
+    }
+    const { record, bytes } = await this.mem.readArtifact(target.id);
+    return expandArtifact(this.mem.tokenizer, record, bytes, maxTokens);
+  }
+
+  /** Shares a session the principal owns read-only with another project. */
+  async share(sessionId: string, project: string): Promise<SessionRecord> {
+    const id = validateSessionId(sessionId);
+    const target = parseProject(project);
+    await this.checkWritable(id, { mayNotExist: false });
+    const by = this.principal.kind === 'agent' ? this.principal.agentName : 'local';
+    await this.mem.store.shareSession({ sessionId: id, project: target, sharedBy: by, tsMs: Date.now() });
+    return this.getSession(id);
+  }
+
+  /** Ends a share of a session the principal owns; false when there was none. */
+  async unshare(sessionId: string, project: string): Promise<boolean> {
+    const id = validateSessionId(sessionId);
+    const target = parseProject(project);
+    await this.checkWritable(id, { mayNotExist: false });
+    return this.mem.store.unshareSession(id, target);
+  }
+
+  /** The bus metrics (LESS §12): of the principal's project's agents, or of everyone for full trust. */
+  async busMetrics(options: { sinceMs?: number; limit?: number } = {}): Promise<BusMetrics> {
+    if (this.project === null) return this.mem.bus.metrics(options);
+    const agents = new Set((await this.mem.agents.list()).filter((a) => (a.project ?? DEFAULT_PROJECT) === this.project).map((a) => a.id as string));
+    const events = await this.mem.bus.events({
+      ...(options.sinceMs !== undefined ? { sinceMs: options.sinceMs } : {}),
+      limit: options.limit ?? 100_000,
+    });
+    return computeBusMetrics(events.filter((e) => e.agentId !== undefined && e.agentId !== null && agents.has(e.agentId)));
+  }
+
+  /** Whether the principal may read every one of these sessions' content (absent sessions: no). */
+  async mayRead(sessionIds: readonly string[]): Promise<boolean> {
+    if (this.project === null) return true;
+    const access = await this.mem.store.getSessionAccess(sessionIds as SessionId[]);
+    return sessionIds.every((id) => {
+      const facts = access.get(id as SessionId);
+      return facts !== undefined && canReadSession(this.principal, facts);
+    });
+  }
+
+  /** Whether some session the principal may read holds an event with this artifact. */
+  async mayReadArtifact(id: ArtifactId): Promise<boolean> {
+    if (this.project === null) return true;
+    const sessions = await this.mem.store.findArtifactSessions(id, ARTIFACT_SESSIONS_CHECKED);
+    const access = await this.mem.store.getSessionAccess(sessions);
+    return [...access.values()].some((facts) => canReadSession(this.principal, facts));
+  }
+
+  /** What an append writes for: the project of new sessions, and the owner required of existing ones. */
+  private owner(): AppendOptions {
+    const project = projectForNewSession(this.principal);
+    return this.project === null ? { project } : { project, requireProject: project };
+  }
+
+  private async facts(id: SessionId): Promise<SessionAccessFacts | undefined> {
+    return (await this.mem.store.getSessionAccess([id])).get(id);
+  }
+
+  private async checkReadable(id: SessionId, o: { mayNotExist: boolean }): Promise<void> {
+    if (this.project === null && o.mayNotExist) return;
+    const facts = await this.facts(id);
+    if (facts === undefined ? !o.mayNotExist : !canReadSession(this.principal, facts)) throw noSession(id);
+  }
+
+  private async checkWritable(id: SessionId, o: { mayNotExist: boolean }): Promise<void> {
+    if (this.project === null && o.mayNotExist) return;
+    const facts = await this.facts(id);
+    if (facts === undefined) {
+      if (!o.mayNotExist) throw noSession(id);
+      return;
+    }
+    if (canWriteSession(this.principal, facts)) return;
+    // A session the principal cannot even read is reported as absent, so no other project's session names leak
+    // through reads; a write to it must still fail, and it cannot be created: the id is taken.
+    if (!canReadSession(this.principal, facts)) {
+      if (!o.mayNotExist) throw noSession(id);
+      throw new EngramError('SCOPE_DENIED', `session ${id}: this session id is taken by another project; choose another id`, { field: 'sessionId', sessionId: id });
+    }
+    throw new EngramError(
+      'SCOPE_DENIED',
+      `session ${id} is shared read-only with project ${this.project}; ${describePrincipal(this.principal)} may read it but not write to it`,
+      { field: 'sessionId', sessionId: id, project: this.project },
+    );
+  }
+}
+
+function noSession(id: string): EngramError {
+  return new EngramError('NOT_FOUND', `no session ${id}`, { field: 'session', id });
+}
+
+function parseProject(project: string): string {
+  const parsed = agentProjectSchema.safeParse(project);
+  if (!parsed.success) throw new EngramError('INVALID_INPUT', `project: ${parsed.error.issues[0]?.message ?? 'invalid'}`, { field: 'project' });
+  return parsed.data;
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
