@@ -1,0 +1,224 @@
+import { describe, expect, it } from 'vitest';
+import { findSecrets, PLACEHOLDER_PATTERN, redactionPlaceholder, redactText, type SecretKind } from './redaction.js';
+
+const KEY = 'test-store-secret';
+
+// Synthetic credentials in each vendor's format, assembled here so that no literal token sits in the repository
+// (secret scanners would flag it, and a test fixture must never be a live credential).
+const alnum = (n: number, seed = 'A1b2C3d4E5f6G7h8') => seed.repeat(Math.ceil(n / seed.length)).slice(0, n);
+const FAKE = {
+  awsKeyId: 'AKIA' + 'IOSFODNN7EXAMPLE',
+  awsSecret: 'wJalrXUtnFEMI/K7MDENG/' + 'bPxRfiCYEXAMPLEKEY',
+  github: 'ghp_' + alnum(36),
+  githubOauth: 'gho_' + alnum(36, 'Zz9Yy8Xx7'),
+  githubPat: 'github_pat_' + alnum(22) + '_' + alnum(59, 'Qq1Ww2Ee3'),
+  gitlab: 'glpat-' + alnum(20),
+  npm: 'npm_' + alnum(36),
+  slack: 'xoxb-' + '1234567890-1234567890123-' + alnum(24),
+  slackWebhook: 'https://hooks.slack.com/services/' + 'T0000000/B0000000/' + alnum(24),
+  stripe: 'sk_' + 'live_' + alnum(24),
+  google: 'AIza' + alnum(35, 'Sy9_d-Q8r'),
+  openai: 'sk-proj-' + alnum(48),
+  openaiLegacy: 'sk-' + alnum(48),
+  anthropic: 'sk-ant-' + 'api03-' + alnum(80, 'Kk7_Ll8-Mm9'),
+  jwt:
+    'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9' +
+    '.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ' +
+    '.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c',
+  pemBody: 'MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\nVTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n',
+};
+const pem = (label: string, body = FAKE.pemBody) => `-----BEGIN ${label}-----\n${body}-----END ${label}-----`;
+
+/** The kinds found in `text`, in order. */
+const kinds = (text: string): SecretKind[] => findSecrets(text).map((m) => m.kind);
+/** Redacted text; asserts the secret is gone and a placeholder of `kind` took its place. */
+function expectRedacted(text: string, secret: string, kind: SecretKind): string {
+  const out = redactText(text, KEY);
+  expect(out.text, text).not.toContain(secret);
+  expect(out.text).toContain(redactionPlaceholder(kind, secret, KEY));
+  return out.text;
+}
+
+describe('redaction: credential formats are replaced', () => {
+  it.each([
+    ['export AWS_ACCESS_KEY_ID=' + FAKE.awsKeyId, FAKE.awsKeyId, 'aws-access-key'],
+    ['[default]\naws_secret_access_key = ' + FAKE.awsSecret + '\n', FAKE.awsSecret, 'aws-secret-key'],
+    ['{"Credentials": {"SecretAccessKey": "' + FAKE.awsSecret + '", "Expiration": "2026-01-01"}}', FAKE.awsSecret, 'aws-secret-key'],
+    ['git push https://' + FAKE.github + '@github.com/acme/shop.git', FAKE.github, 'github-token'],
+    ['GITHUB_TOKEN=' + FAKE.github, FAKE.github, 'github-token'],
+    ['gh auth login --with-token <<< ' + FAKE.githubOauth, FAKE.githubOauth, 'github-token'],
+    ['token: ' + FAKE.githubPat, FAKE.githubPat, 'github-token'],
+    ['CI_JOB_TOKEN would not do; use ' + FAKE.gitlab, FAKE.gitlab, 'gitlab-token'],
+    ['//registry.npmjs.org/:_authToken=' + FAKE.npm, FAKE.npm, 'npm-token'],
+    ['SLACK_BOT_TOKEN="' + FAKE.slack + '"', FAKE.slack, 'slack-token'],
+    ['curl -X POST ' + FAKE.slackWebhook + " -d '{}'", FAKE.slackWebhook, 'slack-webhook'],
+    ['stripe.api_key = "' + FAKE.stripe + '"', FAKE.stripe, 'stripe-key'],
+    ['const maps = new Loader({ apiKey: "' + FAKE.google + '" });', FAKE.google, 'google-api-key'],
+    ['OPENAI_API_KEY=' + FAKE.openai, FAKE.openai, 'openai-key'],
+    ['client = OpenAI(api_key="' + FAKE.openaiLegacy + '")', FAKE.openaiLegacy, 'openai-key'],
+    ['export ANTHROPIC_API_KEY=' + FAKE.anthropic, FAKE.anthropic, 'anthropic-key'],
+    ['set-cookie: session=' + FAKE.jwt + '; HttpOnly', FAKE.jwt, 'jwt'],
+  ] as Array<[string, string, SecretKind]>)('%s', (text, secret, kind) => {
+    expectRedacted(text, secret, kind);
+  });
+
+  it('redacts a PEM private-key block whole, whatever its label', () => {
+    for (const label of ['RSA PRIVATE KEY', 'PRIVATE KEY', 'EC PRIVATE KEY', 'OPENSSH PRIVATE KEY', 'ENCRYPTED PRIVATE KEY']) {
+      const text = `key file:\n${pem(label)}\nend of file`;
+      const out = redactText(text, KEY).text;
+      expect(out).toBe(`key file:\n${redactionPlaceholder('private-key', pem(label), KEY)}\nend of file`);
+    }
+  });
+
+  it('redacts a private key cut before its END line through its base64 body (fail closed)', () => {
+    const text = `$ cat id_rsa | head -3\n-----BEGIN RSA PRIVATE KEY-----\n${FAKE.pemBody}`;
+    const out = redactText(text, KEY).text;
+    expect(out).not.toContain('MIIEowIBAAKCAQEA');
+    expect(out).not.toContain('VTLw7onLRnrq0');
+    expect(out.startsWith('$ cat id_rsa | head -3\n[REDACTED:private-key:')).toBe(true);
+  });
+
+  it('redacts a private key inside a JSON string (escaped newlines)', () => {
+    const json = JSON.stringify({ private_key_id: 'abc', private_key: pem('PRIVATE KEY') });
+    const out = redactText(json, KEY).text;
+    expect(out).not.toContain('MIIEowIBAAKCAQEA');
+    expect(() => JSON.parse(out)).not.toThrow();
+  });
+
+  it.each([
+    ['DB_PASSWORD=hunter2', 'hunter2'],
+    ['PGPASSWORD=s3cret psql -h db -U app', 's3cret'],
+    ['database:\n  user: app\n  password: "S3cr3t!pass"\n', 'S3cr3t!pass'],
+    ['database:\n  password: letmein\n', 'letmein'],
+    ['{"user":"app","password":"hunter2","db":"shop"}', 'hunter2'],
+    ['mysql --user=root --password=Tr0ub4dor&3 shop', 'Tr0ub4dor'],
+    ['pg_dump --password hunter2 shop', 'hunter2'],
+    ["connect(host='db', passwd='x9y8z7w6')", 'x9y8z7w6'],
+    ['SECRET_KEY=django-insecure-9f8e7d6c5b4a', 'django-insecure-9f8e7d6c5b4a'],
+    ['api_key = "abcd1234efgh5678"', 'abcd1234efgh5678'],
+    ['X-Api-Key: 9f8e7d6c5b4a39281706f5e4d3c2b1a0', '9f8e7d6c5b4a39281706f5e4d3c2b1a0'],
+    ['client_secret: Qm9vbGVhbiBzZWNyZXQ', 'Qm9vbGVhbiBzZWNyZXQ'],
+    ['https://api.example.com/v1?user=me&access_token=Zx81Kq02Lm93&page=2', 'Zx81Kq02Lm93'],
+  ])('assignment %s', (text, secret) => {
+    const out = redactText(text, KEY);
+    expect(out.text).not.toContain(secret);
+    expect(out.text).toMatch(PLACEHOLDER_PATTERN);
+  });
+
+  it('finds an assignment inside an escaped JSON string (tool arguments)', () => {
+    const args = JSON.stringify({ command: JSON.stringify({ password: 'hunter2', user: 'app' }) });
+    const out = redactText(args, KEY).text;
+    expect(out).not.toContain('hunter2');
+    expect(JSON.parse(JSON.parse(out).command)).toMatchObject({ user: 'app', password: expect.stringMatching(PLACEHOLDER_PATTERN) });
+  });
+
+  it('keeps user and host of a connection string and drops only its password', () => {
+    const out = expectRedacted('DATABASE_URL=postgres://app:Sup3rS3cret@db.internal:5432/prod', 'Sup3rS3cret', 'url-password');
+    expect(out).toMatch(/^DATABASE_URL=postgres:\/\/app:\[REDACTED:url-password:[0-9a-f]{8}\]@db\.internal:5432\/prod$/);
+    expectRedacted('mongodb+srv://admin:hunter2@cluster0.example.net/test', 'hunter2', 'url-password');
+    expect(redactText('postgres://user:pass@host', KEY).text).toBe(`postgres://user:${redactionPlaceholder('url-password', 'pass', KEY)}@host`);
+    expectRedacted('redis://:r3d1sPass@cache:6379/0', 'r3d1sPass', 'url-password');
+  });
+
+  it('redacts bearer and basic credentials in Authorization headers', () => {
+    expectRedacted('curl -H "Authorization: Bearer abcDEF123456ghiJKL789" https://api', 'abcDEF123456ghiJKL789', 'bearer-token');
+    expectRedacted('Authorization: Basic dXNlcjpwYXNzd29yZA==', 'dXNlcjpwYXNzd29yZA==', 'basic-auth');
+    // A JWT bearer is a JWT (the more specific kind).
+    expect(kinds(`Authorization: Bearer ${FAKE.jwt}`)).toEqual(['jwt']);
+  });
+});
+
+describe('redaction: ordinary code and data are left alone', () => {
+  it.each([
+    ['a git SHA', 'commit 7c4a8d09ca3762af61e59520943dc26494f8941b\nAuthor: Dev <dev@example.com>'],
+    ['a sha256 digest', 'sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'],
+    ['a UUID', 'request_id=123e4567-e89b-12d3-a456-426614174000'],
+    ['Engram ids', 'evt_01jc7z3v9k2m4n6p8q0r2s4t6v art_' + 'ab12'.repeat(16)],
+    [
+      'a base64 image',
+      'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
+    ],
+    ['a TypeScript signature', 'async function login(user: string, password: string): Promise<Token> {'],
+    ['a call', 'const password = await getPassword(user);'],
+    ['a comparison', 'if (password == confirm) return;'],
+    ['member access', 'password: user.password,\ntoken = request.headers.token'],
+    ['an identifier', 'user.password = hashedPassword;\nconst creds = { password: new_password };'],
+    ['a Python type hint', 'def connect(host: str, password: str = None) -> Conn:'],
+    ['an environment lookup', 'password = os.environ["DB_PASSWORD"]'],
+    ['a secret file path', 'PASSWORD_FILE=/run/secrets/db_password'],
+    ['token counters', 'max_tokens: 4096\ntoken_count=12\nusage.total_tokens = 5000\ntokenizer = createTokenizer()'],
+    ['a pagination token', 'next_page_token: "CkQKCAjD7ZmQBhABEjoKBGZvby4SMgowCgRuYW1lEigKJmZvbw"'],
+    ['GitHub Actions', 'jobs:\n  build:\n    secrets: inherit\n    env:\n      TOKEN: ${{ secrets.GITHUB_TOKEN }}'],
+    ['fetch options', "fetch(url, { credentials: 'include' })"],
+    ['prose', 'Password: see the team vault. Bearer tokens are short-lived; sk-learn is a typo for scikit-learn.'],
+    ['placeholders', 'password: <your-password>\napi_key: "${API_KEY}"\nDB_PASSWORD=$DB_PASSWORD\nsecret: "********"'],
+    ['URLs without a password', 'postgres://localhost:5432/engram https://user@example.com/a:b@c postgres://postgres:${PGPASSWORD}@db/x'],
+    ['public keys and certificates', pem('PUBLIC KEY') + '\n' + pem('CERTIFICATE')],
+    ['an sk- identifier', 'the sk-this-is-a-kebab-case-feature-flag-name flag'],
+  ])('%s', (_name, text) => {
+    expect(findSecrets(text)).toEqual([]);
+    expect(redactText(text, KEY).text).toBe(text);
+  });
+});
+
+describe('redaction: placeholders', () => {
+  it('gives the same secret the same placeholder, and another store key another hash', () => {
+    const a = redactText(`one ${FAKE.github} two ${FAKE.github}`, KEY);
+    const [first, second] = a.text.match(/\[REDACTED:github-token:[0-9a-f]{8}\]/g)!;
+    expect(first).toBe(second);
+    expect(redactText(FAKE.github, 'another-store').text).not.toBe(redactText(FAKE.github, KEY).text);
+  });
+
+  it('counts redactions by kind without revealing them', () => {
+    const out = redactText(`AWS ${FAKE.awsKeyId} and ${FAKE.github} and password=hunter2 and ${FAKE.github}`, KEY);
+    expect(out.count).toBe(4);
+    expect(out.byKind).toEqual({ 'aws-access-key': 1, 'github-token': 2, password: 1 });
+  });
+
+  it('is idempotent: redacting redacted text changes nothing', () => {
+    const samples = [
+      `DB_PASSWORD=hunter2 ${FAKE.github} postgres://app:pw@db/x`,
+      `{"password":"hunter2","token":"${FAKE.slack}"}`,
+      pem('RSA PRIVATE KEY'),
+      `Authorization: Bearer abcDEF123456ghiJKL789`,
+    ];
+    for (const s of samples) {
+      const once = redactText(s, KEY).text;
+      expect(redactText(once, KEY).text).toBe(once);
+    }
+  });
+});
+
+describe('redaction: linear time on adversarial input', () => {
+  // Each line is 1 MB built to make a backtracking pattern retry from every position. A quadratic detector
+  // would take hours on any of them; these finish within the test's default timeout.
+  const MB = 1_000_000;
+  const fill = (unit: string) => unit.repeat(Math.ceil(MB / unit.length)).slice(0, MB);
+  it.each([
+    ['one run of letters', fill('a')],
+    ['one run of upper case', fill('A')],
+    ['repeated token prefixes', fill('ghp_')],
+    ['repeated AWS prefixes', fill('AKIA')],
+    ['repeated sk- prefixes', fill('sk-')],
+    ['repeated sk-ant- prefixes', fill('sk-ant-')],
+    ['repeated JWT heads', fill('eyJ')],
+    ['JWT-like segments without a signature', fill('eyJabcdefgh.eyJ ')],
+    ['repeated key words', fill('password')],
+    ['repeated assignments', fill('password=')],
+    ['repeated assignments with spaces', fill('token: ')],
+    ['unclosed quotes', fill('password="')],
+    ['escaped unclosed quotes', fill('\\"password\\":\\"')],
+    ['repeated flags', fill('--password ')],
+    ['repeated PEM headers', fill('-----BEGIN RSA PRIVATE KEY-----')],
+    ['repeated PEM END words', '-----BEGIN PRIVATE KEY-----' + fill('-----END ')],
+    ['repeated scheme and user', fill('a://b:')],
+    ['a URL password without its @', 'postgres://u:' + fill('p')],
+    ['repeated bearers', fill('Bearer ')],
+    ['repeated basic auth', fill('Authorization: Basic ')],
+    ['repeated slack webhooks', fill('https://hooks.slack.com/services/')],
+    ['backslashes', fill('\\')],
+    ['emoji', fill('😀')],
+  ])('%s', (_name, line) => {
+    expect(Array.isArray(findSecrets(line))).toBe(true);
+  });
+});
