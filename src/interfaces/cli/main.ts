@@ -20,7 +20,7 @@ import { benchLocomoCommand, benchNeedleCommand, type BenchLocomoArgs, type Benc
 import { compactCommand, contextCommand, taskCommand, type CompactArgs, type ContextArgs, type TaskArgs } from './commands/context.js';
 import { parseInteger, recallCommand } from './commands/recall.js';
 import { showCommand } from './commands/show.js';
-import { sessionsCommand, statsCommand } from './commands/stats.js';
+import { sessionsCommand, shareCommand, statsCommand } from './commands/stats.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 import type { Io } from './output.js';
 import { formatPairs, processIo } from './output.js';
@@ -31,6 +31,8 @@ interface GlobalOptions {
   json?: boolean;
   embedder?: string;
   repo?: string;
+  /** False with --no-redact. */
+  redact?: boolean;
 }
 
 const VERSION = '0.1.0';
@@ -60,6 +62,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
         postgres: { create },
         ...(embedder ? { embedder, indexing: { background: vectors === 'background' } } : {}),
         ...busRepo(args),
+        ingest: { redact: redactSetting(args) },
       });
       exitCode = await run(mem, args);
     };
@@ -83,6 +86,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       `semantic recall: builtin (offline, default), none, onnx:<model id or directory>, openai:<model> (default: $ENGRAM_EMBEDDER or ${DEFAULT_EMBEDDER_SPEC})`,
     )
     .option('--repo <path>', 'the git repository that repo: and diff: pointers address (default: $ENGRAM_REPO, else the working directory)')
+    .option('--no-redact', 'store credentials verbatim instead of replacing them with [REDACTED:kind:hash] (default: redact; $ENGRAM_REDACT=off)')
     .configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, '')), writeErr: (s) => io.err(s.replace(/\n$/, '')) })
     .exitOverride()
     .showHelpAfterError('(run engram --help for usage)');
@@ -206,6 +210,15 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
         }),
       ),
     );
+
+  for (const isUnshare of [false, true]) {
+    program
+      .command(isUnshare ? 'unshare' : 'share')
+      .description(isUnshare ? "end a session's read-only share with a project" : "share a session read-only with another project's agents")
+      .argument('<session>', 'the session id')
+      .argument('<project>', isUnshare ? 'the project whose read access ends' : 'the project whose agents may read it')
+      .action(merged(withStore((m, args: GlobalOptions & { session: string; project: string }) => shareCommand(m, { ...args, isUnshare }, io))));
+  }
 
   program
     .command('context')
@@ -374,6 +387,12 @@ function busRepo(opts: GlobalOptions): { bus?: { repoRoot: string } } {
     throw new EngramError('INVALID_INPUT', `--repo: ${root} is not a git repository (no .git)`, { field: 'repo' });
   }
   return { bus: { repoRoot: root } };
+}
+
+/** Redaction of credentials on ingest: on unless --no-redact or $ENGRAM_REDACT is off, 0, false or no. */
+function redactSetting(opts: GlobalOptions): boolean {
+  if (opts.redact === false) return false;
+  return !/^(?:off|0|false|no)$/i.test(process.env.ENGRAM_REDACT ?? '');
 }
 
 /** --pg / $ENGRAM_PG_URL, else --db / $ENGRAM_DB, else the default SQLite file. */

@@ -36,6 +36,26 @@ export async function sessionsCommand(mem: Engram, args: { json?: boolean; limit
   const sessions = await mem.listSessions(args.limit !== undefined ? { limit: args.limit } : {});
   if (args.json) printJson(io, sessions);
   else if (sessions.length === 0) io.out('No sessions yet. Import one with: engram ingest FILE');
-  else for (const s of sessions) io.out(`${s.id}  ${s.eventCount} events  last ${s.lastTs ?? s.createdAt}`);
+  else {
+    for (const s of sessions) {
+      const shared = s.sharedWith.length > 0 ? ` (shared with ${s.sharedWith.join(', ')})` : '';
+      io.out(`${s.id}  project ${s.project}${shared}  ${s.eventCount} events  last ${s.lastTs ?? s.createdAt}`);
+    }
+  }
+  return 0;
+}
+
+/** `engram share SESSION PROJECT` / `engram unshare SESSION PROJECT`: read-only shares (the local CLI is full trust). */
+export async function shareCommand(mem: Engram, args: { session: string; project: string; json?: boolean; isUnshare?: boolean }, io: Io): Promise<number> {
+  const view = mem.viewAs();
+  if (args.isUnshare) {
+    const isRemoved = await view.unshare(args.session, args.project);
+    if (args.json) printJson(io, { sessionId: args.session, project: args.project, isRemoved });
+    else io.out(isRemoved ? `Session ${args.session} is no longer shared with project ${args.project}.` : `Session ${args.session} was not shared with project ${args.project}.`);
+    return 0;
+  }
+  const session = await view.share(args.session, args.project);
+  if (args.json) printJson(io, session);
+  else io.out(`Session ${session.id} (project ${session.project}) is shared read-only with: ${session.sharedWith.join(', ')}.`);
   return 0;
 }

@@ -1,0 +1,285 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openEngram, type Engram } from '../../src/engine.js';
+import { startHttpServer, type RunningHttpServer } from '../../src/interfaces/http/server.js';
+import type { EventInput } from '../../src/model/event.js';
+import { BACKEND_HARNESSES } from '../contract/harnesses.js';
+import type { BackendHarness } from '../contract/storage-contract.js';
+
+/**
+ * The trust model end to end (model/access.ts), on every backend, through real HTTP on loopback and the real
+ * MCP SDK client: agents of project `shop` (alice, bob), of project `other` (eve), one without a project
+ * (dora: the default project) and an admin. Every session route and MCP tool is called by each of them on a
+ * session of their own project, of another project, and on one shared read-only with `other`.
+ */
+
+type Actor = 'alice' | 'bob' | 'eve' | 'dora' | 'admin';
+const ACTORS: Actor[] = ['alice', 'bob', 'eve', 'dora', 'admin'];
+/** Words that only occur in one session each, so recall answers say whose content was reached. */
+const SHOP_WORD = 'zebracornium';
+const SHARED_WORD = 'pelicanthrope';
+const OTHER_WORD = 'quokkafishery';
+const LEGACY_WORD = 'narwhalbatross';
+const BIG_LOG = Array.from({ length: 400 }, (_, i) => `[build] step ${i} ${SHOP_WORD} compiling module ${i} ... ok`).join('\n');
+
+/** What each actor may do to a session of project shop (own for alice and bob), shared with other, or of other. */
+const READERS: Record<'shop-main' | 'shop-shared' | 'other-main' | 'legacy', Actor[]> = {
+  'shop-main': ['alice', 'bob', 'admin'],
+  'shop-shared': ['alice', 'bob', 'eve', 'admin'],
+  'other-main': ['eve', 'admin'],
+  legacy: ['dora', 'admin'],
+};
+const WRITERS: Record<keyof typeof READERS, Actor[]> = {
+  'shop-main': ['alice', 'bob', 'admin'],
+  'shop-shared': ['alice', 'bob', 'admin'],
+  'other-main': ['eve', 'admin'],
+  legacy: ['dora', 'admin'],
+};
+const SESSIONS = Object.keys(READERS) as Array<keyof typeof READERS>;
+
+describe.each(BACKEND_HARNESSES)('access matrix (%s)', (_backend, createHarness) => {
+  let harness: BackendHarness;
+  let mem: Engram;
+  let server: RunningHttpServer;
+  const tokens = {} as Record<Actor, string>;
+  /** Per session: an event id (a decision), the artifact id of a large tool output, and the task-card version. */
+  const seeded = {} as Record<keyof typeof READERS, { decisionId: string; artifactId: string }>;
+  const clients: Client[] = [];
+
+  async function api(actor: Actor, path: string, init: { method?: string; body?: unknown } = {}): Promise<{ status: number; body: any }> {
+    const hasBody = init.body !== undefined;
+    const res = await fetch(`${server.url}${path}`, {
+      method: init.method ?? (hasBody ? 'POST' : 'GET'),
+      headers: { Authorization: `Bearer ${tokens[actor]}`, ...(hasBody ? { 'Content-Type': 'application/json' } : {}) },
+      ...(hasBody ? { body: JSON.stringify(init.body) } : {}),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : null };
+  }
+
+  async function mcp(actor: Actor, sessionId: string): Promise<Client> {
+    const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${tokens[actor]}`, 'X-Engram-Session': sessionId } },
+    });
+    const client = new Client({ name: 'access-matrix', version: '1.0.0' });
+    await client.connect(transport);
+    clients.push(client);
+    return client;
+  }
+
+  const call = async (client: Client, name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as CallToolResult;
+  const textOf = (r: CallToolResult) => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
+
+  beforeAll(async () => {
+    harness = await createHarness();
+    // Generous deref budgets: this file tests who may read, not how much.
+    mem = await openEngram({
+      backend: harness.backend,
+      bus: { limits: { maxSamItemsPerTurn: 1000, maxArtifactSectionsPerTurn: 1000, maxDerefTokensPerTurn: 1_000_000 } },
+    });
+    tokens.admin = (await mem.agents.add('admin', { role: 'architect', isAdmin: true })).token;
+    tokens.alice = (await mem.agents.add('alice', { role: 'manager', project: 'shop' })).token;
+    tokens.bob = (await mem.agents.add('bob', { role: 'programmer', project: 'shop', parent: 'alice' })).token;
+    tokens.eve = (await mem.agents.add('eve', { role: 'programmer', project: 'other' })).token;
+    tokens.dora = (await mem.agents.add('dora', { role: 'programmer' })).token;
+    server = await startHttpServer(mem, { port: 0, version: '0.0.0-test' });
+
+    // Sessions come into being in their writer's project. `legacy` is written by the local (full-trust) engine,
+    // as a store from before ownership would be: it belongs to the default project.
+    const seed = async (actor: Actor | 'local', sessionId: keyof typeof READERS, word: string) => {
+      const events: EventInput[] = [
+        { kind: 'user', content: `please look at the ${word} failure`, key: 'u1' },
+        { kind: 'decision', content: `Decision: the ${word} service moves to port 6543.`, key: 'd1' },
+        { kind: 'tool_result', toolName: 'Bash', content: BIG_LOG.replaceAll(SHOP_WORD, word), key: 'log' },
+      ];
+      let out: Array<{ id: string; artifactId?: string }>;
+      if (actor === 'local') {
+        out = (await mem.append(sessionId, events)).map((o) => ({ id: o.record.id, ...(o.record.artifact ? { artifactId: o.record.artifact.id } : {}) }));
+        await mem.taskStates.update(sessionId, { goals: [`fix ${word}`] });
+      } else {
+        const r = await api(actor, '/v1/events', { body: { sessionId, events } });
+        expect(r.status).toBe(200);
+        out = r.body.events;
+        expect((await api(actor, `/v1/sessions/${sessionId}/task-state`, { method: 'PUT', body: { update: { goals: [`fix ${word}`] } } })).status).toBe(200);
+      }
+      seeded[sessionId] = { decisionId: out[1]!.id, artifactId: out[2]!.artifactId! };
+    };
+    await seed('alice', 'shop-main', SHOP_WORD);
+    await seed('bob', 'shop-shared', SHARED_WORD);
+    await seed('eve', 'other-main', OTHER_WORD);
+    await seed('local', 'legacy', LEGACY_WORD);
+    const shared = await api('alice', '/v1/sessions/shop-shared/shares', { body: { project: 'other' } });
+    expect(shared.status).toBe(200);
+    expect(shared.body).toMatchObject({ id: 'shop-shared', project: 'shop', sharedWith: ['other'] });
+  });
+
+  afterAll(async () => {
+    for (const c of clients.splice(0)) await c.close();
+    await server?.close();
+    await mem?.close();
+    await harness?.cleanup();
+  });
+
+  it('puts each session in its writer\'s project (the local CLI\'s in the default one)', async () => {
+    const owners = Object.fromEntries(await Promise.all(SESSIONS.map(async (s) => [s, (await mem.getSession(s)).project])));
+    expect(owners).toEqual({ 'shop-main': 'shop', 'shop-shared': 'shop', 'other-main': 'other', legacy: 'default' });
+  });
+
+  it('lists to each agent exactly the sessions it may read', async () => {
+    for (const actor of ACTORS) {
+      const r = await api(actor, '/v1/sessions');
+      expect(r.status).toBe(200);
+      const listed = (r.body.sessions as Array<{ id: string }>).map((s) => s.id).sort();
+      const expected = SESSIONS.filter((s) => READERS[s].includes(actor)).sort();
+      expect({ actor, listed }).toEqual({ actor, listed: expected });
+    }
+  });
+
+  // Every read route: allowed readers get 200 and the content; everyone else gets 404, as for no session.
+  const readRoutes: Array<[string, (s: keyof typeof READERS) => { path: string; body?: unknown }]> = [
+    ['GET /v1/sessions/{id}', (s) => ({ path: `/v1/sessions/${s}` })],
+    ['GET /v1/sessions/{id}/events', (s) => ({ path: `/v1/sessions/${s}/events` })],
+    ['GET /v1/sessions/{id}/task-state', (s) => ({ path: `/v1/sessions/${s}/task-state` })],
+    ['POST /v1/recall (sessionIds)', (s) => ({ path: '/v1/recall', body: { query: 'port 6543', sessionIds: [s] } })],
+    ['POST /v1/expand (event)', (s) => ({ path: '/v1/expand', body: { id: seeded[s].decisionId } })],
+    ['POST /v1/expand (artifact)', (s) => ({ path: '/v1/expand', body: { id: seeded[s].artifactId } })],
+    ['POST /v1/pointer/deref (sam:event)', (s) => ({ path: '/v1/pointer/deref', body: { pointer: `sam:event:${seeded[s].decisionId}` } })],
+    ['POST /v1/pointer/deref (sam:decision)', (s) => ({ path: '/v1/pointer/deref', body: { pointer: `sam:decision:${seeded[s].decisionId}` } })],
+    ['POST /v1/pointer/deref (sam:task)', (s) => ({ path: '/v1/pointer/deref', body: { pointer: `sam:task:${s}@1` } })],
+    ['POST /v1/pointer/deref (artifact:)', (s) => ({ path: '/v1/pointer/deref', body: { pointer: `artifact:${seeded[s].artifactId}` } })],
+  ];
+  it.each(readRoutes)('%s: readers 200, everyone else 404', async (_name, request) => {
+    for (const session of SESSIONS) {
+      for (const actor of ACTORS) {
+        const { path, body } = request(session);
+        const r = await api(actor, path, body !== undefined ? { body } : {});
+        const expected = READERS[session].includes(actor) ? 200 : 404;
+        expect({ actor, session, status: r.status, code: r.body?.error?.code }).toEqual({
+          actor,
+          session,
+          status: expected,
+          code: expected === 200 ? undefined : 'NOT_FOUND',
+        });
+      }
+    }
+  });
+
+  it('recalls across the store only what each agent may read', async () => {
+    for (const actor of ACTORS) {
+      const r = await api(actor, '/v1/recall', { body: { query: [SHOP_WORD, SHARED_WORD, OTHER_WORD, LEGACY_WORD], k: 5, budgetTokens: 4000 } });
+      expect(r.status).toBe(200);
+      const sessions = new Set((r.body.results as Array<{ hits: Array<{ sessionId: string }> }>).flatMap((x) => x.hits.map((h) => h.sessionId)));
+      expect({ actor, sessions: [...sessions].sort() }).toEqual({ actor, sessions: SESSIONS.filter((s) => READERS[s].includes(actor)).sort() });
+    }
+  });
+
+  it('lets only owners and admins append: 403 SCOPE_DENIED for a shared or taken session, nothing stored', async () => {
+    for (const session of SESSIONS) {
+      for (const actor of ACTORS) {
+        const before = (await mem.getSession(session)).eventCount;
+        const r = await api(actor, '/v1/events', { body: { sessionId: session, events: [{ kind: 'note', content: `${actor} was here` }] } });
+        const after = (await mem.getSession(session)).eventCount;
+        if (WRITERS[session].includes(actor)) {
+          expect({ actor, session, status: r.status }).toEqual({ actor, session, status: 200 });
+          expect(after).toBe(before + 1);
+        } else {
+          expect({ actor, session, status: r.status, code: r.body.error.code }).toEqual({ actor, session, status: 403, code: 'SCOPE_DENIED' });
+          expect(after).toBe(before);
+        }
+      }
+    }
+  });
+
+  it('answers a retried append of another project\'s keys with SCOPE_DENIED, never with the stored records', async () => {
+    const r = await api('eve', '/v1/events', { body: { sessionId: 'shop-main', events: [{ kind: 'user', content: `please look at the ${SHOP_WORD} failure`, key: 'u1' }] } });
+    expect(r.status).toBe(403);
+    expect(JSON.stringify(r.body)).not.toContain(SHOP_WORD);
+  });
+
+  it('lets only owners and admins change task cards, build context packs and share', async () => {
+    for (const session of SESSIONS) {
+      for (const actor of ACTORS) {
+        const expected = WRITERS[session].includes(actor) ? 200 : READERS[session].includes(actor) ? 403 : 404;
+        const put = await api(actor, `/v1/sessions/${session}/task-state`, { method: 'PUT', body: { update: { phase: 'implementing' } } });
+        const pack = await api(actor, `/v1/sessions/${session}/context?window=8000`);
+        const share = await api(actor, `/v1/sessions/${session}/shares`, { body: { project: 'audit' } });
+        // A session id taken by another project cannot be written to (403) but reads as absent (404).
+        expect({ actor, session, put: put.status, pack: pack.status, share: share.status }).toEqual({
+          actor,
+          session,
+          put: expected === 404 ? 403 : expected,
+          pack: expected,
+          share: expected,
+        });
+      }
+    }
+  });
+
+  it('creates a new session in the writer\'s project, even when another project asks for the same id later', async () => {
+    expect((await api('eve', '/v1/events', { body: { sessionId: 'fresh', events: [{ kind: 'note', content: 'mine' }] } })).status).toBe(200);
+    expect((await mem.getSession('fresh')).project).toBe('other');
+    const taken = await api('alice', '/v1/events', { body: { sessionId: 'fresh', events: [{ kind: 'note', content: 'also mine?' }] } });
+    expect(taken.status).toBe(403);
+    expect(taken.body.error.code).toBe('SCOPE_DENIED');
+    expect((await api('alice', '/v1/sessions/fresh')).status).toBe(404);
+  });
+
+  it('reports bus metrics of the caller\'s project to agents, of everyone to admins', async () => {
+    // alice dereferenced pointers in the read matrix above; eve did too (of her own and the shared session).
+    const of = async (actor: Actor) => (await api(actor, '/v1/bus/metrics')).body.derefsPerTurnByRole as Record<string, { derefs: number }>;
+    const [shop, other, all] = [await of('alice'), await of('eve'), await of('admin')];
+    expect(Object.keys(shop).sort()).toEqual(['manager', 'programmer']); // alice and bob
+    expect(Object.keys(other)).toEqual(['programmer']); // eve only
+    expect(other.programmer!.derefs).toBeLessThan(all.programmer!.derefs);
+  });
+
+  describe('MCP over HTTP', () => {
+    it('serves every session tool on the agent\'s own session', async () => {
+      const client = await mcp('bob', 'shop-main');
+      expect(textOf(await call(client, 'get_task_state', {}))).toContain(SHOP_WORD);
+      expect((await call(client, 'recall', { query: 'port 6543', sessionOnly: true })).isError).toBeFalsy();
+      expect(textOf(await call(client, 'expand', { id: seeded['shop-main'].decisionId }))).toContain(SHOP_WORD);
+      expect((await call(client, 'append_events', { events: [{ kind: 'note', content: 'bob over mcp' }] })).isError).toBeFalsy();
+      expect((await call(client, 'update_task_state', { update: { phase: 'testing' } })).isError).toBeFalsy();
+      expect(textOf(await call(client, 'less_deref_pointer', { pointer: `sam:event:${seeded['shop-main'].decisionId}` }))).toContain(SHOP_WORD);
+    });
+
+    it('refuses every session tool and resource on another project\'s session, leaking nothing', async () => {
+      const client = await mcp('eve', 'shop-main');
+      const before = (await mem.getSession('shop-main')).eventCount;
+      const results = {
+        get_task_state: await call(client, 'get_task_state', {}),
+        recall: await call(client, 'recall', { query: SHOP_WORD, sessionOnly: true }),
+        expand_event: await call(client, 'expand', { id: seeded['shop-main'].decisionId }),
+        expand_artifact: await call(client, 'expand', { id: seeded['shop-main'].artifactId }),
+        append_events: await call(client, 'append_events', { events: [{ kind: 'note', content: 'eve was here' }] }),
+        update_task_state: await call(client, 'update_task_state', { update: { phase: 'testing' } }),
+        less_deref_pointer: await call(client, 'less_deref_pointer', { pointer: `sam:decision:${seeded['shop-main'].decisionId}` }),
+      };
+      for (const [tool, r] of Object.entries(results)) {
+        expect({ tool, isError: r.isError }).toEqual({ tool, isError: true });
+        // The recall error echoes nothing stored; the others name only ids.
+        if (tool !== 'recall') expect(textOf(r)).not.toContain(SHOP_WORD);
+        expect(textOf(r)).not.toContain('port 6543');
+      }
+      expect(textOf(results.append_events)).toContain('SCOPE_DENIED');
+      expect(textOf(results.get_task_state)).toContain('NOT_FOUND');
+      await expect(client.readResource({ uri: 'engram://session/shop-main/task-state' })).rejects.toThrow(/no session shop-main/);
+      // Recall across everything (no sessionOnly) finds nothing of shop's (the header echoes the query).
+      const wide = await call(client, 'recall', { query: SHOP_WORD });
+      expect((wide.structuredContent as { results: Array<{ hits: unknown[] }> }).results[0]!.hits).toEqual([]);
+      expect((await mem.getSession('shop-main')).eventCount).toBe(before);
+    });
+
+    it('reads a session shared with the agent\'s project but does not write to it', async () => {
+      const client = await mcp('eve', 'shop-shared');
+      expect(textOf(await call(client, 'get_task_state', {}))).toContain(SHARED_WORD);
+      expect(textOf(await call(client, 'recall', { query: SHARED_WORD, sessionOnly: true }))).toContain(SHARED_WORD);
+      const append = await call(client, 'append_events', { events: [{ kind: 'note', content: 'eve was here' }] });
+      expect(append.isError).toBe(true);
+      expect(textOf(append)).toContain('SCOPE_DENIED');
+    });
+  });
+});
