@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { openEngram } from '../../src/engine.js';
 import { isEngramError } from '../../src/errors.js';
-import type { EventId } from '../../src/model/ids.js';
+import type { EventId, SessionId } from '../../src/model/ids.js';
 import { openStore } from '../../src/store/open-store.js';
 import { LATEST_POSTGRES_SCHEMA_VERSION, POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PostgresBackend } from '../../src/store/postgres/postgres-backend.js';
@@ -114,7 +114,7 @@ describe('opening a PostgreSQL store', () => {
 });
 
 describe('a PostgreSQL store', () => {
-  it('upgrades a version-1 schema in place: events kept, supersession lookup and recall log added', async () => {
+  it('upgrades a version-1 schema in place: events kept, supersession lookup, recall log and session owners added', async () => {
     const old = 'evt_01jaaaaaaaaaaaaaaaaaaaaaaa';
     const next = 'evt_01jbbbbbbbbbbbbbbbbbbbbbbb';
     await withPgClient(async (c) => {
@@ -137,6 +137,7 @@ describe('a PostgreSQL store', () => {
       expect(await backend.findSuperseding([old as EventId, next as EventId])).toEqual(new Map([[old, next]]));
       const id = await backend.logRecall({ tsMs: 5000, query: 'db', options: {}, results: [], durationMs: 1 });
       expect((await backend.listRecallLog()).map((r) => r.id)).toEqual([id]);
+      expect(await backend.getSession('s' as SessionId)).toMatchObject({ id: 's', project: 'default', sharedWith: [], eventCount: 2 });
     } finally {
       await backend.close();
     }

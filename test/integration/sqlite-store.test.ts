@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openEngram } from '../../src/engine.js';
 import { isEngramError } from '../../src/errors.js';
-import type { EventId } from '../../src/model/ids.js';
+import type { EventId, SessionId } from '../../src/model/ids.js';
 import { ENGRAM_APPLICATION_ID, LATEST_SQLITE_SCHEMA_VERSION, SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { SqliteBackend } from '../../src/store/sqlite/sqlite-backend.js';
 
@@ -96,7 +96,7 @@ describe('opening a SQLite file', () => {
     raw.close();
   });
 
-  it('upgrades a version-1 store in place: events kept, supersession lookup and recall log added', async () => {
+  it('upgrades a version-1 store in place: events kept, supersession lookup, recall log and session owners added', async () => {
     const path = join(dir, 'v1.db');
     const raw = new Database(path);
     raw.exec(SQLITE_MIGRATIONS.find((m) => m.version === 1)!.sql);
@@ -115,6 +115,8 @@ describe('opening a SQLite file', () => {
     expect(await backend.findSuperseding([old as EventId, next as EventId])).toEqual(new Map([[old, next]]));
     const id = await backend.logRecall({ tsMs: 5000, query: 'db', options: {}, results: [], durationMs: 1 });
     expect((await backend.listRecallLog()).map((r) => r.id)).toEqual([id]);
+    // Sessions from before ownership belong to the default project, with no shares.
+    expect(await backend.getSession('s' as SessionId)).toMatchObject({ id: 's', project: 'default', sharedWith: [], eventCount: 2 });
     await backend.close();
   });
 

@@ -29,6 +29,9 @@ import type {
   StoredArtifact,
   TextHit,
   TextSearchQuery,
+  PurgeCounts,
+  PurgeLogRecord,
+  PurgePlan,
 } from '../backend.js';
 import { DEFAULT_CAPABILITIES, recallLogLimit, sessionScopeDenied } from '../backend.js';
 import type { ContextStateRecord } from '../../model/context-state.js';
@@ -38,6 +41,7 @@ import type { AgentId, AgentRecord } from '../../model/agent.js';
 import { SqliteAgents } from './sqlite-agents.js';
 import { SqliteSessions, VISIBLE_SESSION_SQL } from './sqlite-sessions.js';
 import { SqliteBus } from './sqlite-bus.js';
+import { SqlitePurge } from './sqlite-purge.js';
 import type { BusStorage } from '../bus-storage.js';
 import { eventFromColumns, eventFromDraft, type EventColumns } from '../event-record.js';
 import { startCheckpointer, type Checkpointer } from './checkpointer.js';
@@ -105,8 +109,15 @@ export class SqliteBackend implements StorageBackend {
   private readonly agents: SqliteAgents;
   private readonly sessions: SqliteSessions;
   readonly bus: BusStorage;
+  private readonly purger: SqlitePurge;
   private checkpointer: Checkpointer | undefined;
   private isClosed = false;
+  /** How this backend was opened: a transaction's own connection (see withTransaction) is opened the same way. */
+  private openOptions: SqliteBackendOptions = {};
+  /** Set on the connection a withTransaction runs on, while it runs: calls made there join that transaction. */
+  private isTransactionView = false;
+  /** Settles when the last queued withTransaction of this backend has. */
+  private transactionTail: Promise<void> = Promise.resolve();
 
   private constructor(
     private readonly db: Db,
@@ -126,6 +137,7 @@ export class SqliteBackend implements StorageBackend {
     this.agents = new SqliteAgents(db);
     this.sessions = new SqliteSessions(db);
     this.bus = new SqliteBus(db);
+    this.purger = new SqlitePurge(db);
   }
 
   static open(path: string, options: SqliteBackendOptions = {}): SqliteBackend {
@@ -170,6 +182,7 @@ export class SqliteBackend implements StorageBackend {
         throw new EngramError('STORAGE_ERROR', `store at ${path} needs a migration; open it once without readonly`, { path });
       }
       const backend = new SqliteBackend(db, path, durability);
+      backend.openOptions = options;
       if (!options.readonly && !isMemory && options.backgroundCheckpoint !== false) {
         db.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
         backend.checkpointer = startCheckpointer(path);
@@ -254,6 +267,53 @@ export class SqliteBackend implements StorageBackend {
       return run.immediate();
     } catch (err) {
       throw isEngramError(err) ? err : translateSqliteError(err, 'append failed');
+    }
+  }
+
+  async withTransaction<T>(fn: (tx: StorageBackend) => Promise<T>): Promise<T> {
+    this.assertOpen();
+    if (this.isTransactionView) return fn(this);
+    // One at a time per backend: a second transaction's BEGIN would wait for the first one's lock in
+    // SQLite's busy handler, which sleeps on the event loop's only thread, so the first could not finish.
+    const run = this.transactionTail.then(() => this.runTransaction(fn));
+    this.transactionTail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+
+  private async runTransaction<T>(fn: (tx: StorageBackend) => Promise<T>): Promise<T> {
+    this.assertOpen();
+    // The transaction gets a connection of its own. On this one it would stay open across awaits, and the
+    // writes other callers make meanwhile (a server's requests, the embedding worker) would silently join it
+    // and be undone by its rollback; on its own connection they wait for the lock instead. An in-memory
+    // store cannot be opened twice: there the transaction runs on this connection and such writes join it.
+    const tx = this.path === ':memory:' ? this : SqliteBackend.open(this.path, { ...this.openOptions, create: false, backgroundCheckpoint: false });
+    try {
+      try {
+        tx.db.exec('BEGIN IMMEDIATE');
+      } catch (err) {
+        throw translateSqliteError(err, 'cannot start a transaction');
+      }
+      tx.isTransactionView = true;
+      try {
+        const out = await fn(tx);
+        tx.db.exec('COMMIT');
+        return out;
+      } catch (err) {
+        // A failed ROLLBACK leaves nothing to do: closing the connection rolls the transaction back.
+        if (tx.db.inTransaction) {
+          try {
+            tx.db.exec('ROLLBACK');
+          } catch {}
+        }
+        throw err instanceof Database.SqliteError ? translateSqliteError(err, 'transaction failed') : err;
+      } finally {
+        tx.isTransactionView = false;
+      }
+    } finally {
+      if (tx !== this) await tx.close();
     }
   }
 
@@ -520,8 +580,8 @@ export class SqliteBackend implements StorageBackend {
     this.assertOpen();
     const limit = recallLogLimit(query);
     const rows = this.db
-      .prepare('SELECT * FROM recall_log WHERE (?1 IS NULL OR session_id = ?1) AND (?2 IS NULL OR project = ?2) ORDER BY id DESC LIMIT ?3')
-      .all(query.sessionId ?? null, query.project ?? null, limit) as RecallLogRow[];
+      .prepare('SELECT * FROM recall_log WHERE (@session IS NULL OR session_id = @session) AND (@project IS NULL OR project = @project) ORDER BY id DESC LIMIT @limit')
+      .all({ session: query.sessionId ?? null, project: query.project ?? null, limit }) as RecallLogRow[];
     return rows.map((r) => {
       const rec: RecallLogRecord = {
         id: r.id,
@@ -633,6 +693,16 @@ export class SqliteBackend implements StorageBackend {
   async setAgentTokenHash(id: AgentId, tokenHash: string): Promise<boolean> {
     this.assertOpen();
     return this.agents.setTokenHash(id, tokenHash);
+  }
+
+  async purge(plan: PurgePlan): Promise<PurgeCounts> {
+    this.assertOpen();
+    return this.purger.purge(plan);
+  }
+
+  async listPurgeLog(options: { limit?: number } = {}): Promise<PurgeLogRecord[]> {
+    this.assertOpen();
+    return this.purger.listLog(options.limit ?? 100);
   }
 
   async stats(): Promise<StoreStats> {
