@@ -8,6 +8,8 @@ import type { AppendOptions, AppendOutcome, EventDraft, StorageBackend } from '.
 import { sessionScopeDenied } from '../store/backend.js';
 import { encodeArtifact, sha256Hex } from './artifact-codec.js';
 import { previewArtifact } from './preview.js';
+import { RedactionPolicy, REDACTION_SECRET_NAME, type RedactionOptions, type RedactionReport } from './event-redaction.js';
+import { maskPrivate } from './private-spans.js';
 
 export interface IngestOptions {
   /**
@@ -23,11 +25,22 @@ export interface IngestOptions {
   maxIndexedChars?: number;
   /** Longest preview kept inline, in characters. Default 1200. */
   previewMaxChars?: number;
+  /**
+   * Redaction of credentials before anything is stored (see event-redaction.ts). Default on; `false` stores
+   * content verbatim.
+   */
+  redact?: boolean | RedactionOptions;
+}
+
+/** An append's outcome with what redaction replaced in the event (absent when nothing was, and for duplicates). */
+export interface IngestOutcome extends AppendOutcome {
+  redactions?: RedactionReport;
 }
 
 export const DEFAULT_MAX_INDEXED_CHARS = 2_000_000;
 
 const DEFAULTS = {
+  redact: true as boolean | RedactionOptions,
   artifactThresholdBytes: 4096,
   maxIndexedChars: DEFAULT_MAX_INDEXED_CHARS,
   previewMaxChars: 1200,
@@ -62,28 +75,36 @@ export function validateSessionId(sessionId: unknown, field = 'sessionId'): Sess
  */
 export class Ingestor {
   private readonly opts: Required<IngestOptions>;
+  /** Credential redaction of every append and of logged recall queries. */
+  readonly redaction: RedactionPolicy;
 
   constructor(
     private readonly store: StorageBackend,
     options: IngestOptions = {},
   ) {
     this.opts = { ...DEFAULTS, ...options };
+    const redact = this.opts.redact;
+    this.redaction = new RedactionPolicy(() => store.bus.getOrCreateSecret(REDACTION_SECRET_NAME), typeof redact === 'boolean' ? { enabled: redact } : redact);
   }
 
   /** `owner`: the project a new session belongs to, and the one an existing session must belong to (see AppendOptions). */
-  async append(sessionIdInput: string, inputs: readonly unknown[], owner: AppendOptions = {}): Promise<AppendOutcome[]> {
+  async append(sessionIdInput: string, inputs: readonly unknown[], owner: AppendOptions = {}): Promise<IngestOutcome[]> {
     return this.appendValidated(sessionIdInput, inputs, false, owner);
   }
 
   /** For Engram's own writers (the task-state store): the same path, internal kinds allowed. */
-  async appendInternal(sessionIdInput: string, inputs: readonly InternalEventInput[], owner: AppendOptions = {}): Promise<AppendOutcome[]> {
+  async appendInternal(sessionIdInput: string, inputs: readonly InternalEventInput[], owner: AppendOptions = {}): Promise<IngestOutcome[]> {
     return this.appendValidated(sessionIdInput, inputs, true, owner);
   }
 
-  private async appendValidated(sessionIdInput: string, inputs: readonly unknown[], allowInternalKinds: boolean, owner: AppendOptions): Promise<AppendOutcome[]> {
+  private async appendValidated(sessionIdInput: string, inputs: readonly unknown[], allowInternalKinds: boolean, owner: AppendOptions): Promise<IngestOutcome[]> {
     const sessionId = validateSessionId(sessionIdInput);
-    const valid = inputs.map((input, i) => validateEventInput(input, `events[${i}]`, allowInternalKinds));
-    if (valid.length === 0) return [];
+    const checked = inputs.map((input, i) => validateEventInput(input, `events[${i}]`, allowInternalKinds));
+    if (checked.length === 0) return [];
+    // Secrets are replaced before anything is hashed or stored: the input hash, the artifact bytes and id,
+    // the index and the event all see only the redacted input (deterministic, so retries still match).
+    const redacted = await this.redaction.redactEvents(checked);
+    const valid = redacted.map((r) => r.input);
     await this.checkSupersedes(valid);
 
     const hashes = valid.map((v) => (v.key === undefined ? undefined : canonicalHash(v)));
@@ -139,9 +160,10 @@ export class Ingestor {
       if (access && access.project !== owner.requireProject) throw sessionScopeDenied(sessionId, owner.requireProject);
     }
     const stored = drafts.length > 0 ? await this.store.appendEvents(sessionId, drafts, artifactDrafts, owner) : [];
-    const out: AppendOutcome[] = new Array<AppendOutcome>(valid.length);
+    const out: IngestOutcome[] = new Array<IngestOutcome>(valid.length);
     draftIndex.forEach((inputIndex, j) => {
-      out[inputIndex] = stored[j]!;
+      const report = redacted[inputIndex]!.report;
+      out[inputIndex] = report.count > 0 && !stored[j]!.isDuplicate ? { ...stored[j]!, redactions: report } : stored[j]!;
     });
     valid.forEach((v, i) => {
       if (!out[i]) out[i] = { record: existing.get(v.key!)!.record, isDuplicate: true };
@@ -157,7 +179,8 @@ export class Ingestor {
   ): EventDraft {
     const tags = v.tags ?? [];
     let content = v.content;
-    let searchText = v.content;
+    // Private spans are stored, never indexed (private-spans.ts).
+    let searchText = maskPrivate(v.content);
     let artifact: EventArtifactRef | undefined;
 
     if (v.binary) {
@@ -168,16 +191,19 @@ export class Ingestor {
       artifacts.set(id, { bytes, mediaType: v.binary.mediaType });
       artifact = { id, mediaType: v.binary.mediaType, sizeBytes: bytes.byteLength, previewKind: preview.kind };
       content = v.content.length > 0 ? `${preview.text}\n${v.content}` : preview.text;
-      searchText = [v.content, v.binary.caption ?? ''].join('\n');
+      searchText = maskPrivate([v.content, v.binary.caption ?? ''].join('\n'));
     } else if (v.kind === 'tool_result' && Buffer.byteLength(v.content, 'utf8') > this.opts.artifactThresholdBytes) {
       const bytes = Buffer.from(v.content, 'utf8');
       const id = artifactIdFromSha256(sha256Hex(bytes));
       const hints = { maxChars: this.opts.previewMaxChars, ...(v.toolName ? { toolName: v.toolName } : {}) };
-      const { preview, mediaType } = previewArtifact(v.content, hints);
+      // The preview is shown wherever the event is (packs, recall): cut from the text with private spans
+      // hidden, so no cut can leave part of a span in it. The artifact keeps the text verbatim.
+      const visible = maskPrivate(v.content);
+      const { preview, mediaType } = previewArtifact(visible, hints);
       artifacts.set(id, { bytes, mediaType });
       artifact = { id, mediaType, sizeBytes: bytes.byteLength, previewKind: preview.kind };
       content = preview.text;
-      searchText = capForIndex(v.content, this.opts.maxIndexedChars);
+      searchText = capForIndex(visible, this.opts.maxIndexedChars);
     }
 
     const draft: EventDraft = {
