@@ -4,10 +4,12 @@ import type { Principal, SessionAccessFacts } from '../model/access.js';
 import { canReadSession, canWriteSession, DEFAULT_PROJECT, describePrincipal, projectForNewSession, readProject } from '../model/access.js';
 import { agentProjectSchema } from '../model/agent.js';
 import type { EventInput, EventRecord, SessionRecord } from '../model/event.js';
-import type { ArtifactId, SessionId } from '../model/ids.js';
+import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
+import { ARTIFACT_ID_PREFIX, EVENT_ID_PREFIX } from '../model/ids.js';
 import type { TaskStateUpdate, TaskStateVersion } from '../model/task-state.js';
 import type { SessionPack } from '../context/context-engine.js';
 import { validateSessionId } from '../memory/ingest.js';
+import { maskPrivate } from '../memory/private-spans.js';
 import type { TaskStateUpdateOptions } from '../memory/task-state-store.js';
 import type { AppendOptions, AppendOutcome, ListEventsQuery } from '../store/backend.js';
 import type { BusMetrics } from '../bus/bus-metrics.js';
@@ -18,6 +20,8 @@ import { checkExpandMaxTokens, DEFAULT_EXPAND_MAX_TOKENS, expandArtifact, expand
 
 /** Sessions holding an artifact that are looked at to decide whether a reader may see it. */
 const ARTIFACT_SESSIONS_CHECKED = 1000;
+/** Ids sharing a prefix that are checked for visibility when a bounded principal gives a prefix. */
+const PREFIX_CANDIDATES = 50;
 
 type PackOptions = Parameters<Engram['context']['pack']>[1];
 
@@ -59,10 +63,13 @@ export class EngramView {
     return session;
   }
 
-  /** A page of a readable session's events. */
+  /** A page of a readable session's events, private spans hidden (only `engram show` reads them). */
   async listEvents(query: ListEventsQuery): Promise<EventRecord[]> {
     await this.getSession(query.sessionId);
-    return this.mem.listEvents(query);
+    return (await this.mem.listEvents(query)).map((e) => {
+      const content = maskPrivate(e.content);
+      return content === e.content ? e : { ...e, content };
+    });
   }
 
   /** The context pack of the session's next turn. Compaction writes the session's cache: owners only. */
@@ -128,17 +135,36 @@ export class EngramView {
   /** The full stored content of an event or artifact the principal may read, cut to `maxTokens`. */
   async expand(idOrPrefix: string, maxTokens: number = DEFAULT_EXPAND_MAX_TOKENS): Promise<ExpandAnswer> {
     checkExpandMaxTokens(maxTokens);
-    const target = await this.mem.resolve(idOrPrefix);
-    if (target.kind === 'event') {
-      const event = await this.mem.getEvent(target.id);
-      if (!(await this.mayRead([event.sessionId]))) throw new EngramError('NOT_FOUND', `no event with id ${idOrPrefix}`, { field: 'id', id: idOrPrefix });
-      return expandEvent(this.mem.tokenizer, event, maxTokens);
-    }
-    if (!(await this.mayReadArtifact(target.id as ArtifactId))) {
-      throw new EngramError('NOT_FOUND', `no artifact with id ${idOrPrefix}`, { field: 'id', id: idOrPrefix });
-    }
+    const target = this.project === null ? await this.mem.resolve(idOrPrefix) : await this.resolveVisible(idOrPrefix);
+    if (target.kind === 'event') return expandEvent(this.mem.tokenizer, await this.mem.getEvent(target.id), maxTokens);
     const { record, bytes } = await this.mem.readArtifact(target.id);
     return expandArtifact(this.mem.tokenizer, record, bytes, maxTokens);
+  }
+
+  /**
+   * An id or unique prefix resolved among what the principal may read only: another project's ids are neither
+   * matched nor listed in an AMBIGUOUS_ID answer, so prefixes cannot be used to enumerate them.
+   */
+  private async resolveVisible(idOrPrefix: string): Promise<{ kind: 'event' | 'artifact'; id: string }> {
+    const kind = idOrPrefix.startsWith(EVENT_ID_PREFIX) ? 'event' : idOrPrefix.startsWith(ARTIFACT_ID_PREFIX) ? 'artifact' : null;
+    if (kind === null || idOrPrefix.length < (kind === 'event' ? EVENT_ID_PREFIX : ARTIFACT_ID_PREFIX).length + 4) {
+      return this.mem.resolve(idOrPrefix); // refuses the malformed id with the engine's own message
+    }
+    const candidates = await this.mem.store.findIdsByPrefix(kind, idOrPrefix, PREFIX_CANDIDATES);
+    const visible: string[] = [];
+    for (const id of candidates) {
+      const isVisible =
+        kind === 'event'
+          ? await this.mem.store.getEvent(id as EventId).then((e) => (e ? this.mayRead([e.sessionId]) : false))
+          : await this.mayReadArtifact(id as ArtifactId);
+      if (isVisible) visible.push(id);
+      if (visible.length > 1) break;
+    }
+    if (visible.length === 0) throw new EngramError('NOT_FOUND', `no ${kind} with id ${idOrPrefix}`, { field: 'id', id: idOrPrefix });
+    if (visible.length > 1) {
+      throw new EngramError('AMBIGUOUS_ID', `${idOrPrefix} matches several ${kind}s; give more characters`, { field: 'id', matches: visible });
+    }
+    return { kind, id: visible[0]! };
   }
 
   /** Shares a session the principal owns read-only with another project. */

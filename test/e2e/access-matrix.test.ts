@@ -166,6 +166,17 @@ describe.each(BACKEND_HARNESSES)('access matrix (%s)', (_backend, createHarness)
     }
   });
 
+  it('resolves id prefixes among readable ids only, never listing another project\'s', async () => {
+    // Ids of one append differ in their last characters (monotonic ULIDs): this prefix matches several shop events.
+    const prefix = seeded['shop-main'].decisionId.slice(0, -2);
+    const alice = await api('alice', '/v1/expand', { body: { id: prefix } });
+    expect(alice.body.error.code).toBe('AMBIGUOUS_ID');
+    expect(alice.body.error.data.matches).toContain(seeded['shop-main'].decisionId);
+    const eve = await api('eve', '/v1/expand', { body: { id: prefix } });
+    expect(eve.status).toBe(404);
+    expect(JSON.stringify(eve.body)).not.toContain(seeded['shop-main'].decisionId);
+  });
+
   it('recalls across the store only what each agent may read', async () => {
     for (const actor of ACTORS) {
       const r = await api(actor, '/v1/recall', { body: { query: [SHOP_WORD, SHARED_WORD, OTHER_WORD, LEGACY_WORD], k: 5, budgetTokens: 4000 } });
