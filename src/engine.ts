@@ -10,6 +10,7 @@ import type { ImportFileOptions, ImportReport, ImportSourceFile } from './memory
 import { runImport } from './memory/import-runner.js';
 import type { IngestOptions } from './memory/ingest.js';
 import { Ingestor } from './memory/ingest.js';
+import { maskPrivate } from './memory/private-spans.js';
 import type { RecallBatchResult, RecallOptions, RecallResult } from './memory/recall.js';
 import { Recaller } from './memory/recall.js';
 import type { EmbeddingIndexerOptions, VectorStatus } from './memory/embedding-indexer.js';
@@ -169,6 +170,7 @@ export class Engram {
           reason: `the store's vectors come from ${e.status.model.name}, not ${e.status.embedder.name} (run: engram reindex)`,
         };
       },
+      this.ingestor.redaction,
     );
   }
 
@@ -224,7 +226,8 @@ export class Engram {
         getEvent: async (id, scope) => {
           const event = await this.store.getEvent(id as EventId);
           if (!event || !(await this.scopeView(scope).mayRead([event.sessionId]))) return null;
-          return { id: event.id, sessionId: event.sessionId, turn: event.turn, kind: event.kind, ts: event.ts, content: event.content };
+          // Derefs serve agents: private spans stay hidden (memory/private-spans.ts).
+          return { id: event.id, sessionId: event.sessionId, turn: event.turn, kind: event.kind, ts: event.ts, content: maskPrivate(event.content) };
         },
         getTaskState: async (sessionId, version, scope) => {
           if (!(await this.scopeView(scope).mayRead([sessionId]))) return null;
@@ -237,7 +240,7 @@ export class Engram {
           try {
             if (!(await this.scopeView(scope).mayReadArtifact((await this.resolveId('artifact', nameOrId)) as ArtifactId))) return null;
             const { record, bytes } = await this.readArtifact(nameOrId);
-            return { id: record.id, sha256: record.sha256, text: bytes.toString('utf8'), mediaType: record.mediaType };
+            return { id: record.id, sha256: record.sha256, text: maskPrivate(bytes.toString('utf8')), mediaType: record.mediaType };
           } catch (err) {
             if (err instanceof EngramError && err.code === 'NOT_FOUND') return null;
             throw err;
@@ -253,7 +256,7 @@ export class Engram {
           // Event ids are ULIDs: the greatest is the most recently stored result.
           const match = events.filter((e) => e.meta?.testId === id).sort((a, b) => (a.id < b.id ? 1 : -1))[0];
           if (!match) return null;
-          return { id, status: String(match.meta?.status ?? 'unknown'), output: match.content, ts: match.ts };
+          return { id, status: String(match.meta?.status ?? 'unknown'), output: maskPrivate(match.content), ts: match.ts };
         },
       },
     });

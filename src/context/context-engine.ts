@@ -18,6 +18,7 @@ import { compact } from './compactor.js';
 import type { ContextStateRecord, StoredCacheEntry } from './context-state.js';
 import { buildMarker, createMarker, renderMarker } from './markers.js';
 import { computeTermStats } from './topic-terms.js';
+import { maskPrivate } from '../memory/private-spans.js';
 import type { Marker } from '../model/marker.js';
 
 export interface ContextOptions {
@@ -470,7 +471,10 @@ export function cacheBudget(budgets: PackBudgets): number {
 }
 
 /** How an event reads in the recent tail. */
-export function toHistoryItem(event: EventRecord, isPinned: boolean): HistoryItem {
+export function toHistoryItem(stored: EventRecord, isPinned: boolean): HistoryItem {
+  // Private spans are stored, never packed (memory/private-spans.ts).
+  const content = maskPrivate(stored.content);
+  const event = content === stored.content ? stored : { ...stored, content };
   const base = { id: event.id, turn: event.turn, ts: event.ts, ...(isPinned ? { isPinned } : {}) };
   const tool = { ...(event.toolName ? { toolName: event.toolName } : {}), ...(event.toolCallId ? { toolCallId: event.toolCallId } : {}) };
   switch (event.kind) {

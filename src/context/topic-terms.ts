@@ -5,6 +5,7 @@
  */
 import type { EventRecord } from '../model/event.js';
 import { STOP_WORDS as QUERY_STOP_WORDS } from '../memory/query-terms.js';
+import { maskPrivate } from '../memory/private-spans.js';
 
 /** Longest topic, in characters; longer identifiers are shortened (paths keep their tail) or left out. */
 export const MAX_TOPIC_CHARS = 40;
@@ -63,7 +64,9 @@ export function eventTerms(event: EventRecord): EventTerms {
   return terms;
 }
 
-function scanWindow(content: string): string {
+/** The part of an event's text topics are taken from; private spans never become a marker's topic. */
+function scanWindow(stored: string): string {
+  const content = maskPrivate(stored);
   if (content.length <= SCAN_HEAD_CHARS + SCAN_TAIL_CHARS) return content;
   return `${content.slice(0, SCAN_HEAD_CHARS)}\n${content.slice(-SCAN_TAIL_CHARS)}`;
 }

@@ -3,6 +3,7 @@ import type { EventRecord } from '../model/event.js';
 import type { EventId } from '../model/ids.js';
 import type { Embedder } from '../providers/embedder.js';
 import type { StorageBackend, VectorModel } from '../store/backend.js';
+import { maskPrivate } from './private-spans.js';
 
 export interface EmbeddingIndexerOptions {
   /** Events embedded per batch (one claim, one embed call, one write). Default 64. */
@@ -170,8 +171,12 @@ export class EmbeddingIndexer {
   }
 }
 
-/** What is embedded of an event: its text (a tool result's preview, not the whole artifact), cut to `maxChars`. */
+/**
+ * What is embedded of an event: its text (a tool result's preview, not the whole artifact) without its private
+ * spans, cut to `maxChars`.
+ */
 export function embeddingText(event: EventRecord, maxChars: number): string {
-  const text = event.toolName ? `${event.toolName}\n${event.content}` : event.content;
+  const content = maskPrivate(event.content);
+  const text = event.toolName ? `${event.toolName}\n${content}` : content;
   return text.trim().slice(0, maxChars);
 }

@@ -8,6 +8,8 @@ import type { Tokenizer } from '../providers/tokenizer.js';
 import type { Embedder } from '../providers/embedder.js';
 import type { EventFilter, RecallLogInput, StorageBackend } from '../store/backend.js';
 import { cutExcerpt } from './excerpt.js';
+import type { RedactionPolicy } from './event-redaction.js';
+import { maskPrivate } from './private-spans.js';
 import { mmrSelect, MMR_DEFAULTS } from './mmr.js';
 import { parseQuery } from './query-terms.js';
 import type { ModifierFactor, ModifierFactors, ModifierOptions } from './task-modifier.js';
@@ -203,6 +205,8 @@ export class Recaller {
     private readonly tokenizer: Tokenizer,
     private readonly readArtifactText: ArtifactTextReader,
     private readonly vectorSource?: VectorSource,
+    /** Redacts credentials in a query and its options before they are logged (the ingestor's policy). */
+    private readonly logRedaction?: Pick<RedactionPolicy, 'redactText' | 'redactValue'>,
   ) {}
 
   async recall(query: string, options: RecallOptions = {}): Promise<RecallResult> {
@@ -402,6 +406,11 @@ export class Recaller {
       ...(taskId !== undefined ? { taskId } : {}),
     };
     try {
+      // A secret pasted into a query is no more kept in the log than in an event.
+      if (this.logRedaction) {
+        entry.query = await this.logRedaction.redactText(entry.query);
+        entry.options = await this.logRedaction.redactValue(entry.options);
+      }
       return await this.store.logRecall(entry);
     } catch (err) {
       if (isEngramError(err, 'STORAGE_ERROR')) return undefined;
@@ -409,9 +418,10 @@ export class Recaller {
     }
   }
 
+  /** The text excerpts are cut from and exact matches checked in: private spans hidden (private-spans.ts). */
   private async fullText(event: EventRecord): Promise<string> {
-    if (!event.artifact || !isTextMedia(event.artifact.mediaType)) return event.content;
-    return this.readArtifactText(event.artifact.id);
+    if (!event.artifact || !isTextMedia(event.artifact.mediaType)) return maskPrivate(event.content);
+    return maskPrivate(await this.readArtifactText(event.artifact.id));
   }
 
   private header(query: string, hits: number, candidates: number): string {

@@ -335,6 +335,23 @@ function assignedValue(text: string, at: number, isFlag: boolean): AssignedValue
   return end > i ? { start: i, end, isQuoted: false, separator } : null;
 }
 
+const SECRET_KEY_NAME = new RegExp(`(?:${KEY_WORD.source})$`, 'i');
+
+/**
+ * The kind of secret a key names (`password`, `DB_PASSWORD`, `apiKey`, `client_secret`, `x-api-key`), or null
+ * for other keys (`password_hash`, `max_tokens`). For structured values such as an event's `meta`.
+ */
+export function secretKindOfKey(key: string): SecretKind | null {
+  const m = SECRET_KEY_NAME.exec(key);
+  if (!m || HARMLESS_KEY.test(key)) return null;
+  return kindOfKey(key, m[0]);
+}
+
+/** Whether a string under a secret key is worth replacing (not empty, not a type, a template or a marker). */
+export function isSecretKeyValue(value: string): boolean {
+  return value.length > 0 && !NON_SECRET_VALUE.test(value) && !isPlaceholderValue(value) && !PLACEHOLDER_PATTERN.test(value);
+}
+
 function kindOfKey(key: string, word: string): SecretKind {
   const w = word.toLowerCase();
   if ((/aws/i.test(key) && /secret/i.test(key)) || /secret[_-]?access[_-]?key$/i.test(key)) return 'aws-secret-key';

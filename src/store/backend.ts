@@ -285,9 +285,70 @@ export interface StoreStats {
   backend: string;
 }
 
+/** One event a purge rewrites into a tombstone: what its content and meta become (id, session, turn, kind, time stay). */
+export interface PurgeTombstone {
+  id: EventId;
+  content: string;
+  meta: Record<string, unknown>;
+}
+
+/**
+ * What {@link StorageBackend.purge} removes, decided by the core (memory/purge.ts). The backend applies it in
+ * one transaction; it decides nothing about which events go.
+ */
+export interface PurgePlan {
+  /** `prg_<ulid>`: the purge-log row's id, also named in each tombstone's meta. */
+  id: string;
+  tsMs: number;
+  /** Who asked: `os:<user>` for the local CLI, `agent:<name>` over HTTP. */
+  actor: string;
+  /** What purged text reads as, e.g. `[purged 2026-11-25 by alice]`: tombstones' content, scrubbed engrams' claim. */
+  tombstoneText: string;
+  /** The selector as recorded in the purge log: never purged content (a match literal is recorded by length). */
+  selector: Record<string, unknown>;
+  /** Events to rewrite; their full-text rows, vectors and embedding jobs are dropped, their artifact unlinked. */
+  tombstones: PurgeTombstone[];
+  /** Artifacts of the tombstoned events: each is deleted once no event refers to it any more. */
+  artifactIds: ArtifactId[];
+  /** Sessions purged whole: their karma facts and the recall-log rows they asked go too. */
+  wholeSessions: SessionId[];
+  /** Sessions holding a tombstoned event: their cache versions go (markers sample the evicted events' words). */
+  affectedSessions: SessionId[];
+  /** A literal (purge by content): recall-log rows, karma facts and engrams quoting it go too. */
+  match?: string;
+  /** Everything runs and is rolled back: the counts of the purge, nothing changed, nothing logged. */
+  isDryRun?: boolean;
+}
+
+/** What a purge removed (or, dry, would remove). */
+export interface PurgeCounts {
+  /** Events rewritten into tombstones. */
+  events: number;
+  artifacts: number;
+  /** Stored vectors of the tombstoned events. */
+  vectors: number;
+  embeddingJobs: number;
+  recallLog: number;
+  contextStates: number;
+  karma: number;
+  /** Bus engrams scrubbed (claim replaced, keys dropped, marked removed): they quoted the content or cited a purged event. */
+  engrams: number;
+}
+
+/** A purge-log row. */
+export interface PurgeLogRecord {
+  id: string;
+  /** ISO-8601 with milliseconds, UTC. */
+  ts: string;
+  actor: string;
+  selector: Record<string, unknown>;
+  counts: PurgeCounts;
+}
+
 /**
  * The storage seam. Every method is async so that network databases fit; implementations translate
- * driver errors into {@link EngramError} codes. Events are append-only: no method updates or deletes one.
+ * driver errors into {@link EngramError} codes. Events are append-only: no method updates or deletes one,
+ * except {@link StorageBackend.purge}, the explicit privacy purge a person asks for.
  */
 export interface StorageBackend {
   /** `sqlite`, `postgres`. For display and reports only: branch on {@link capabilities} instead. */
@@ -416,3 +477,12 @@ export interface StorageBackend {
   stats(): Promise<StoreStats>;
   close(): Promise<void>;
 }
+  /**
+   * The one destructive operation (STYLE.md, first principle): applies a privacy purge in one transaction, in
+   * which alone the immutability triggers yield, and appends its purge-log row (who, when, the selector, the
+   * counts; never the content). Events become tombstones, never disappear: turns stay gap-free.
+   */
+  purge(plan: PurgePlan): Promise<PurgeCounts>;
+  /** Purge-log rows, newest first. Default limit 100. */
+  listPurgeLog(options?: { limit?: number }): Promise<PurgeLogRecord[]>;
+

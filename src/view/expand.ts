@@ -3,6 +3,7 @@ import type { ArtifactRecord } from '../model/artifact.js';
 import type { EventRecord } from '../model/event.js';
 import type { Tokenizer } from '../providers/tokenizer.js';
 import { isUtf8Text } from '../util/is-utf8-text.js';
+import { maskPrivate } from '../memory/private-spans.js';
 
 /** Default cut of `expand`: a whole typical event, or the first pages of a large tool output. */
 export const DEFAULT_EXPAND_MAX_TOKENS = 4000;
@@ -45,7 +46,8 @@ export function expandEvent(tokenizer: Tokenizer, e: EventRecord, maxTokens: num
   const head =
     `${e.id}  session ${e.sessionId}  turn ${e.turn}  ${e.kind}${e.toolName ? ` (${e.toolName})` : ''}  ${e.ts}` +
     (e.artifact ? `\nThis is a preview; the full content is artifact ${e.artifact.id}: expand it to read everything.` : '');
-  const body = cutToTokens(tokenizer, e.content, maxTokens);
+  // Private spans are for full trust (`engram show`) only; expand serves agents.
+  const body = cutToTokens(tokenizer, maskPrivate(e.content), maxTokens);
   return {
     text: `${head}\n---\n${body.text}`,
     details: {
@@ -71,7 +73,7 @@ export function expandArtifact(tokenizer: Tokenizer, record: ArtifactRecord, byt
       details: { kind: 'artifact', id: record.id, mediaType: record.mediaType, sizeBytes: record.sizeBytes, isText: false },
     };
   }
-  const body = cutToTokens(tokenizer, bytes.toString('utf8'), maxTokens);
+  const body = cutToTokens(tokenizer, maskPrivate(bytes.toString('utf8')), maxTokens);
   return {
     text: `${head}\n---\n${body.text}`,
     details: {

@@ -405,6 +405,59 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       ALTER TABLE ${s}.recall_log ADD COLUMN project text COLLATE "C";
     `,
   },
+  {
+    version: 9,
+    description: 'privacy purge: an append-only purge log; immutability triggers yield only inside a purge transaction',
+    sql: (s) => `
+      -- One row per privacy purge (memory/purge.ts): who, when, what selector, what it removed. Never the purged
+      -- content: a match literal is recorded by its length only. Never changed, never deleted.
+      CREATE FUNCTION ${s}.engram_refuse_always() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        RAISE EXCEPTION 'engram: % refused on %: it is append-only', TG_OP, TG_TABLE_NAME USING ERRCODE = 'EG001';
+      END $$;
+      CREATE TABLE ${s}.purge_log (
+        id       text COLLATE "C" PRIMARY KEY,
+        ts_ms    bigint NOT NULL,
+        actor    text NOT NULL,
+        selector json NOT NULL,
+        counts   json NOT NULL
+      );
+      CREATE TRIGGER purge_log_immutable BEFORE UPDATE OR DELETE ON ${s}.purge_log
+        FOR EACH ROW EXECUTE FUNCTION ${s}.engram_refuse_always();
+      CREATE TRIGGER purge_log_no_truncate BEFORE TRUNCATE ON ${s}.purge_log
+        FOR EACH STATEMENT EXECUTE FUNCTION ${s}.engram_refuse_always();
+
+      -- The immutability triggers yield to a purge: its transaction sets engram.purge to this schema's name with
+      -- set_config(..., is_local => true), a setting of that transaction on that connection only. Concurrent
+      -- writers on other connections are still refused, nothing is left behind on commit or rollback, and no
+      -- DDL runs (dropping and recreating triggers would lock the tables for every reader until the purge
+      -- commits). Deleting an event and TRUNCATE stay refused even then: a purge leaves a tombstone.
+      CREATE OR REPLACE FUNCTION ${s}.engram_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_LEVEL = 'ROW' AND current_setting('engram.purge', true) = TG_TABLE_SCHEMA
+           AND NOT (TG_TABLE_NAME = 'events' AND TG_OP = 'DELETE') THEN
+          IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
+          RETURN NEW;
+        END IF;
+        RAISE EXCEPTION 'engram: % refused on %: stored events and artifacts are immutable', TG_OP, TG_TABLE_NAME
+          USING ERRCODE = 'EG001';
+      END $$;
+      CREATE OR REPLACE FUNCTION ${s}.engram_bus_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_LEVEL = 'ROW' AND current_setting('engram.purge', true) = TG_TABLE_SCHEMA THEN
+          IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
+          RETURN NEW;
+        END IF;
+        RAISE EXCEPTION 'engram: % refused on %: engrams, their keys and grants are kept; only a removal, a promotion or a grant''s single use is recorded', TG_OP, TG_TABLE_NAME
+          USING ERRCODE = 'EG001';
+      END $$;
+      -- Recall-log rows and cache versions were append-only by convention for deletes; now by trigger too.
+      CREATE TRIGGER recall_log_no_delete BEFORE DELETE ON ${s}.recall_log
+        FOR EACH ROW EXECUTE FUNCTION ${s}.engram_refuse_change();
+      CREATE TRIGGER context_states_no_delete BEFORE DELETE ON ${s}.context_states
+        FOR EACH ROW EXECUTE FUNCTION ${s}.engram_refuse_change();
+    `,
+  },
 ];
 
 export const LATEST_POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1]!.version;

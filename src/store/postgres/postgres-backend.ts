@@ -26,6 +26,9 @@ import type {
   TextHit,
   TextSearchQuery,
 } from '../backend.js';
+  PurgeCounts,
+  PurgeLogRecord,
+  PurgePlan,
 import { DEFAULT_CAPABILITIES, recallLogLimit, sessionScopeDenied } from '../backend.js';
 import { DEFAULT_PROJECT } from '../../model/access.js';
 import type { ContextStateRecord } from '../../model/context-state.js';
@@ -46,6 +49,7 @@ import { TsqueryPlanner } from './tsquery-planner.js';
 import { PostgresVectors } from './postgres-vectors.js';
 import { PostgresBus } from './postgres-bus.js';
 import type { BusStorage } from '../bus-storage.js';
+import { PostgresPurge } from './postgres-purge.js';
 
 
 
@@ -103,6 +107,7 @@ export class PostgresBackend implements StorageBackend {
   private readonly vectors: PostgresVectors;
   readonly bus: BusStorage;
   private isClosed = false;
+  private readonly purger: PostgresPurge;
 
   private constructor(
     private readonly pool: PgPool,
@@ -129,6 +134,12 @@ export class PostgresBackend implements StorageBackend {
   }
 
   /** Rows each tsquery matches, counted through the GIN index and capped (so a common word costs little). */
+    this.purger = new PostgresPurge(
+      this.sql.s,
+      location.schema,
+      (sql, params) => this.query(sql, params ?? [], 'purge query failed'),
+      (fn) => this.transaction('purge failed (nothing was changed)', fn),
+    );
   private async cappedCounts(queries: string[], cap: number): Promise<number[]> {
     const s = this.sql.s;
     const columns = queries.map(
@@ -530,6 +541,14 @@ export class PostgresBackend implements StorageBackend {
 
   claimEmbeddingJobs(limit: number, leaseMs: number): Promise<EventId[]> {
     return this.vectors.claim(limit, leaseMs);
+  purge(plan: PurgePlan): Promise<PurgeCounts> {
+    return this.purger.purge(plan);
+  }
+
+  listPurgeLog(options: { limit?: number } = {}): Promise<PurgeLogRecord[]> {
+    return this.purger.listLog(options.limit ?? 100);
+  }
+
   }
 
   putVectors(model: string, vectors: StoredVector[], skipped: EventId[] = []): Promise<void> {

@@ -99,17 +99,25 @@ export class PostgresVectors {
           });
         }
       }
-      if (vectors.length > 0) {
+      // Jobs first, and vectors only for the jobs this call completes: a privacy purge since the claim dropped
+      // the job (or waits on this row lock and then drops the vector), so the vector of purged content never
+      // comes back (memory/purge.ts). A job claimed twice (expired lease) writes once.
+      const done = [...vectors.map((v) => v.eventId), ...skipped];
+      const completed = new Set<string>();
+      if (done.length > 0) {
+        const rows = await c.query<{ event_id: string }>(`DELETE FROM ${s}.embedding_jobs WHERE event_id = ANY($1::text[]) RETURNING event_id`, [done]);
+        for (const r of rows.rows) completed.add(r.event_id);
+      }
+      const kept = vectors.filter((v) => completed.has(v.eventId));
+      if (kept.length > 0) {
         await c.query(
           `INSERT INTO ${s}.event_vectors (event_id, session_id, kind, ts_ms, task_id, model, vector)
            SELECT e.id, e.session_id, e.kind, e.ts_ms, e.task_id, $3, v.vector
            FROM unnest($1::text[], $2::bytea[]) AS v(event_id, vector) JOIN ${s}.events e ON e.id = v.event_id
            ON CONFLICT (event_id) DO UPDATE SET model = excluded.model, vector = excluded.vector`,
-          [vectors.map((v) => v.eventId), vectors.map((v) => toBytea(v.vector)), model],
+          [kept.map((v) => v.eventId), kept.map((v) => toBytea(v.vector)), model],
         );
       }
-      const done = [...vectors.map((v) => v.eventId), ...skipped];
-      if (done.length > 0) await c.query(`DELETE FROM ${s}.embedding_jobs WHERE event_id = ANY($1::text[])`, [done]);
     });
   }
 

@@ -357,6 +357,67 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       ALTER TABLE recall_log ADD COLUMN project TEXT;
     `,
   },
+  {
+    version: 10,
+    description: 'privacy purge: an append-only purge log; immutability triggers yield only inside a purge transaction',
+    sql: `
+      -- One row per privacy purge (memory/purge.ts): who, when, what selector, what it removed. Never the purged
+      -- content: a match literal is recorded by its length only. Never changed, never deleted.
+      CREATE TABLE purge_log (
+        id       TEXT PRIMARY KEY,
+        ts_ms    INTEGER NOT NULL,
+        actor    TEXT NOT NULL,
+        selector TEXT NOT NULL,
+        counts   TEXT NOT NULL
+      ) STRICT;
+      CREATE TRIGGER purge_log_no_update BEFORE UPDATE ON purge_log
+      BEGIN SELECT RAISE(ABORT, 'engram: the purge log is immutable'); END;
+      CREATE TRIGGER purge_log_no_delete BEFORE DELETE ON purge_log
+      BEGIN SELECT RAISE(ABORT, 'engram: the purge log is never deleted'); END;
+
+      -- Holds one row only inside a purge's transaction (inserted first, deleted before commit, so never
+      -- committed): the triggers below yield to it. SQLite has one writer at a time, and no other connection
+      -- sees an uncommitted row, so no other write can pass a trigger while a purge runs. (Triggers of the main
+      -- schema cannot read a TEMP table, which would otherwise scope the flag to the connection.)
+      CREATE TABLE purge_in_progress (
+        purge_id TEXT PRIMARY KEY
+      ) STRICT;
+
+      -- A purge rewrites an event into a tombstone (same id, session, turn, kind, time) but never deletes one:
+      -- events_no_delete stays unconditional. It drops artifacts, recall-log rows, cache versions, karma facts
+      -- and engram keys that hold or quote the purged content, and scrubs engrams that quote it.
+      DROP TRIGGER events_no_update;
+      CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+      WHEN NOT EXISTS (SELECT 1 FROM purge_in_progress)
+      BEGIN SELECT RAISE(ABORT, 'engram: events are immutable'); END;
+      DROP TRIGGER artifacts_no_delete;
+      CREATE TRIGGER artifacts_no_delete BEFORE DELETE ON artifacts
+      WHEN NOT EXISTS (SELECT 1 FROM purge_in_progress)
+      BEGIN SELECT RAISE(ABORT, 'engram: artifacts are never deleted'); END;
+      CREATE TRIGGER recall_log_no_delete BEFORE DELETE ON recall_log
+      WHEN NOT EXISTS (SELECT 1 FROM purge_in_progress)
+      BEGIN SELECT RAISE(ABORT, 'engram: recall log rows are deleted only by a privacy purge'); END;
+      CREATE TRIGGER context_states_no_delete BEFORE DELETE ON context_states
+      WHEN NOT EXISTS (SELECT 1 FROM purge_in_progress)
+      BEGIN SELECT RAISE(ABORT, 'engram: context states are deleted only by a privacy purge'); END;
+      DROP TRIGGER karma_no_delete;
+      CREATE TRIGGER karma_no_delete BEFORE DELETE ON karma
+      WHEN NOT EXISTS (SELECT 1 FROM purge_in_progress)
+      BEGIN SELECT RAISE(ABORT, 'engram: karma facts are never deleted'); END;
+      DROP TRIGGER engrams_no_rewrite;
+      CREATE TRIGGER engrams_no_rewrite BEFORE UPDATE ON engrams
+      WHEN (NEW.id IS NOT OLD.id OR NEW.project IS NOT OLD.project OR NEW.run_id IS NOT OLD.run_id
+        OR NEW.kind IS NOT OLD.kind OR NEW.created_by IS NOT OLD.created_by OR NEW.created_ms IS NOT OLD.created_ms
+        OR NEW.expires_ms IS NOT OLD.expires_ms OR NEW.dedupe_key IS NOT OLD.dedupe_key
+        OR NEW.index_keys IS NOT OLD.index_keys OR NEW.body IS NOT OLD.body OR OLD.removed_ms IS NOT NULL)
+        AND NOT EXISTS (SELECT 1 FROM purge_in_progress)
+      BEGIN SELECT RAISE(ABORT, 'engram: engrams are immutable; only their removal and scope changes are recorded'); END;
+      DROP TRIGGER engram_keys_no_delete;
+      CREATE TRIGGER engram_keys_no_delete BEFORE DELETE ON engram_keys
+      WHEN NOT EXISTS (SELECT 1 FROM purge_in_progress)
+      BEGIN SELECT RAISE(ABORT, 'engram: engram keys are never deleted'); END;
+    `,
+  },
 ];
 
 export const LATEST_SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS[SQLITE_MIGRATIONS.length - 1]!.version;

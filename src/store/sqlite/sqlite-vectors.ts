@@ -124,12 +124,14 @@ export class SqliteVectors {
             field: 'vector',
           });
         }
+        // Only for an event still queued: a privacy purge since the claim dropped its job, and the vector of
+        // the purged content must not come back (memory/purge.ts). A job claimed twice (expired lease) writes once.
+        if (done.run(row.rowid).changes === 0) continue;
         const id = BigInt(row.rowid);
-        remove.run(id); // vec0 has no upsert; a job claimed twice (expired lease) writes twice
+        remove.run(id); // vec0 has no upsert
         const blob = toBlob(v.vector);
         insert.run(id, row.session_id, row.kind, BigInt(row.ts_ms), blob);
         keep.run(row.rowid, blob);
-        done.run(row.rowid);
       }
       for (const row of this.rowsOf(skipped).values()) done.run(row.rowid);
     });
