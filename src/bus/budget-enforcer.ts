@@ -11,8 +11,8 @@ import { parsePointerRef } from './pointer.js';
 import type { DerefResult, PointerResolver, ReadScope } from './resolvers/pointer-resolver.js';
 import { agentPrincipal, readProject } from '../model/access.js';
 import { DEFAULT_DEREF_MAX_TOKENS, MAX_DEREF_MAX_TOKENS } from './resolvers/pointer-resolver.js';
-import type { Pointer } from './schemas.js';
-import { validatePointer } from './schemas.js';
+import type { Pointer } from '../model/pointer.js';
+import { validatePointer } from './validation.js';
 import type { TelemetryBuffer } from './telemetry-buffer.js';
 
 /**

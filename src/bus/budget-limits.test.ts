@@ -7,7 +7,7 @@ import {
   narrowBudgetLimits,
   resolveBudgetLimits,
 } from './budget-limits.js';
-import { POINTER_TYPES } from './schemas.js';
+import { POINTER_TYPES } from '../model/pointer.js';
 
 /** The field an INVALID_INPUT error names; fails when `fn` does not throw one. */
 function invalidField(fn: () => unknown): string | undefined {

@@ -1,5 +1,5 @@
 import { EngramError } from '../errors.js';
-import type { EngramScope } from './schemas.js';
+import type { EngramScope } from '../model/engram.js';
 
 /** The caller of a bus operation: an agent of the registry (see src/model/agent.ts), as the bus sees it. */
 export interface BusAgent {

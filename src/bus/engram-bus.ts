@@ -8,9 +8,11 @@ import type { BusAgent, ScopePolicy } from './bus-agent.js';
 import { assertMayWriteScope, SCOPE_RANK } from './bus-agent.js';
 import { dedupeKey, deriveHashKeys, normaliseGivenKey, pointerKeys } from './hash-keys.js';
 import { buildSharedBrief, isContradiction, type SharedBrief } from './messages/shared-brief.js';
-import type { Engram, EngramKind, EngramScope, Pointer } from './schemas.js';
+import type { EngramClaim, EngramKind, EngramScope } from '../model/engram.js';
+import type { Pointer } from '../model/pointer.js';
 import type { TelemetryBuffer } from './telemetry-buffer.js';
-import { ENGRAM_KINDS, ENGRAM_SCOPES, MAX_HASH_KEYS_PER_ENGRAM, parseTtl, validateEngram, validatePointer } from './schemas.js';
+import { ENGRAM_KINDS, ENGRAM_SCOPES, MAX_HASH_KEYS_PER_ENGRAM, parseTtl } from '../model/engram.js';
+import { validateEngram, validatePointer } from './validation.js';
 
 const nextUlid = monotonicFactory();
 
@@ -27,7 +29,7 @@ export const DEFAULT_QUERY_K = 10;
 const EMBEDDING_SCAN_LIMIT = 2000;
 
 /** What an agent sends to store an engram: the v0.1 object; `id` and `provenance` are filled in when absent. */
-export type EngramInput = Omit<Engram, 'id' | 'provenance'> & { id?: string; provenance?: Partial<Engram['provenance']> };
+export type EngramInput = Omit<EngramClaim, 'id' | 'provenance'> & { id?: string; provenance?: Partial<EngramClaim['provenance']> };
 
 export interface EngramQuery {
   /** Hash keys (`service:gateway`, `t:pool`); normalised like stored ones. */
@@ -45,7 +47,7 @@ export interface EngramQuery {
 }
 
 export interface RankedEngram {
-  engram: Engram;
+  engram: EngramClaim;
   project: string | null;
   runId: string;
   /** Hash keys of the query the engram holds. */
@@ -84,7 +86,7 @@ export class EngramBus {
   }
 
   /** Stores an engram written by `agent` in `runId`. Duplicates return the stored one. */
-  async put(agent: BusAgent, input: unknown, runId: string): Promise<{ status: 'stored' | 'duplicate'; engram: Engram }> {
+  async put(agent: BusAgent, input: unknown, runId: string): Promise<{ status: 'stored' | 'duplicate'; engram: EngramClaim }> {
     const nowMs = this.now();
     const candidate = withDefaults(input, agent, nowMs);
     const engram = validateEngram(candidate);
@@ -104,7 +106,7 @@ export class EngramBus {
     assertMayWriteScope(agent, engram.scope, this.o.policy);
     const ttlMs = ttlToMs(engram.ttl);
     const indexKeys = deriveHashKeys({ claim: engram.claim, kind: engram.kind, pointers: engram.pointers, tags: engram.tags ?? [], keys: engram.hash_keys ?? [] });
-    const stored: Engram = { ...engram, hash_keys: pickWireKeys(engram.hash_keys ?? [], indexKeys) };
+    const stored: EngramClaim = { ...engram, hash_keys: pickWireKeys(engram.hash_keys ?? [], indexKeys) };
     const row: EngramRow = {
       engram: stored,
       project: agent.project ?? null,
@@ -227,7 +229,7 @@ export class EngramBus {
    * Promotes an engram to a wider scope (LESS §8.2, §13.2): only a parent of its writer (or an admin), only
    * with enough confidence, and org/global only where enabled.
    */
-  async promote(agent: BusAgent, id: string, scope: EngramScope, parentOf: (agentId: string) => Promise<string | undefined>): Promise<Engram> {
+  async promote(agent: BusAgent, id: string, scope: EngramScope, parentOf: (agentId: string) => Promise<string | undefined>): Promise<EngramClaim> {
     if (!(ENGRAM_SCOPES as readonly string[]).includes(scope)) {
       throw new EngramError('INVALID_INPUT', `scope: expected one of ${ENGRAM_SCOPES.join(', ')}`, { field: 'scope' });
     }
@@ -333,7 +335,7 @@ function pickWireKeys(given: readonly string[], derived: readonly string[]): str
   return [...out].slice(0, MAX_HASH_KEYS_PER_ENGRAM);
 }
 
-function pointerOverlap(engram: Engram, queryRefs: ReadonlySet<string>): number {
+function pointerOverlap(engram: EngramClaim, queryRefs: ReadonlySet<string>): number {
   if (queryRefs.size === 0) return 0;
   return engram.pointers.reduce((n, p) => n + (pointerKeys(p).some((k) => k.startsWith('p:') && queryRefs.has(k)) ? 1 : 0), 0);
 }

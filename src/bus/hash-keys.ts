@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { parsePointer } from './pointer.js';
-import type { Pointer } from './schemas.js';
-import { MAX_HASH_KEY_CHARS } from './schemas.js';
+import { MAX_HASH_KEY_CHARS } from '../model/engram.js';
+import type { Pointer } from '../model/pointer.js';
 
 /**
  * Deterministic hash keys of an engram (PAS Bus §5.1, LESS §9.1): fast candidate recall by key lookup, no

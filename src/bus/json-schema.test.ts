@@ -7,11 +7,11 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 
 describe('JSON Schemas in schemas/', () => {
   it.each(Object.entries(JSON_SCHEMA_FILES) as Array<[keyof typeof JSON_SCHEMA_FILES, string]>)(
-    'the committed %s schema is the one generated from src/bus/schemas.ts',
+    'the committed %s schema is the one generated from src/model/engram.ts and pointer.ts',
     (name, file) => {
       const committed = readFileSync(`${root}/${file}`, 'utf8');
       const generated = formatJsonSchema(buildJsonSchemas()[name]);
-      expect(committed, `${file} is out of date with src/bus/schemas.ts; regenerate it from the repository root: ${REGENERATE_JSON_SCHEMAS}`).toBe(generated);
+      expect(committed, `${file} is out of date with src/model/engram.ts and pointer.ts; regenerate it from the repository root: ${REGENERATE_JSON_SCHEMAS}`).toBe(generated);
     },
   );
 

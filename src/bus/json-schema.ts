@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { ENGRAM_SCHEMA_ID, POINTER_SCHEMA_ID, engramSchema, pointerSchema } from './schemas.js';
+import { ENGRAM_SCHEMA_ID, engramSchema } from '../model/engram.js';
+import { POINTER_SCHEMA_ID, pointerSchema } from '../model/pointer.js';
 
 /** A JSON Schema document, as written to `schemas/`. */
 export type JsonSchemaDocument = Record<string, unknown>;

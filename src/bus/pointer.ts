@@ -1,6 +1,6 @@
 import { EngramError, type ErrorData } from '../errors.js';
 import { SESSION_ID_PATTERN } from '../model/ids.js';
-import type { Pointer, PointerType } from './schemas.js';
+import { MAX_POINTER_REF_CHARS, type Pointer, type PointerType } from '../model/pointer.js';
 
 /**
  * Pointer references: the `ref` strings of the Engram Bus (PAS Bus §1.2, LESS §5.1), parsed into a
@@ -18,8 +18,7 @@ import type { Pointer, PointerType } from './schemas.js';
  * 1-based with a <= b, commits are hex object names. Paths cannot contain `#`, which ends a path.
  */
 
-/** Longest pointer `ref`, in characters (PAS Bus §4.2). */
-export const MAX_POINTER_REF_CHARS = 300;
+export { MAX_POINTER_REF_CHARS };
 /** Highest line number a range may name: far above any source file, low enough to reject garbage. */
 export const MAX_LINE_NUMBER = 1_000_000;
 /** Shortest abbreviated commit git accepts. Ambiguous abbreviations fail at resolution with POINTER_INVALID. */

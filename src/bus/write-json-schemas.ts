@@ -1,6 +1,6 @@
 /**
  * Rewrites `schemas/*.schema.json` from the zod schemas. Run from the repository root after changing
- * `src/bus/schemas.ts`:
+ * `src/model/engram.ts` or `src/model/pointer.ts`:
  *
  *   node --import tsx src/bus/write-json-schemas.ts
  */

@@ -1,4 +1,4 @@
-import type { Engram, EngramScope } from '../bus/schemas.js';
+import type { EngramClaim, EngramScope } from '../model/engram.js';
 import { EngramError } from '../errors.js';
 import type { BusEventQuery, DerefKind, DerefUsage, EngramRow } from './bus-storage.js';
 import { DEREF_KINDS } from './bus-storage.js';
@@ -26,7 +26,7 @@ export interface EngramColumns {
   expires_ms: number | string;
   dedupe_key: string;
   index_keys: string[];
-  body: Engram;
+  body: EngramClaim;
   removed_ms: number | string | null;
   removed_by: string | null;
   scope_changed_by: string | null;

@@ -1,4 +1,4 @@
-import type { Engram, EngramKind, EngramScope } from '../bus/schemas.js';
+import type { EngramClaim, EngramKind, EngramScope } from '../model/engram.js';
 
 /**
  * The Engram Bus part of the storage seam (PAS Bus §2.1 Engram Store; §3.2 deref budgets; §6.3 grants; LESS
@@ -72,7 +72,7 @@ export interface BusStorage {
 /** An engram as stored: the v0.1 object as accepted, plus what the store needs to find, scope and age it. */
 export interface EngramRow {
   /** The engram as validated, `hash_keys` completed by the bus (given keys plus derived ones). */
-  engram: Engram;
+  engram: EngramClaim;
   /** The writer's project; engrams of one project are never visible from another. Null: no project. */
   project: string | null;
   /** The run the engram belongs to (run scope): the writer's run label. */

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { EngramKind, EngramScope } from '../../src/bus/schemas.js';
+import type { EngramKind, EngramScope } from '../../src/model/engram.js';
 import { isEngramError } from '../../src/errors.js';
 import type { StorageBackend } from '../../src/store/backend.js';
 import type { BusStorage, EngramKeyQuery, EngramRow, GrantRecord } from '../../src/store/bus-storage.js';

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { agentRoleSchema } from '../../model/agent.js';
 import type { ParentBudgetKey, ParentBudgets } from '../budget-limits.js';
-import { engramSchema, pointerSchema, type Engram, type Pointer } from '../schemas.js';
+import { engramSchema, type EngramClaim } from '../../model/engram.js';
+import { pointerSchema, type Pointer } from '../../model/pointer.js';
 
 /**
  * The PAS message contracts (Engram PAS Bus §7; LESS §7): what a child sends its parent and what a parent
@@ -53,7 +54,7 @@ const list = <T extends z.ZodType>(item: T) =>
  * `maxEngramChars` budget, reported with a resend instruction.
  */
 export const messageEngramSchema = engramSchema.omit({ id: true, provenance: true }).extend({ claim: text });
-export type MessageEngram = Omit<Engram, 'id' | 'provenance'>;
+export type MessageEngram = Omit<EngramClaim, 'id' | 'provenance'>;
 
 const derefRequestSchema = z.object({ pointer: pointerSchema, reason: text }).strict();
 

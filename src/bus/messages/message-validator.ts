@@ -1,7 +1,7 @@
 import { EngramError, isEngramError, type ErrorData } from '../../errors.js';
 import { BUDGET_LIMIT_SEED_NAMES, PARENT_BUDGET_KEYS, type BudgetLimits } from '../budget-limits.js';
 import { parsePointer, type PointerErrorData, type PointerProblem } from '../pointer.js';
-import type { Pointer } from '../schemas.js';
+import type { Pointer } from '../../model/pointer.js';
 import {
   PARENT_BUDGET_WIRE_KEYS,
   type AgentMessage,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_BUDGET_LIMITS } from '../budget-limits.js';
-import type { EngramKind, Pointer } from '../schemas.js';
+import type { EngramKind } from '../../model/engram.js';
+import type { Pointer } from '../../model/pointer.js';
 import type { ParentToChildMessage } from './agent-message.js';
 import { validateAgentMessage } from './message-validator.js';
 import { buildSharedBrief, distinctSources, isContradiction, type BriefEngram } from './shared-brief.js';

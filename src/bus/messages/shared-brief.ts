@@ -1,7 +1,8 @@
 import { EngramError } from '../../errors.js';
 import { DEFAULT_BUDGET_LIMITS, SHARED_BRIEF_CEILING_LINES, type BudgetLimits } from '../budget-limits.js';
 import { parsePointerRef } from '../pointer.js';
-import type { EngramKind, Pointer } from '../schemas.js';
+import type { EngramKind } from '../../model/engram.js';
+import type { Pointer } from '../../model/pointer.js';
 
 /**
  * SharedBriefMicro (LESS §5.3, PAS Bus §2.2 and §10.1): the parent's tiny distillation of its children's top

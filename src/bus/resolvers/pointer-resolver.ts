@@ -1,6 +1,7 @@
 import { EngramError } from '../../errors.js';
 import { parsePointer, parsePointerRef, type LineRange, type PointerRef } from '../pointer.js';
-import { validatePointer, type Pointer } from '../schemas.js';
+import type { Pointer } from '../../model/pointer.js';
+import { validatePointer } from '../validation.js';
 import { ArtifactResolver, type ArtifactOrigin, type ArtifactSource } from './artifact-resolver.js';
 import { DiffResolver, type DiffOrigin } from './diff-resolver.js';
 import { fitToTokens, type CountTokens } from './fit-to-tokens.js';

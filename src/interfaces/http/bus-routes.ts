@@ -3,7 +3,8 @@ import { AGENT_MESSAGE_DIRECTIONS } from '../../bus/messages/index.js';
 import { MAX_QUERY_K } from '../../bus/engram-bus.js';
 import { MAX_GRANT_TTL_MS } from '../../bus/budget-enforcer.js';
 import { MAX_DEREF_MAX_TOKENS } from '../../bus/resolvers/pointer-resolver.js';
-import { ENGRAM_KINDS, ENGRAM_SCOPES, engramSchema, pointerSchema, type Pointer } from '../../bus/schemas.js';
+import { ENGRAM_KINDS, ENGRAM_SCOPES, engramSchema } from '../../model/engram.js';
+import { pointerSchema, type Pointer } from '../../model/pointer.js';
 import { EngramError, isEngramError } from '../../errors.js';
 import {
   derefAnswer,

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { EngramScope } from '../../bus/schemas.js';
+import type { EngramScope } from '../../model/engram.js';
 import {
   ALL_SCOPES,
   busEventLimit,
@@ -31,7 +31,7 @@ import type {
   GrantRecord,
   PutEngramOutcome,
 } from '../bus-storage.js';
-import type { PgQueryable } from './postgres-backend.js';
+import type { PgQueryable } from './pg-connection.js';
 
 /** Runs one statement on the backend's pool, translating failures (the backend's own `query`). */
 export type PgBusQuery = <R>(sql: string, params: unknown[], context: string) => Promise<R[]>;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type Database from 'better-sqlite3';
-import type { Engram, EngramScope } from '../../bus/schemas.js';
+import type { EngramClaim, EngramScope } from '../../model/engram.js';
 import { EngramError } from '../../errors.js';
 import {
   ALL_SCOPES,
@@ -352,7 +352,7 @@ function visibilityBranches(v: EngramVisibility): Array<{ sql: string; params: u
 }
 
 function fromColumns(c: SqliteEngramColumns): EngramRow {
-  return rowFromColumns({ ...c, index_keys: JSON.parse(c.index_keys) as string[], body: JSON.parse(c.body) as Engram });
+  return rowFromColumns({ ...c, index_keys: JSON.parse(c.index_keys) as string[], body: JSON.parse(c.body) as EngramClaim });
 }
 
 function grantFromColumns(r: GrantColumns): GrantRecord {

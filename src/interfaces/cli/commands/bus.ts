@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Engram } from '../../../engine.js';
 import { EngramError } from '../../../errors.js';
-import type { EngramKind, EngramScope } from '../../../bus/schemas.js';
+import type { EngramKind, EngramScope } from '../../../model/engram.js';
 import { EXIT } from '../exit-codes.js';
 import type { Io } from '../output.js';
 import { formatPairs, printJson } from '../output.js';

@@ -1,15 +1,16 @@
 import { z } from 'zod';
-import { EngramError, invalidInputFromZod } from '../errors.js';
-import { MAX_POINTER_REF_CHARS, parsePointer } from './pointer.js';
+import { EngramError } from '../errors.js';
+import { pointerSchema } from './pointer.js';
 
 /**
- * The engram and pointer objects of the Engram Bus, v0.1 (PAS Bus spec §4.1 and §4.2; LESS §5 and §14).
- * Field names are the seed's wire names (`hash_keys`, `created_at`), so the JSON Schemas in `schemas/` are
- * the seed's schemas; they are generated from the zod schemas here (`json-schema.ts`), never edited by hand.
+ * The engram object of the Engram Bus, v0.1 (PAS Bus spec §4.1; LESS §5 and §14): a micro-claim anchored by
+ * pointers. Field names are the seed's wire names (`hash_keys`, `created_at`), so the JSON Schemas in
+ * `schemas/` are the seed's schemas; they are generated from the zod schemas here and in `pointer.ts`
+ * (`src/bus/json-schema.ts`), never edited by hand.
  *
- * The zod schemas check the structure only, exactly as a JSON Schema validator would. `validatePointer` and
- * `validateEngram` add what a JSON Schema cannot say: that each `ref` parses as a pointer of its `type`
- * (PAS Bus §8.2 "pointers without a resolvable reference format" are rejected).
+ * The zod schema checks the structure only, exactly as a JSON Schema validator would. `validateEngram`
+ * (`src/bus/validation.ts`) adds what a JSON Schema cannot say: that each `ref` parses as a pointer of its
+ * `type` (PAS Bus §8.2 "pointers without a resolvable reference format" are rejected).
  */
 
 /** Longest claim, in characters (PAS Bus §3.1 MAX_ENGRAM_CHARS). */
@@ -22,9 +23,6 @@ export const MAX_TAGS_PER_ENGRAM = 12;
 export const MAX_TAG_CHARS = 40;
 export const MAX_HASH_KEYS_PER_ENGRAM = 32;
 export const MAX_HASH_KEY_CHARS = 80;
-export { MAX_POINTER_REF_CHARS };
-/** Longest pointer `span` (`L10-L20` or a section id), in characters. */
-export const MAX_POINTER_SPAN_CHARS = 80;
 
 export const ENGRAM_KINDS = ['fact', 'decision', 'risk', 'todo', 'constraint', 'diff', 'test', 'perf', 'policy'] as const;
 export type EngramKind = (typeof ENGRAM_KINDS)[number];
@@ -37,29 +35,8 @@ export type EngramScope = (typeof ENGRAM_SCOPES)[number];
 export const PROVENANCE_SOURCES = ['rag', 'sam', 'agent', 'tool'] as const;
 export type ProvenanceSource = (typeof PROVENANCE_SOURCES)[number];
 
-/** The pointer types, in the order of PAS Bus §4.2. */
-export const POINTER_TYPES = ['repo', 'artifact', 'sam', 'url', 'test', 'diff'] as const;
-export type PointerType = (typeof POINTER_TYPES)[number];
-
-/** `$id`s of the published JSON Schemas. The seed's `verdict://` scheme names its host system, not ours. */
-export const POINTER_SCHEMA_ID = 'engram://schemas/pointer.v0.1.json';
+/** `$id` of the published JSON Schema. The seed's `verdict://` scheme names its host system, not ours. */
 export const ENGRAM_SCHEMA_ID = 'engram://schemas/engram.v0.1.json';
-
-/** A pointer as exchanged between agents: an address, not content (PAS Bus §1.2). */
-export const pointerSchema = z
-  .object({
-    type: z.enum(POINTER_TYPES),
-    ref: z
-      .string()
-      .min(1)
-      .max(MAX_POINTER_REF_CHARS)
-      .describe('The address, scheme first: repo:src/a.ts#L10-L20@<commit>, artifact:<name>#sec=<section>@<digest>, sam:<kind>:<id>, diff:<commit>#<path>#L1-L9, test:<id>, url:<url>'),
-    digest: z.string().min(1).describe('Optional content hash for integrity: the sha256 (hex) of the span the resolver returned'),
-    span: z.string().min(1).max(MAX_POINTER_SPAN_CHARS).describe('Optional Lx-Ly or section id, when the ref does not carry it'),
-  })
-  .partial({ digest: true, span: true })
-  .strict();
-export type Pointer = z.output<typeof pointerSchema>;
 
 const provenanceSchema = z
   .object({
@@ -87,43 +64,11 @@ export const engramSchema = z
   })
   .partial({ tags: true, hash_keys: true, embedding_ref: true })
   .strict();
-export type Engram = z.output<typeof engramSchema>;
-
 /**
- * Checks a pointer object: its structure (INVALID_INPUT naming the field) and that `ref` parses as a pointer of
- * `type` with a consistent `span` (POINTER_INVALID naming `<field>.ref` or `<field>.span`).
- * `field` prefixes the field names in errors; default `pointer`.
+ * An engram as stored and exchanged: the claim object. Named `EngramClaim` so it is never confused with the
+ * engine (`Engram`, `src/engine.ts`).
  */
-export function validatePointer(input: unknown, field = 'pointer'): Pointer {
-  const parsed = pointerSchema.safeParse(input);
-  if (!parsed.success) throw invalidInput(parsed.error.issues, field);
-  parsePointer(parsed.data, field);
-  return parsed.data;
-}
-
-/**
- * Checks an engram against the v0.1 schema and the pointer grammar. Throws INVALID_INPUT naming the first bad
- * field (`claim`, `pointers[2].type`, `provenance.created_at`), or POINTER_INVALID naming `pointers[i].ref`.
- */
-export function validateEngram(input: unknown): Engram {
-  const parsed = engramSchema.safeParse(input);
-  if (!parsed.success) throw invalidInput(parsed.error.issues);
-  parsed.data.pointers.forEach((pointer, i) => parsePointer(pointer, `pointers[${i}]`));
-  return parsed.data;
-}
-
-/**
- * zod reports an unknown key at the object that holds it (path `[]`); name the key itself, so "extra
- * properties are refused with an error naming the field" holds for them too.
- */
-function invalidInput(issues: readonly z.core.$ZodIssue[], prefix = ''): EngramError {
-  const named = issues.map((issue) =>
-    issue.code === 'unrecognized_keys' && issue.keys[0] !== undefined
-      ? { ...issue, path: [...issue.path, issue.keys[0]], message: `unknown property (the schema allows no others)` }
-      : issue,
-  );
-  return invalidInputFromZod(named, prefix);
-}
+export type EngramClaim = z.output<typeof engramSchema>;
 
 /** The parts of an ISO-8601 duration (`P1Y2M3W4DT5H6M7.5S`); absent parts are 0. */
 export interface IsoDuration {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { isEngramError } from '../errors.js';
 import { thrown } from './resolvers/test-support.js';
-import { MAX_CLAIM_CHARS, MAX_POINTERS_PER_ENGRAM, parseTtl, ttlExpiresAt, validateEngram, validatePointer, type Engram } from './schemas.js';
+import { MAX_CLAIM_CHARS, MAX_POINTERS_PER_ENGRAM, parseTtl, ttlExpiresAt, type EngramClaim } from '../model/engram.js';
+import { validateEngram, validatePointer } from './validation.js';
 
 const SHA = '3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39';
 
@@ -10,7 +11,7 @@ const SHA = '3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39';
  * angle brackets (`...#L280-L360@` where `@<sha>` was meant), and the YAML example leaves out the id and
  * provenance the schema requires, so those are filled in here.
  */
-function seedEngram(): Engram {
+function seedEngram(): EngramClaim {
   return {
     id: '01JHZ3V8G6Q2W5X7Y9Z0A1B2C3',
     kind: 'risk',
