@@ -9,8 +9,9 @@ import { decodeArtifact, sha256Hex } from './memory/artifact-codec.js';
 import type { ImportFileOptions, ImportReport, ImportSourceFile } from './memory/import-runner.js';
 import { runImport } from './memory/import-runner.js';
 import type { IngestOptions } from './memory/ingest.js';
-import { Ingestor } from './memory/ingest.js';
+import { Ingestor, type IngestOutcome } from './memory/ingest.js';
 import { maskPrivate } from './memory/private-spans.js';
+import { purge, type PurgeOptions, type PurgeReport, type PurgeSelector } from './memory/purge.js';
 import type { RecallBatchResult, RecallOptions, RecallResult } from './memory/recall.js';
 import { Recaller } from './memory/recall.js';
 import type { EmbeddingIndexerOptions, VectorStatus } from './memory/embedding-indexer.js';
@@ -319,7 +320,7 @@ export class Engram {
    * Appends one event or a batch to a session (created on first use), in one transaction. `owner`: the
    * project a new session belongs to (default `default`) and the one an existing session must have.
    */
-  async append(sessionId: string, events: EventInput | EventInput[], owner: AppendOptions = {}): Promise<AppendOutcome[]> {
+  async append(sessionId: string, events: EventInput | EventInput[], owner: AppendOptions = {}): Promise<IngestOutcome[]> {
     const out = await this.ingestor.append(sessionId, Array.isArray(events) ? events : [events], owner);
     this.embedding?.indexer.poke();
     return out;
@@ -382,6 +383,26 @@ export class Engram {
 
   listSessions(options: { limit?: number } = {}): Promise<SessionRecord[]> {
     return this.store.listSessions(options);
+  }
+
+  /**
+   * The privacy purge (memory/purge.ts): the one destructive operation, for a person who asked for it. Selects a
+   * session, events (ids or unique prefixes) or every event holding a literal; their content and everything
+   * derived from it goes, tombstones stay, one purge-log row records it. `isDryRun` counts without changing.
+   */
+  async purge(selector: PurgeSelector, options: PurgeOptions): Promise<PurgeReport> {
+    const resolved: PurgeSelector =
+      'eventIds' in selector && Array.isArray(selector.eventIds)
+        ? { eventIds: await Promise.all(selector.eventIds.map((id) => this.resolveId('event', String(id)))) }
+        : selector;
+    const readBytes = async (id: ArtifactId): Promise<Uint8Array | null> => {
+      const stored = await this.store.getArtifact(id);
+      return stored ? decodeArtifact(stored.stored, stored.record.encoding) : null;
+    };
+    const report = await purge(this.store, readBytes, resolved, options);
+    // Decompressed artifact texts of this process may hold what was purged.
+    if (!report.isDryRun) this.artifactTexts.clear();
+    return report;
   }
 
   /** Counts of the store, with its vector model and embedding queue. */

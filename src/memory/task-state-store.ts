@@ -7,6 +7,7 @@ import { EMPTY_TASK_STATE, taskStateSchema, taskStateUpdateSchema } from '../mod
 import type { AppendOptions, StorageBackend } from '../store/backend.js';
 import type { Ingestor } from './ingest.js';
 import { validateSessionId } from './ingest.js';
+import { isPurged } from './purge.js';
 
 /** Concurrent updates of one card retry this often before giving up (each retry re-reads and re-merges). */
 const MAX_UPDATE_ATTEMPTS = 8;
@@ -140,7 +141,8 @@ function toVersion(e: EventRecord): TaskStateVersion {
   return {
     sessionId: e.sessionId as SessionId,
     version: typeof meta.version === 'number' ? meta.version : 0,
-    state: taskStateSchema.parse(JSON.parse(e.content)),
+    // A purged version (memory/purge.ts) keeps its number and reads as an empty card.
+    state: isPurged(e) ? EMPTY_TASK_STATE : taskStateSchema.parse(JSON.parse(e.content)),
     eventId: e.id,
     producedByTurn: typeof meta.producedByTurn === 'number' ? meta.producedByTurn : 0,
     ts: e.ts,

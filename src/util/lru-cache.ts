@@ -17,6 +17,12 @@ export class LruCache<K, V> {
     return value;
   }
 
+  /** Drops every entry. */
+  clear(): void {
+    this.map.clear();
+    this.size = 0;
+  }
+
   set(key: K, value: V): void {
     const weight = this.sizeOf(value);
     if (weight > this.maxSize) return;

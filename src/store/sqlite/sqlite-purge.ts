@@ -93,12 +93,12 @@ export class SqlitePurge {
     counts.recallLog = db
       .prepare(
         `DELETE FROM recall_log
-         WHERE session_id IN (SELECT value FROM json_each(?1))
-            OR (?2 IS NOT NULL AND (instr(query, ?2) > 0 OR instr(options, ?3) > 0))
+         WHERE session_id IN (SELECT value FROM json_each(@whole))
+            OR (@match IS NOT NULL AND (instr(query, @match) > 0 OR instr(options, @escaped) > 0))
             OR EXISTS (SELECT 1 FROM json_each(recall_log.results) r
-                       WHERE json_extract(r.value, '$.eventId') IN (SELECT value FROM json_each(?4)))`,
+                       WHERE json_extract(r.value, '$.eventId') IN (SELECT value FROM json_each(@purged)))`,
       )
-      .run(whole, match, escaped, purgedIds).changes;
+      .run({ whole, match, escaped, purged: purgedIds }).changes;
 
     const deleteStates = db.prepare('DELETE FROM context_states WHERE session_id = ?');
     for (const id of new Set(plan.affectedSessions)) counts.contextStates += deleteStates.run(id).changes;
@@ -106,11 +106,11 @@ export class SqlitePurge {
     counts.karma = db
       .prepare(
         `DELETE FROM karma
-         WHERE session_id IN (SELECT value FROM json_each(?1))
-            OR source_event_id IN (SELECT value FROM json_each(?2))
-            OR (?3 IS NOT NULL AND instr(text, ?3) > 0)`,
+         WHERE session_id IN (SELECT value FROM json_each(@whole))
+            OR source_event_id IN (SELECT value FROM json_each(@purged))
+            OR (@match IS NOT NULL AND instr(text, @match) > 0)`,
       )
-      .run(whole, purgedIds, match).changes;
+      .run({ whole, purged: purgedIds, match }).changes;
 
     const engrams = db.prepare('SELECT id, body FROM engrams').all() as Array<{ id: string; body: string }>;
     const scrub = db.prepare(
