@@ -16,7 +16,7 @@ import { parsePointerRef } from '../src/bus/pointer.js';
 import type { ArtifactContent } from '../src/bus/resolvers/artifact-resolver.js';
 import { PointerResolver } from '../src/bus/resolvers/pointer-resolver.js';
 import { openRepoResolver } from '../src/bus/resolvers/repo-resolver.js';
-import { createTempRepo } from '../src/bus/resolvers/test-support.js';
+import { createTempRepo } from './lib/temp-git-repo.js';
 import { sha256Hex } from '../src/bus/resolvers/text-span.js';
 import { createGptTokenizer } from '../src/providers/gpt-tokenizer.js';
 import { Prng } from './lib/prng.js';

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { openEngram, type Engram } from '../src/engine.js';
 import type { BusAgent } from '../src/bus/bus-agent.js';
-import { createTempRepo } from '../src/bus/resolvers/test-support.js';
+import { createTempRepo } from './lib/temp-git-repo.js';
 import { createBenchStore } from './lib/bench-stores.js';
 import { Prng } from './lib/prng.js';
 import { machineLine, round, summarize } from './lib/stats.js';
