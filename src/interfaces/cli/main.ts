@@ -14,6 +14,7 @@ import { ingestCommand } from './commands/ingest.js';
 import { mcpCommand, type McpArgs } from './commands/mcp.js';
 import { migrateCommand, type MigrateArgs } from './commands/migrate.js';
 import { karmaCommand, type KarmaArgs } from './commands/karma.js';
+import { purgeCommand, type PurgeArgs } from './commands/purge.js';
 import { agentCommand, type AgentArgs } from './commands/agent.js';
 import { serveCommand, type ServeArgs } from './commands/serve.js';
 import { benchLocomoCommand, benchNeedleCommand, type BenchLocomoArgs, type BenchNeedleArgs } from './commands/bench.js';
@@ -279,6 +280,17 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     .option('--by <name>', 'who verified or removes it (default: user)')
     .option('--all', 'list: include removed facts')
     .action(merged(withStore((m, args: KarmaArgs & GlobalOptions) => karmaCommand(m, args, io), (args) => args.action !== 'list')));
+
+  program
+    .command('purge')
+    .description('delete content for good (privacy): a session, events, or every event holding a text; leaves tombstones, logged')
+    .option('-s, --session <id...>', 'purge this session whole (with --match: only search these sessions)')
+    .option('-e, --event <id...>', 'purge these events (ids or unique prefixes)')
+    .option('-m, --match <text>', 'purge every event holding this exact text (a literal, not a pattern; at least 4 characters)')
+    .option('--yes', 'really purge (without it: show what would be purged, change nothing, exit 2)')
+    .option('--dry-run', 'show what would be purged and exit 0')
+    .option('--log', 'list past purges (who, when, what; never the content)')
+    .action(merged(withStore((m, args: PurgeArgs & GlobalOptions) => purgeCommand(m, args, io))));
 
   program
     .command('agent')
