@@ -16,6 +16,11 @@ export interface BusOptions {
   policy?: Partial<ScopePolicy>;
   /** Run label for run-scoped engrams when the caller gives none. Default `default`. */
   defaultRunId?: string;
+  /**
+   * The clock, in milliseconds since the epoch: engram creation and TTL expiry, grant expiry, telemetry
+   * timestamps. Default `Date.now`; tests pass their own to move time forward.
+   */
+  now?: () => number;
 }
 
 export interface BusDependencies {
@@ -28,7 +33,6 @@ export interface BusDependencies {
   agent: (id: string) => Promise<BusAgent | null>;
   /** Agents whose parent is `id`. */
   children: (id: string) => Promise<BusAgent[]>;
-  now?: () => number;
 }
 
 /**
@@ -51,7 +55,7 @@ export class Bus {
     this.limits = resolveBudgetLimits(options.limits ?? {}, { fieldPrefix: 'limits.' });
     this.policy = { ...DEFAULT_SCOPE_POLICY, ...options.policy };
     this.defaultRunId = options.defaultRunId ?? 'default';
-    const now = deps.now ?? Date.now;
+    const now = options.now ?? Date.now;
     this.telemetry = new TelemetryBuffer(deps.storage);
     this.engrams = new EngramBus(deps.storage, this.telemetry, { limits: this.limits, policy: this.policy, countTokens: deps.countTokens, embedder: deps.embedder, now });
     this.enforcer = new BudgetEnforcer(deps.storage, deps.resolver, this.telemetry, { limits: this.limits, countTokens: deps.countTokens, now });

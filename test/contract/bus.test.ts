@@ -95,8 +95,7 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
 
       it('excludes an engram once its TTL has passed, and keeps it stored', async () => {
         let now = Date.UTC(2026, 10, 21, 12);
-        const timed = await openEngram({ backend: harness.backend, bus: { repoRoot: repo.dir } });
-        (timed.bus as unknown as { engrams: { now: () => number } }).engrams.now = () => now;
+        const timed = await openEngram({ backend: harness.backend, bus: { repoRoot: repo.dir, now: () => now } });
         const { engram } = await timed.bus.engrams.put(programmer, riskEngram('Short-lived cache note.', [span('README.md', 1, 1)], { ttl: 'PT1H', kind: 'fact' }), 'r1');
         expect((await timed.bus.engrams.query(manager, { text: 'cache note' }, 'r1')).engrams).toHaveLength(1);
         now += 2 * 3600_000;
@@ -211,9 +210,7 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
       it('refuses an expired grant', async () => {
         const target = span('README.md', 1, 1);
         let now = Date.now();
-        const timed = await openEngram({ backend: harness.backend, bus: { repoRoot: repo.dir } });
-        const enforcer = timed.bus.enforcer as unknown as { now: () => number };
-        enforcer.now = () => now;
+        const timed = await openEngram({ backend: harness.backend, bus: { repoRoot: repo.dir, now: () => now } });
         const { token } = await timed.bus.enforcer.issueGrant(manager, programmer, { pointer: target, capTokens: 100, ttlMs: 60_000 });
         now += 120_000;
         await expect(timed.bus.enforcer.deref(programmer, { pointer: target, grant: token })).rejects.toMatchObject({ code: 'DEREF_DENIED', data: { reason: 'expired' } });
