@@ -28,6 +28,8 @@ export const ERROR_CODES = [
   'FORBIDDEN',
   /** A request body is larger than the server accepts: `data.maxBytes`. */
   'PAYLOAD_TOO_LARGE',
+  /** A request body in a format the endpoint does not read (form data, text where JSON is expected): `data.accepted`. */
+  'UNSUPPORTED_MEDIA_TYPE',
   /** An external model provider (embeddings, LLM) failed or refused: `data.status`, `data.retryable`. */
   'PROVIDER_ERROR',
   /** The storage backend failed for a reason not covered above (I/O, lock timeout). */
@@ -76,8 +78,11 @@ export function invalidInputFromZod(
   const path = first ? first.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('') : '';
   const field = `${prefix}${path}`.replace(/^\./, '') || '(root)';
   const message = first ? `${field}: ${first.message}` : 'invalid input';
+  // A limit check (model/limits.ts) names its limit in the issue's params: `limit`, `max`, `actual`.
+  const params = (first as { params?: Record<string, unknown> } | undefined)?.params;
   return new EngramError('INVALID_INPUT', message, {
     field,
+    ...(params ?? {}),
     issues: issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message })),
   });
 }

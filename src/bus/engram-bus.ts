@@ -1,5 +1,6 @@
 import { monotonicFactory } from 'ulid';
 import { EngramError } from '../errors.js';
+import { checkQuery } from '../model/limits.js';
 import type { Embedder } from '../providers/embedder.js';
 import { dot } from '../providers/embedder.js';
 import type { BusStorage, EngramRow } from '../store/bus-storage.js';
@@ -195,6 +196,7 @@ export class EngramBus {
       text = row.engram.claim;
     }
     if (!text || text.trim().length === 0) throw new EngramError('INVALID_INPUT', 'text: give a text or an engram_ref to compare with', { field: 'text' });
+    if (q.engramId === undefined) checkQuery(text, 'text');
     const rows = await this.storage.listEngrams({
       project: agent.project ?? null,
       runId,
@@ -380,6 +382,7 @@ function validateQuery(q: EngramQuery): void {
   }
   (q.pointers ?? []).forEach((p, i) => validatePointer(p, `pointers[${i}]`));
   if (q.text !== undefined && typeof q.text !== 'string') throw new EngramError('INVALID_INPUT', 'text: must be a string', { field: 'text' });
+  if (q.text !== undefined) checkQuery(q.text, 'text');
 }
 
 async function isAncestor(candidate: string, agentId: string, parentOf: (id: string) => Promise<string | undefined>): Promise<boolean> {

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { EngramError, invalidInputFromZod } from '../errors.js';
 import { engramSchema, type EngramClaim } from '../model/engram.js';
+import { jsonValueProblem } from '../model/limits.js';
 import { pointerSchema, type Pointer } from '../model/pointer.js';
 import { parsePointer } from './pointer.js';
 
@@ -18,6 +19,8 @@ import { parsePointer } from './pointer.js';
 export function validatePointer(input: unknown, field = 'pointer'): Pointer {
   const parsed = pointerSchema.safeParse(input);
   if (!parsed.success) throw invalidInput(parsed.error.issues, field);
+  const text = jsonValueProblem(parsed.data, { allowNul: false });
+  if (text) throw invalidInput([{ code: 'custom', path: text.path, message: text.message, input: undefined }], field);
   parsePointer(parsed.data, field);
   return parsed.data;
 }
@@ -29,6 +32,9 @@ export function validatePointer(input: unknown, field = 'pointer'): Pointer {
 export function validateEngram(input: unknown): EngramClaim {
   const parsed = engramSchema.safeParse(input);
   if (!parsed.success) throw invalidInput(parsed.error.issues);
+  // Valid Unicode without NUL in every string: both backends store them as text (model/limits.ts).
+  const text = jsonValueProblem(parsed.data, { allowNul: false });
+  if (text) throw invalidInput([{ code: 'custom', path: text.path, message: text.message, input: undefined }]);
   parsed.data.pointers.forEach((pointer, i) => parsePointer(pointer, `pointers[${i}]`));
   return parsed.data;
 }

@@ -1,6 +1,7 @@
 import { EngramError, invalidInputFromZod, isEngramError } from '../errors.js';
 import type { EventKind, EventRecord } from '../model/event.js';
 import { STORED_EVENT_KINDS } from '../model/event.js';
+import { checkQuery } from '../model/limits.js';
 import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
 import type { TaskState } from '../model/task-state.js';
 import { taskStateSchema } from '../model/task-state.js';
@@ -473,6 +474,24 @@ export function fuseRelevance(
   hasIdentifiers: boolean,
 ): Map<string, { relevance: number; similarity: number | undefined }> {
   const w = retriever === 'fts' ? 0 : retriever === 'vector' ? 1 : hasIdentifiers ? HYBRID_VECTOR_WEIGHT_WITH_IDENTIFIERS : HYBRID_VECTOR_WEIGHT;
+  const out = fuseScores(text, vector, w);
+  // The best candidate scores 1, as with full-text alone, so the recency weight means the same under every
+  // retriever (a fused best of 0.7 would have let recency count for more).
+  const best = Math.max(...[...out.values()].map((v) => v.relevance), Number.EPSILON);
+  for (const v of out.values()) v.relevance /= best;
+  return out;
+}
+
+/**
+ * The fusion of {@link fuseRelevance} at vector weight `w` (0..1), before the best is scaled to 1:
+ * (1 - w) x full-text score / best full-text score + w x min-max normalised similarity. The LoCoMo benchmark
+ * fuses its comparison rankings with it.
+ */
+export function fuseScores(
+  text: ReadonlyArray<{ eventId: string; relevance: number }>,
+  vector: ReadonlyArray<{ eventId: string; similarity: number }>,
+  w: number,
+): Map<string, { relevance: number; similarity: number | undefined }> {
   const maxText = Math.max(...text.map((h) => h.relevance), Number.EPSILON);
   const sims = vector.map((h) => h.similarity);
   const lo = Math.min(...sims);
@@ -485,10 +504,6 @@ export function fuseRelevance(
     const prior = out.get(h.eventId);
     out.set(h.eventId, { relevance: (prior?.relevance ?? 0) + w * normalised, similarity: h.similarity });
   }
-  // The best candidate scores 1, as with full-text alone, so the recency weight means the same under every
-  // retriever (a fused best of 0.7 would have let recency count for more).
-  const best = Math.max(...[...out.values()].map((v) => v.relevance), Number.EPSILON);
-  for (const v of out.values()) v.relevance /= best;
   return out;
 }
 
@@ -582,6 +597,7 @@ function validateOptions(query: string, o: ResolvedOptions): void {
     throw new EngramError('INVALID_INPUT', `${field}: ${message}`, { field });
   };
   if (typeof query !== 'string' || query.trim().length === 0) bad('query', 'must be a non-empty string');
+  checkQuery(query, 'query');
   if (!Number.isInteger(o.k) || o.k < 1 || o.k > 1000) bad('k', 'must be an integer from 1 to 1000');
   if (!Number.isInteger(o.budgetTokens) || o.budgetTokens < MIN_RECALL_BUDGET_TOKENS) {
     bad('budgetTokens', `must be an integer of at least ${MIN_RECALL_BUDGET_TOKENS}`);

@@ -2,6 +2,19 @@ import { z } from 'zod';
 import type { ArtifactId, EventId, SessionId } from './ids.js';
 import { SESSION_ID_PATTERN } from './ids.js';
 import type { PreviewKind } from './artifact.js';
+import type { ValueIssue } from './limits.js';
+import {
+  formatLimitBytes,
+  jsonValueProblem,
+  MAX_ARTIFACT_CONTENT_BYTES,
+  MAX_INLINE_CONTENT_BYTES,
+  MAX_META_JSON_CHARS,
+  MAX_TIMESTAMP_MS,
+  MIN_TIMESTAMP_MS,
+  stringProblem,
+} from './limits.js';
+
+export { MAX_META_JSON_CHARS } from './limits.js';
 
 /** Kinds of events callers append (ENGRAM §4.3). */
 export const EVENT_KINDS = ['user', 'assistant', 'system', 'tool_call', 'tool_result', 'decision', 'note'] as const;
@@ -18,9 +31,6 @@ export type InputEventKind = (typeof EVENT_KINDS)[number];
 
 /** Longest idempotency key accepted, in characters. */
 export const MAX_EVENT_KEY_CHARS = 256;
-/** Largest `meta` object accepted, as serialized JSON characters. */
-export const MAX_META_JSON_CHARS = 64 * 1024;
-
 export const sessionIdSchema = z
   .string()
   .regex(SESSION_ID_PATTERN, 'must be 1-128 characters of letters, digits and ._:@- starting with a letter or digit');
@@ -35,7 +45,10 @@ const label = (max: number) =>
 
 const timestampSchema = z.union([
   z.number().int().nonnegative(),
-  z.string().refine((s) => !Number.isNaN(Date.parse(s)), 'must be an ISO-8601 timestamp'),
+  z
+    .string()
+    .max(64)
+    .refine((s) => !Number.isNaN(Date.parse(s)), 'must be an ISO-8601 timestamp'),
 ]);
 
 /** A binary payload (an image, a PDF) attached to an event; it is always stored as an artifact. */
@@ -63,17 +76,113 @@ const eventInputFields = {
     supersedes: z.string().regex(/^evt_[0-9a-z]{26}$/, 'must be an event id (evt_...)').optional(),
     toolName: label(200).optional(),
     toolCallId: label(200).optional(),
-    meta: z
-      .record(z.string(), z.unknown())
-      .refine((m) => JSON.stringify(m).length <= MAX_META_JSON_CHARS, `must serialize to at most ${MAX_META_JSON_CHARS} characters`)
-      .optional(),
+    /** Plain JSON, within the limits of model/limits.ts (depth, entries, serialized size). */
+    meta: z.record(z.string(), z.unknown()).optional(),
     binary: binaryInputSchema.optional(),
 };
 
 /** What a caller appends. Everything except `kind` and `content` is optional. */
-export const eventInputSchema = z.object({ kind: z.enum(EVENT_KINDS), ...eventInputFields }).strict();
+export const eventInputSchema = z
+  .object({ kind: z.enum(EVENT_KINDS), ...eventInputFields })
+  .strict()
+  .superRefine((event, ctx) => {
+    for (const issue of eventValueIssues(event)) ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message, ...(issue.params ? { params: { ...issue.params } } : {}) });
+  });
 /** The same, for Engram's own writers, which may also use the internal kinds. */
-export const internalEventInputSchema = z.object({ kind: z.enum(STORED_EVENT_KINDS), ...eventInputFields }).strict();
+export const internalEventInputSchema = z
+  .object({ kind: z.enum(STORED_EVENT_KINDS), ...eventInputFields })
+  .strict()
+  .superRefine((event, ctx) => {
+    for (const issue of eventValueIssues(event)) ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message, ...(issue.params ? { params: { ...issue.params } } : {}) });
+  });
+
+/** The fields {@link eventValueIssues} reads, as the field schemas output them. */
+interface ParsedEventFields {
+  kind: string;
+  content: string;
+  ts?: number | string | undefined;
+  key?: string | undefined;
+  taskId?: string | undefined;
+  premiseRef?: string | undefined;
+  tags?: string[] | undefined;
+  toolName?: string | undefined;
+  toolCallId?: string | undefined;
+  meta?: Record<string, unknown> | undefined;
+  binary?: { base64: string; mediaType: string; caption?: string | undefined } | undefined;
+}
+
+/**
+ * The value checks the field schemas cannot express (model/limits.ts): content size by kind, the timestamp range,
+ * valid Unicode in every string, `meta` as bounded plain JSON. Returns the first problem only: one clear error.
+ */
+export function eventValueIssues(event: ParsedEventFields): ValueIssue[] {
+  const bytes = Buffer.byteLength(event.content, 'utf8');
+  const isArtifact = event.kind === 'tool_result';
+  const maxContent = isArtifact ? MAX_ARTIFACT_CONTENT_BYTES : MAX_INLINE_CONTENT_BYTES;
+  if (bytes > maxContent) {
+    const limit = isArtifact ? 'MAX_ARTIFACT_CONTENT_BYTES' : 'MAX_INLINE_CONTENT_BYTES';
+    const hint = isArtifact
+      ? 'keep larger outputs outside the memory and point to them'
+      : `only tool results (stored as artifacts, up to ${formatLimitBytes(MAX_ARTIFACT_CONTENT_BYTES)}) may be larger`;
+    return [{ path: ['content'], message: `${bytes} bytes exceed the ${formatLimitBytes(maxContent)} limit of ${event.kind} content (${limit}); ${hint}`, params: { limit, max: maxContent, actual: bytes } }];
+  }
+  if (event.binary) {
+    const decoded = Math.floor((event.binary.base64.replace(/\s+/g, '').length * 3) / 4);
+    if (decoded > MAX_ARTIFACT_CONTENT_BYTES) {
+      return [
+        {
+          path: ['binary', 'base64'],
+          message: `about ${decoded} bytes exceed the ${formatLimitBytes(MAX_ARTIFACT_CONTENT_BYTES)} attachment limit (MAX_ARTIFACT_CONTENT_BYTES)`,
+          params: { limit: 'MAX_ARTIFACT_CONTENT_BYTES', max: MAX_ARTIFACT_CONTENT_BYTES, actual: decoded },
+        },
+      ];
+    }
+  }
+  if (event.ts !== undefined) {
+    const ms = toEpochMs(event.ts, 0);
+    if (!(ms >= MIN_TIMESTAMP_MS && ms <= MAX_TIMESTAMP_MS)) {
+      const limit = ms < MIN_TIMESTAMP_MS ? 'MIN_TIMESTAMP_MS' : 'MAX_TIMESTAMP_MS';
+      return [
+        {
+          path: ['ts'],
+          message: `must lie in years 0000 to 9999 (epoch ms ${MIN_TIMESTAMP_MS} to ${MAX_TIMESTAMP_MS}), got ${String(event.ts)}`,
+          params: { limit, max: limit === 'MAX_TIMESTAMP_MS' ? MAX_TIMESTAMP_MS : MIN_TIMESTAMP_MS },
+        },
+      ];
+    }
+  }
+  // Content may hold NUL (tool output does; PostgreSQL stores it escaped); identifiers may not (their schemas say so).
+  const strings: Array<[Array<string | number>, string | undefined, boolean]> = [
+    [['content'], event.content, true],
+    [['key'], event.key, false],
+    [['taskId'], event.taskId, false],
+    [['premiseRef'], event.premiseRef, false],
+    [['toolName'], event.toolName, false],
+    [['toolCallId'], event.toolCallId, false],
+    [['binary', 'mediaType'], event.binary?.mediaType, false],
+    [['binary', 'caption'], event.binary?.caption, true],
+    ...(event.tags ?? []).map((tag, i): [Array<string | number>, string, boolean] => [['tags', i], tag, false]),
+  ];
+  for (const [path, value, allowNul] of strings) {
+    const problem = value === undefined ? undefined : stringProblem(value, allowNul);
+    if (problem) return [{ path, message: problem }];
+  }
+  if (event.meta !== undefined) {
+    const problem = jsonValueProblem(event.meta);
+    if (problem) return [{ ...problem, path: ['meta', ...problem.path] }];
+    const chars = JSON.stringify(event.meta).length;
+    if (chars > MAX_META_JSON_CHARS) {
+      return [
+        {
+          path: ['meta'],
+          message: `serializes to ${chars} characters, over the limit of ${MAX_META_JSON_CHARS} (MAX_META_JSON_CHARS); put large data in the content`,
+          params: { limit: 'MAX_META_JSON_CHARS', max: MAX_META_JSON_CHARS, actual: chars },
+        },
+      ];
+    }
+  }
+  return [];
+}
 
 export type EventInput = z.input<typeof eventInputSchema>;
 export type InternalEventInput = z.input<typeof internalEventInputSchema>;

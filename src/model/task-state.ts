@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { EventId, SessionId } from './ids.js';
+import { jsonValueProblem, MAX_META_JSON_CHARS, stringProblem } from './limits.js';
 
 /**
  * Phases of work. Phase salience (ENGRAM §5.2) is a lookup table over (phase, event kind), so the set is
@@ -19,18 +20,37 @@ export const TASK_STATE_LIMITS = {
   itemChars: 500,
 } as const;
 
-const item = z
-  .string()
-  .min(1)
-  .max(TASK_STATE_LIMITS.itemChars)
-  .refine((v) => !v.includes('\u0000'), 'must not contain a NUL character');
+/** Valid Unicode without NUL: the card is rendered into every pack and stored as JSON on both backends. */
+const validText = (schema: z.ZodString) =>
+  schema.superRefine((v, ctx) => {
+    const problem = stringProblem(v, false);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
+const item = validText(z.string().min(1).max(TASK_STATE_LIMITS.itemChars));
+
+/** Plain JSON within the limits of `meta` (model/limits.ts): depth, entries, valid Unicode, serialized size. */
+const extensionsSchema = z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
+  const problem = jsonValueProblem(value);
+  if (problem) {
+    ctx.addIssue({ code: 'custom', path: problem.path, message: problem.message, ...(problem.params ? { params: { ...problem.params } } : {}) });
+    return;
+  }
+  const chars = JSON.stringify(value).length;
+  if (chars > MAX_META_JSON_CHARS) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `serializes to ${chars} characters, over the limit of ${MAX_META_JSON_CHARS} (MAX_META_JSON_CHARS); the card goes into every pack, keep it small`,
+      params: { limit: 'MAX_META_JSON_CHARS', max: MAX_META_JSON_CHARS, actual: chars },
+    });
+  }
+});
 const list = (max: number) => z.array(item).max(max);
 const eventIdSchema = z.string().regex(/^evt_[0-9a-z]{26}$/, 'must be an event id (evt_...)');
 
 /** Fields of the card (ENGRAM §4.3): the core is fixed; domain state goes in registered `extensions`. */
 const taskStateFields = {
   /** The task this session works on now; events bound to other tasks are discounted in recall. */
-  taskId: z.string().min(1).max(200).optional(),
+  taskId: validText(z.string().min(1).max(200)).optional(),
   goals: list(TASK_STATE_LIMITS.goals),
   /** Hard rules; never crowded out of recall (the constraint floor of Annex A.3). */
   constraints: list(TASK_STATE_LIMITS.constraints),
@@ -45,7 +65,7 @@ const taskStateFields = {
   requiresSelfAssessment: z.boolean(),
   /** Ask recall for superseded versions too (a post-mortem, a history question). */
   requestHistorical: z.boolean(),
-  extensions: z.record(z.string(), z.unknown()),
+  extensions: extensionsSchema,
 };
 
 export const taskStateSchema = z.object(taskStateFields).strict();
@@ -58,8 +78,8 @@ export type TaskState = z.output<typeof taskStateSchema>;
 export const taskStateUpdateSchema = z
   .object({
     ...taskStateFields,
-    taskId: z.string().min(1).max(200).nullable().optional(),
-    extensions: z.record(z.string(), z.unknown()),
+    taskId: validText(z.string().min(1).max(200)).nullable().optional(),
+    extensions: extensionsSchema,
   })
   .partial()
   .strict();

@@ -10,6 +10,7 @@ import {
   type AgentMessage,
   type AgentMessageDirection,
 } from './agent-message.js';
+import { jsonValueProblem } from '../../model/limits.js';
 import { invalidInputFromIssues } from './field-path.js';
 
 export type AgentMessageFormat = 'json' | 'yaml';
@@ -57,6 +58,9 @@ export function parseAgentMessage(text: string, options: ParseAgentMessageOption
       format,
     });
   }
+  // Valid Unicode, no NUL, bounded nesting (model/limits.ts): a message is rendered, forwarded and logged as text.
+  const bad = jsonValueProblem(value, { allowNul: false });
+  if (bad) throw withFormat(invalidInputFromIssues([{ code: 'custom', path: bad.path, message: bad.message }]), format);
   const direction = options.direction ?? detectDirection(value as Record<string, unknown>);
   if (direction === 'child-to-parent') {
     const parsed = childToParentWireSchema.safeParse(value);

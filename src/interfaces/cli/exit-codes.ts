@@ -32,6 +32,7 @@ export function exitCodeFor(code: ErrorCode): number {
     case 'INVALID_INPUT':
     case 'POINTER_INVALID':
     case 'PAYLOAD_TOO_LARGE':
+    case 'UNSUPPORTED_MEDIA_TYPE':
       return EXIT.INVALID_INPUT;
     case 'NOT_FOUND':
     case 'AMBIGUOUS_ID':

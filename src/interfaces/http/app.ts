@@ -4,6 +4,7 @@ import type { ZodType } from 'zod';
 import type { Engram } from '../../engine.js';
 import { EngramError, invalidInputFromZod } from '../../errors.js';
 import type { AgentRecord } from '../../model/agent.js';
+import { jsonTextProblem } from '../../model/limits.js';
 import { agentPrincipal } from '../../model/access.js';
 import { toHttpError } from './errors.js';
 import { ENGRAM_RUN_HEADER } from '../shared/bus.js';
@@ -143,9 +144,24 @@ function isTextBody(c: Context): boolean {
   return type === 'text/plain' || type === 'text/yaml' || type === 'application/yaml' || type === 'application/x-yaml';
 }
 
+/**
+ * The body as JSON. Another declared media type is refused with 415 (a form or `text/plain` post is not what the
+ * caller meant, and browsers send those cross-origin without asking); a missing one is read as JSON. The text is
+ * scanned before parsing, since parsing is what an adversarial body makes slow (model/limits.ts).
+ */
 async function readJson(c: Context): Promise<unknown> {
+  const type = (c.req.header('Content-Type') ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== '' && type !== 'application/json' && !type.endsWith('+json')) {
+    throw new EngramError('UNSUPPORTED_MEDIA_TYPE', `Content-Type: ${type} is not accepted here; send the body as application/json`, {
+      field: 'Content-Type',
+      contentType: type,
+      accepted: ['application/json'],
+    });
+  }
   const text = await c.req.text();
   if (text.trim().length === 0) throw new EngramError('INVALID_INPUT', 'body: expected a JSON object, got an empty body', { field: 'body' });
+  const problem = jsonTextProblem(text);
+  if (problem) throw new EngramError('INVALID_INPUT', `body: ${problem.message}`, { field: 'body', ...problem.params });
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {

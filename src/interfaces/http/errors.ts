@@ -43,6 +43,8 @@ export function httpStatusFor(code: ErrorCode): number {
       return 409;
     case 'PAYLOAD_TOO_LARGE':
       return 413;
+    case 'UNSUPPORTED_MEDIA_TYPE':
+      return 415;
     case 'BUDGET_EXCEEDED':
       return 422;
     case 'PROVIDER_ERROR':

@@ -63,6 +63,8 @@ function nextStep(e: EngramError, options: ToolErrorOptions): string {
       return 'The server does not accept your credentials (a missing, unknown or revoked token). Do not retry; tell the user.';
     case 'PAYLOAD_TOO_LARGE':
       return 'The request is too large for the server: send fewer or smaller events per call.';
+    case 'UNSUPPORTED_MEDIA_TYPE':
+      return 'The request was sent in a format the server does not read; send it as JSON (Content-Type: application/json).';
     case 'PROVIDER_ERROR':
       return e.data.retryable === true ? 'A model provider failed temporarily; retry shortly.' : 'A model provider failed; retrying will not help. Tell the user.';
     case 'NOT_AN_ENGRAM_STORE':

@@ -1,0 +1,260 @@
+/**
+ * What Engram accepts, in one place, with the reason behind each number. The limits are checked where every
+ * interface passes (the event schema the ingestor validates with, recall, the task-state schema, the bus), so the
+ * CLI, HTTP and MCP refuse the same input the same way: `INVALID_INPUT` whose `data` names the field, the limit
+ * (`data.limit`, the constant's name) and its value (`data.max`).
+ *
+ * The sizes keep every request's work bounded: the server answers on one thread, so one request must not hold it
+ * for long whatever it sends (bench/results/adversarial.md measures the worst inputs these limits allow).
+ */
+
+import { EngramError } from '../errors.js';
+
+const KIB = 1024;
+const MIB = 1024 * KIB;
+
+/**
+ * Largest content of an event kept inline, in UTF-8 bytes: every kind except a tool result (which becomes an
+ * artifact above the ingest threshold) and a binary attachment's bytes. Inline content is token-counted for every
+ * context pack and indexed whole, so its size is paid on each turn. 1 MiB is ~250,000 tokens of prose, more than
+ * any model's window; a pasted file or a generated one written through a tool call fits, and anything larger is
+ * a file to attach as a tool result or binary.
+ */
+export const MAX_INLINE_CONTENT_BYTES = 1 * MIB;
+
+/**
+ * Largest tool result or binary attachment, in bytes (UTF-8 for text, decoded bytes for base64). Both are stored
+ * as compressed artifacts with a bounded preview inline and at most 2,000,000 characters indexed, so a large
+ * output costs storage, not per-turn work. 32 MiB holds any output that fits the HTTP body limit (8 MiB) four
+ * times over, for the CLI and the library, which have no body limit; a larger build log or core dump is data to
+ * keep outside the memory and point to.
+ */
+export const MAX_ARTIFACT_CONTENT_BYTES = 32 * MIB;
+
+/**
+ * Longest recall query, in UTF-16 code units (an emoji counts 2). A query is a question or a list of keywords;
+ * only its first 32 terms are searched (query-terms.ts) and an embedder reads at most a few hundred tokens of it,
+ * so a longer one is pasted text whose tail changes nothing but the work. Also the limit of bus query texts.
+ */
+export const MAX_QUERY_CHARS = 4 * KIB;
+
+/**
+ * Deepest nesting of `meta` and task-state `extensions` (an object or array inside another counts one level).
+ * Metadata is a few levels deep; deep nesting only breaks recursive code downstream: 100,000 levels overflowed
+ * the stack while validating, and ~4,000 levels were stored and later failed `engram migrate`. The check itself
+ * walks the value iteratively.
+ */
+export const MAX_JSON_DEPTH = 32;
+
+/** Most entries (object keys and array items, at every level) of `meta` or of task-state `extensions`. */
+export const MAX_JSON_ENTRIES = 2048;
+
+/**
+ * Largest `meta` object, as serialized JSON characters: metadata describes an event (a test id, an exit code, a
+ * source), it is not a second content field; larger data belongs in the content, where it is indexed and
+ * becomes an artifact when large.
+ */
+export const MAX_META_JSON_CHARS = 64 * KIB;
+
+/**
+ * Range of event timestamps, epoch milliseconds: years 0000 to 9999. Dates outside cannot be written as
+ * four-digit ISO-8601 years (clients parse `+010000-...` inconsistently), and past ±8.64e15 JavaScript has no
+ * date at all (`ts: 8640000000000001` failed in the store as a STORAGE_ERROR).
+ */
+export const MIN_TIMESTAMP_MS = -62_167_219_200_000;
+export const MAX_TIMESTAMP_MS = 253_402_300_799_999;
+
+/** What a refused value carries in `EngramError.data` besides `field`. */
+export interface LimitParams {
+  /** The limit's constant, e.g. `MAX_INLINE_CONTENT_BYTES`. */
+  limit: string;
+  max: number;
+  actual?: number;
+}
+
+/** A problem found in a value: the path below the value's own field, a message, and the limit when one applies. */
+export interface ValueIssue {
+  path: Array<string | number>;
+  message: string;
+  params?: LimitParams;
+}
+
+/** Index of the first lone surrogate in `text` (half of a UTF-16 pair without the other), or -1. */
+export function findLoneSurrogate(text: string): number {
+  if (isWellFormed(text)) return -1;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0xd800 || c > 0xdfff) continue;
+    if (c <= 0xdbff) {
+      const d = text.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        i++;
+        continue;
+      }
+    }
+    return i;
+  }
+  return -1;
+}
+
+const nativeIsWellFormed = (String.prototype as { isWellFormed?: (this: string) => boolean }).isWellFormed;
+
+/** Whether `text` is valid Unicode (no lone surrogate); native where the runtime has it (Node 20+). */
+function isWellFormed(text: string): boolean {
+  return nativeIsWellFormed ? nativeIsWellFormed.call(text) : !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(text);
+}
+
+/**
+ * The problem with a string that is stored or indexed, or undefined. A lone surrogate is refused everywhere: it is
+ * not Unicode, and the backends would store it differently (invalid bytes in SQLite, U+FFFD in PostgreSQL, where
+ * two keys differing only in lone surrogates collided). NUL is refused where `allowNul` is false: identifiers and
+ * queries, which PostgreSQL text and full-text syntax cannot hold; content keeps it (it is stored escaped).
+ */
+export function stringProblem(text: string, allowNul: boolean): string | undefined {
+  const at = findLoneSurrogate(text);
+  if (at >= 0) {
+    const unit = text.charCodeAt(at).toString(16).toUpperCase();
+    return `contains a lone UTF-16 surrogate (\\u${unit}) at index ${at}; text must be valid Unicode`;
+  }
+  if (!allowNul && text.includes('\u0000')) return `contains a NUL character at index ${text.indexOf('\u0000')}`;
+  return undefined;
+}
+
+/**
+ * Checks a JSON-like value (`meta`, task-state `extensions`) without recursion: only plain JSON (objects, arrays,
+ * strings, finite numbers, booleans, null), at most {@link MAX_JSON_DEPTH} levels and {@link MAX_JSON_ENTRIES}
+ * entries, no lone surrogate in any key or string (nor NUL, unless `allowNul`, the default). Returns the first
+ * problem, or undefined.
+ */
+export function jsonValueProblem(value: unknown, options: { allowNul?: boolean } = {}): ValueIssue | undefined {
+  const allowNul = options.allowNul ?? true;
+  const stack: Array<{ value: unknown; path: Array<string | number>; depth: number }> = [{ value, path: [], depth: 0 }];
+  let entries = 0;
+  while (stack.length > 0) {
+    const { value: v, path, depth } = stack.pop()!;
+    if (v === null || typeof v === 'boolean') continue;
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return { path, message: 'must be a finite number (JSON has no NaN or Infinity)' };
+      continue;
+    }
+    if (typeof v === 'string') {
+      const problem = stringProblem(v, allowNul);
+      if (problem) return { path, message: problem };
+      continue;
+    }
+    const isArray = Array.isArray(v);
+    if (typeof v !== 'object' || (!isArray && !isPlainObject(v))) {
+      return { path, message: `must be JSON (objects, arrays, strings, numbers, booleans, null), not ${describeType(v)}` };
+    }
+    if (depth >= MAX_JSON_DEPTH) {
+      return { path, message: `nests deeper than ${MAX_JSON_DEPTH} levels`, params: { limit: 'MAX_JSON_DEPTH', max: MAX_JSON_DEPTH } };
+    }
+    const keys = isArray ? null : Object.keys(v);
+    const size = isArray ? (v as unknown[]).length : keys!.length;
+    entries += size;
+    if (entries > MAX_JSON_ENTRIES) {
+      return { path, message: `holds more than ${MAX_JSON_ENTRIES} entries (keys and array items at all levels)`, params: { limit: 'MAX_JSON_ENTRIES', max: MAX_JSON_ENTRIES } };
+    }
+    if (isArray) {
+      const items = v as unknown[];
+      for (let i = size - 1; i >= 0; i--) stack.push({ value: items[i], path: [...path, i], depth: depth + 1 });
+    } else {
+      for (let i = keys!.length - 1; i >= 0; i--) {
+        const key = keys![i]!;
+        const problem = stringProblem(key, allowNul);
+        if (problem) return { path: [...path, key], message: `key ${problem}` };
+        stack.push({ value: (v as Record<string, unknown>)[key], path: [...path, key], depth: depth + 1 });
+      }
+    }
+  }
+  return undefined;
+}
+
+function isPlainObject(v: object): boolean {
+  const proto = Object.getPrototypeOf(v) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+function describeType(v: unknown): string {
+  if (typeof v !== 'object' || v === null) return typeof v;
+  return (v as object).constructor?.name ?? 'an object';
+}
+
+/** Human size: `1 MiB`, `32 MiB`, `64 KiB`. */
+export function formatLimitBytes(bytes: number): string {
+  if (bytes % MIB === 0) return `${bytes / MIB} MiB`;
+  if (bytes % KIB === 0) return `${bytes / KIB} KiB`;
+  return `${bytes} bytes`;
+}
+
+/**
+ * Refuses a query text (recall, bus queries) that is too long ({@link MAX_QUERY_CHARS}), holds a NUL (full-text
+ * syntax cannot) or a lone surrogate, naming `field`.
+ * @throws EngramError `INVALID_INPUT`
+ */
+export function checkQuery(query: string, field: string): void {
+  if (query.length > MAX_QUERY_CHARS) {
+    throw new EngramError('INVALID_INPUT', `${field}: ${query.length} characters exceed the ${MAX_QUERY_CHARS}-character limit of a query (MAX_QUERY_CHARS); ask for the key terms`, {
+      field,
+      limit: 'MAX_QUERY_CHARS',
+      max: MAX_QUERY_CHARS,
+      actual: query.length,
+    });
+  }
+  const problem = stringProblem(query, false);
+  if (problem) throw new EngramError('INVALID_INPUT', `${field}: ${problem}`, { field });
+}
+
+/**
+ * Deepest nesting of a JSON request body. The deepest `meta` ({@link MAX_JSON_DEPTH}) inside the deepest request
+ * envelope fits with room to spare; the body is scanned before it is parsed because parsing itself is the cost:
+ * an 8 MiB body of nested arrays took 0.9-2 s in `JSON.parse`.
+ */
+export const MAX_REQUEST_JSON_DEPTH = 64;
+
+/**
+ * Most values (objects, arrays and the items and members in them) in a JSON request body, counted before parsing.
+ * Parsing costs by value, not by byte: 8 MiB of `{}` items took 1.8 s and 8 MiB of small keys 1.4 s, while 8 MiB
+ * of one string takes 30 ms. A batch of 1,000 events with keys, tags and some meta holds about 20,000.
+ */
+export const MAX_REQUEST_JSON_VALUES = 50_000;
+
+/**
+ * The problem with the structure of a JSON text, found without parsing it: nesting deeper than
+ * {@link MAX_REQUEST_JSON_DEPTH} or more values than {@link MAX_REQUEST_JSON_VALUES}. Malformed JSON is left to
+ * the parser. Linear; strings are skipped whole.
+ */
+export function jsonTextProblem(text: string): { message: string; params: LimitParams } | undefined {
+  let depth = 0;
+  let values = 1;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      // Skip to the closing quote: one not preceded by an odd run of backslashes.
+      for (;;) {
+        const q = text.indexOf('"', i + 1);
+        if (q < 0) return undefined;
+        let backslashes = 0;
+        while (text.charCodeAt(q - 1 - backslashes) === 0x5c) backslashes++;
+        i = q;
+        if (backslashes % 2 === 0) break;
+      }
+    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (++depth > MAX_REQUEST_JSON_DEPTH) {
+        return { message: `nests deeper than ${MAX_REQUEST_JSON_DEPTH} levels (MAX_REQUEST_JSON_DEPTH)`, params: { limit: 'MAX_REQUEST_JSON_DEPTH', max: MAX_REQUEST_JSON_DEPTH } };
+      }
+      values++;
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      depth--;
+    } else if (c === 0x2c /* , */) {
+      values++;
+    }
+    if (values > MAX_REQUEST_JSON_VALUES) {
+      return {
+        message: `holds more than ${MAX_REQUEST_JSON_VALUES} values (MAX_REQUEST_JSON_VALUES); send smaller batches`,
+        params: { limit: 'MAX_REQUEST_JSON_VALUES', max: MAX_REQUEST_JSON_VALUES },
+      };
+    }
+  }
+  return undefined;
+}
