@@ -10,6 +10,7 @@ import { DEFAULT_EXPAND_MAX_TOKENS } from '../../view/expand.js';
 import { MAX_RECALL_BATCH, recallAnswer } from '../../view/agent-recall.js';
 import { agentProjectSchema } from '../../model/agent.js';
 import { BUS_ROUTES } from './bus-routes.js';
+import { ADMIN_ROUTES } from './admin-routes.js';
 import { defineRoute, type Route } from './route.js';
 
 /** Most events in one `POST /v1/events` batch (one transaction); the body size limit applies as well. */
@@ -331,6 +332,7 @@ export const ROUTES: readonly Route[] = [
     },
   }),
   ...BUS_ROUTES,
+  ...ADMIN_ROUTES,
 ];
 
 /** The same error with `from` (and `from.*`, `from[...]`) renamed to `to` in its field and message. */
