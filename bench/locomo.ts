@@ -15,7 +15,7 @@ import { relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { LOCOMO_CATEGORIES, loadLocomo, turnText, type LocomoCategory, type LocomoConversation } from '../src/eval/locomo-data.js';
 import { evaluateLocomo, evidenceRecall, summarizeRecall, type LocomoReport, type RecallAtK } from '../src/eval/locomo-eval.js';
-import { HYBRID_VECTOR_WEIGHT } from '../src/memory/recall.js';
+import { fuseScores, HYBRID_VECTOR_WEIGHT } from '../src/memory/recall.js';
 import { BUILTIN_EMBEDDER_NAME, createBuiltinEmbedder, type BuiltinEmbedder } from '../src/providers/builtin-embedder.js';
 import { openGloveTables } from '../src/providers/glove/glove-cache.js';
 import type { GloveTables } from '../src/providers/glove/glove-tables.js';
@@ -39,8 +39,8 @@ export interface LocomoArgs {
 
 /** Reciprocal rank fusion constant (Cormack et al. 2009; the usual default, not tuned here). */
 export const RRF_K = 60;
-/** Weighted score fusion: share of the full-text score; equal weights, not tuned here. */
-export const FUSION_FTS_WEIGHT = 0.5;
+/** Weighted score fusion: share of the full-text score, the engine's (equal weights). */
+export const FUSION_FTS_WEIGHT = 1 - HYBRID_VECTOR_WEIGHT;
 /** Depth of each ranking fed to a fusion computed here. */
 const FUSION_DEPTH = 100;
 
@@ -230,19 +230,18 @@ export function fuseRrf(...rankings: Rankings[]): Rankings {
 }
 
 /**
- * Weighted score fusion: the full-text score divided by the question's best (absent = 0) and the cosine
- * min-max normalised over the vector ranking's depth, mixed with weight `ftsWeight`.
+ * Weighted score fusion, the engine's own (`fuseScores` of src/memory/recall.ts): the full-text score divided by
+ * the question's best (absent = 0) and the cosine min-max normalised over the vector ranking's depth, mixed
+ * with weight `ftsWeight`.
  */
 export function fuseWeighted(fts: Rankings, vector: Rankings, ftsWeight: number): Rankings {
   return fts.map((ftsList, q) => {
-    const scores = new Map<string, number>();
-    const best = Math.max(Number.EPSILON, ...ftsList.map((s) => s.score));
-    for (const s of ftsList) scores.set(s.id, (ftsWeight * s.score) / best);
-    const vec = vector[q]!;
-    const hi = Math.max(...vec.map((s) => s.score));
-    const lo = Math.min(...vec.map((s) => s.score));
-    for (const s of vec) scores.set(s.id, (scores.get(s.id) ?? 0) + ((1 - ftsWeight) * (s.score - lo)) / Math.max(hi - lo, Number.EPSILON));
-    return sortScores(scores);
+    const fused = fuseScores(
+      ftsList.map((s) => ({ eventId: s.id, relevance: s.score })),
+      vector[q]!.map((s) => ({ eventId: s.id, similarity: s.score })),
+      1 - ftsWeight,
+    );
+    return sortScores(new Map([...fused].map(([id, f]) => [id, f.relevance])));
   });
 }
 
