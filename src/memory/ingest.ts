@@ -7,7 +7,7 @@ import { artifactIdFromSha256, newEventId } from '../model/ids.js';
 import type { AppendOptions, AppendOutcome, EventDraft, StorageBackend } from '../store/backend.js';
 import { sessionScopeDenied } from '../store/backend.js';
 import { encodeArtifact, sha256Hex } from './artifact-codec.js';
-import { previewArtifact } from './preview.js';
+import { previewArtifact } from './preview/index.js';
 import { RedactionPolicy, REDACTION_SECRET_NAME, type RedactionOptions, type RedactionReport } from './event-redaction.js';
 import { maskPrivate } from './private-spans.js';
 

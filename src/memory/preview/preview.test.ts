@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { isEngramError } from '../errors.js';
-import { buildPreview, classifyContent, sniffMediaType } from './preview.js';
+import { isEngramError } from '../../errors.js';
+import { buildPreview, classifyContent, sniffMediaType } from './index.js';
 
 const BUILD_LOG = [
   '',
