@@ -8,7 +8,7 @@ import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
 import { ARTIFACT_ID_PREFIX, EVENT_ID_PREFIX } from '../model/ids.js';
 import type { TaskStateUpdate, TaskStateVersion } from '../model/task-state.js';
 import type { SessionPack } from '../context/context-engine.js';
-import { validateSessionId } from '../memory/ingest.js';
+import { validateSessionId, type IngestOutcome } from '../memory/ingest.js';
 import { maskPrivate } from '../memory/private-spans.js';
 import type { TaskStateUpdateOptions } from '../memory/task-state-store.js';
 import type { AppendOptions, AppendOutcome, ListEventsQuery } from '../store/backend.js';
@@ -44,7 +44,7 @@ export class EngramView {
   }
 
   /** Appends events (one transaction), creating the session in the principal's project on first use. */
-  async append(sessionId: string, events: EventInput | EventInput[] | readonly unknown[]): Promise<AppendOutcome[]> {
+  async append(sessionId: string, events: EventInput | EventInput[] | readonly unknown[]): Promise<IngestOutcome[]> {
     const id = validateSessionId(sessionId);
     await this.checkWritable(id, { mayNotExist: true });
     return this.mem.append(id, events as EventInput[], this.owner());

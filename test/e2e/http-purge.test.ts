@@ -45,6 +45,7 @@ describe('HTTP: secrets and purge', () => {
       events: [{ kind: 'user', content: `push with ${GH_TOKEN}, pin <private>4321</private>` }],
     });
     expect(appended.status).toBe(200);
+    expect(appended.body.events[0].redactions).toEqual({ count: 1, byKind: { 'github-token': 1 } });
     const page = await api('/v1/sessions/w1/events', workerToken);
     expect(page.body.events[0].content).toMatch(/^push with \[REDACTED:github-token:[0-9a-f]{8}\], pin \[private\]$/);
     const expanded = await api('/v1/expand', workerToken, { id: appended.body.events[0].id });

@@ -43,6 +43,8 @@ const appendResponse = z.object({
       /** True when the event's key was already stored: nothing was written for it. */
       isDuplicate: z.boolean(),
       artifactId: z.string().optional(),
+      /** Credentials replaced before the event was stored, by kind (never the values). */
+      redactions: z.object({ count: z.number().int(), byKind: z.record(z.string(), z.number().int()) }).optional(),
     }),
   ),
 });
@@ -110,6 +112,7 @@ export const ROUTES: readonly Route[] = [
             turn: o.record.turn,
             isDuplicate: o.isDuplicate,
             ...(o.record.artifact ? { artifactId: o.record.artifact.id } : {}),
+            ...(o.redactions ? { redactions: o.redactions } : {}),
           })),
         },
       };
