@@ -125,14 +125,6 @@ function hashPowers(maxTokenBytes: number): Int32Array {
   return powers;
 }
 
-/** One pre-token piece: `text.slice(charStart, charEnd)`, whose UTF-8 bytes are `bytes[byteStart, byteEnd)`. */
-interface Piece {
-  charStart: number;
-  charEnd: number;
-  byteStart: number;
-  byteEnd: number;
-}
-
 /**
  * Encodes text with a rank table and the pre-tokenizer's split pattern. Special tokens (`<|endoftext|>`) are not
  * recognised: in stored content they are text like any other, and counting them as text is what a model sees
@@ -148,23 +140,13 @@ export class BpeEncoder {
     private readonly table: RankTable,
     splitPattern: RegExp,
   ) {
-    this.splitPattern = new RegExp(splitPattern.source, splitPattern.flags.includes('g') ? splitPattern.flags : `${splitPattern.flags}g`);
+    this.splitPattern = new RegExp(splitPattern.source, `${splitPattern.flags.replace(/[gy]/g, '')}y`);
     this.powers = hashPowers(table.maxTokenBytes);
   }
 
   /** Number of tokens of `text` (see {@link MAX_PIECE_BYTES} for runs without word breaks). */
   count(text: string): number {
-    if (text.length === 0) return 0;
-    let total = 0;
-    this.forEachPiece(text, (bytes, piece) => {
-      let from = piece.byteStart;
-      for (const to of unitEnds(bytes, piece.byteStart, piece.byteEnd)) {
-        total += this.unitCount(bytes, from, to);
-        from = to;
-      }
-      return true;
-    });
-    return total;
+    return text.length === 0 ? 0 : this.scan(text, Number.POSITIVE_INFINITY).tokens;
   }
 
   /**
@@ -174,33 +156,63 @@ export class BpeEncoder {
    */
   prefixLength(text: string, maxTokens: number): number {
     if (maxTokens <= 0 || text.length === 0) return 0;
-    let used = 0;
-    let cut = text.length;
-    this.forEachPiece(text, (bytes, piece) => {
-      let from = piece.byteStart;
-      for (const to of unitEnds(bytes, piece.byteStart, piece.byteEnd)) {
-        const n = this.unitCount(bytes, from, to);
-        if (used + n <= maxTokens) {
-          used += n;
-          from = to;
-          continue;
-        }
-        // ends[k] is where token k ends, relative to the unit; keep the first maxTokens - used tokens.
-        const ends: number[] = [];
-        this.merge(bytes, from, to, ends);
-        const keepBytes = from - piece.byteStart + (ends[maxTokens - used - 1] ?? 0);
-        cut = piece.charStart + charsWithinBytes(text, piece.charStart, piece.charEnd, keepBytes);
-        return false;
-      }
-      return true;
-    });
-    return cut;
+    return this.scan(text, maxTokens).cut;
   }
 
-  /** Tokens of one unit (a piece, or a part of a long one); remembered unless the unit is a single token. */
+  /**
+   * Encodes `text` piece by piece, unit by unit, until `maxTokens` would be exceeded: the tokens of the whole text
+   * (or of the prefix kept) and the length of that prefix in code units. One loop without a callback or an object
+   * per piece: a megabyte of random text has half a million pieces.
+   */
+  private scan(text: string, maxTokens: number): { tokens: number; cut: number } {
+    const bytes = Buffer.from(text, 'utf8');
+    const re = this.splitPattern;
+    let total = 0;
+    let charPos = 0;
+    let bytePos = 0;
+    while (charPos < text.length) {
+      const charStart = charPos;
+      const byteStart = bytePos;
+      re.lastIndex = charPos;
+      // Sticky: a piece starts where the last one ended. The o200k pattern covers every character; one that a
+      // pattern skipped would be a piece of its own.
+      const charEnd = re.test(text) && re.lastIndex > charPos ? re.lastIndex : charPos + (utf8Width(text, charPos) === 4 ? 2 : 1);
+      for (; charPos < charEnd; charPos++) bytePos += utf8Width(text, charPos);
+      const n = bytePos - byteStart;
+      if (n <= MAX_PIECE_BYTES) {
+        const tokens = this.unitCount(bytes, byteStart, bytePos);
+        if (total + tokens > maxTokens) return { tokens: total, cut: charStart + this.keptChars(text, bytes, charStart, charEnd, byteStart, byteStart, bytePos, maxTokens - total) };
+        total += tokens;
+        continue;
+      }
+      let from = byteStart;
+      for (const to of unitEnds(bytes, byteStart, bytePos)) {
+        const tokens = this.unitCount(bytes, from, to);
+        if (total + tokens > maxTokens) return { tokens: total, cut: charStart + this.keptChars(text, bytes, charStart, charEnd, byteStart, from, to, maxTokens - total) };
+        total += tokens;
+        from = to;
+      }
+    }
+    return { tokens: total, cut: text.length };
+  }
+
+  /**
+   * Code units, from `charStart`, of the piece `text[charStart, charEnd)` (bytes from `pieceByteStart`) kept when
+   * only the first `keep` tokens of its unit `bytes[from, to)` fit.
+   */
+  private keptChars(text: string, bytes: Buffer, charStart: number, charEnd: number, pieceByteStart: number, from: number, to: number, keep: number): number {
+    // ends[k] is where token k of the unit ends, relative to the unit.
+    const ends: number[] = [];
+    this.merge(bytes, from, to, ends);
+    const keepBytes = from - pieceByteStart + (keep > 0 ? ends[keep - 1]! : 0);
+    return charsWithinBytes(text, charStart, charEnd, keepBytes);
+  }
+
+  /** Tokens of one unit (a piece, or a part of a long one); remembered when long, unless a single token. */
   private unitCount(bytes: Buffer, start: number, end: number): number {
     const n = end - start;
     if (n === 1) return 1;
+    if (n === 2) return this.table.pairRanks[bytes[start]! * 256 + bytes[start + 1]!]! >= 0 ? 1 : 2;
     if (n <= this.table.maxTokenBytes && this.wholeRank(bytes, start, end) >= 0) return 1;
     if (n < MIN_CACHED_UNIT_BYTES) return this.merge(bytes, start, end, undefined);
     const key = bytes.toString('latin1', start, end);
@@ -217,36 +229,6 @@ export class BpeEncoder {
     let hash = 0;
     for (let k = start; k < end; k++) hash = (Math.imul(hash, HASH_MULTIPLIER) + bytes[k]!) | 0;
     return lookup(this.table, hash, bytes, start, end - start);
-  }
-
-  /**
-   * Calls `visit` for each pre-token piece in order, until it returns false. `bytes` is the whole text in UTF-8,
-   * made once (a piece of a 1 MB text must not copy the text again).
-   */
-  private forEachPiece(text: string, visit: (bytes: Buffer, piece: Piece) => boolean): void {
-    const bytes = Buffer.from(text, 'utf8');
-    const re = this.splitPattern;
-    re.lastIndex = 0;
-    let charPos = 0;
-    let bytePos = 0;
-    try {
-      for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-        const charStart = m.index;
-        const charEnd = charStart + m[0].length;
-        if (charEnd === charStart) {
-          // An empty match would loop forever; the o200k pattern has none, but another might.
-          re.lastIndex++;
-          continue;
-        }
-        // Text the pattern skipped (o200k's skips none) still advances the byte offset.
-        for (; charPos < charStart; charPos++) bytePos += utf8Width(text, charPos);
-        const byteStart = bytePos;
-        for (; charPos < charEnd; charPos++) bytePos += utf8Width(text, charPos);
-        if (!visit(bytes, { charStart, charEnd, byteStart, byteEnd: bytePos })) break;
-      }
-    } finally {
-      re.lastIndex = 0;
-    }
   }
 
   /**
