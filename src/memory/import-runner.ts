@@ -1,17 +1,19 @@
 import { createReadStream, openSync, readSync, closeSync, statSync } from 'node:fs';
 import { basename, extname } from 'node:path';
 import { EngramError, isEngramError } from '../errors.js';
-import type { EventInput } from '../model/event.js';
+import type { ErrorCode } from '../errors.js';
+import type { EventId } from '../model/ids.js';
 import { SESSION_ID_PATTERN } from '../model/ids.js';
+import type { AppendOutcome, StorageBackend } from '../store/backend.js';
 import { detectFormat, parseImport } from './importers/index.js';
-import type { ImportFormat, ImportIssue } from './importers/types.js';
+import type { ImportedEvent, ImportFormat, ImportIssue } from './importers/types.js';
 import { IMPORT_FORMATS } from './importers/types.js';
 import type { Ingestor } from './ingest.js';
 import { validateEventInput } from './ingest.js';
 
 export interface ImportSourceFile {
   path: string;
-  /** Name shown in reports and used for the default session id; default: the file name. */
+  /** Name shown in reports and errors and used for the default session id; default: the file name. */
   displayName?: string;
 }
 
@@ -21,11 +23,11 @@ export interface ImportFileOptions {
   /** Import into this session, overriding the session ids the source names. */
   sessionId?: string;
   /**
-   * Default false: a file with any invalid line is rejected whole and nothing is stored. True: valid
-   * events are stored and every invalid line is listed in the report.
+   * Default false: a file with any invalid line is rejected whole and nothing is stored. True: the valid events
+   * are stored and every invalid line is listed in the report.
    */
   skipInvalid?: boolean;
-  /** Events per transaction. Default 500. */
+  /** Events per append call inside the import's transaction. Default 500. */
   batchSize?: number;
   onProgress?: (progress: ImportProgress) => void;
 }
@@ -49,25 +51,58 @@ export interface ImportReport {
   sessions: Array<{ id: string; stored: number; duplicates: number }>;
   /** Records recognised but not stored, by reason. */
   skipped: Record<string, number>;
-  /** Invalid lines (the first {@link MAX_REPORTED_ISSUES}). */
+  /** Invalid lines left out, by line (the first {@link MAX_REPORTED_ISSUES}). */
   issues: ImportIssue[];
   issueCount: number;
 }
 
-export const MAX_REPORTED_ISSUES = 50;
+/** Most issues kept in a report or an error (all are counted): bounds memory on a file of nothing but bad lines. */
+export const MAX_REPORTED_ISSUES = 10_000;
 const SNIFF_BYTES = 64 * 1024;
 const DEFAULT_BATCH_SIZE = 500;
+/**
+ * Attempts at one batch that the store refuses for one of its events before the rest of the batch goes one
+ * event at a time: each refusal costs a retry of the whole remainder, so a batch of many conflicting lines
+ * would otherwise cost its size squared.
+ */
+const MAX_BATCH_ATTEMPTS = 4;
+/** Refusals of the ingestor or the store that belong to one event of a batch (its `field` says which). */
+const PER_EVENT_CODES: ReadonlySet<ErrorCode> = new Set(['INVALID_INPUT', 'IDEMPOTENCY_CONFLICT', 'PAYLOAD_TOO_LARGE']);
+
+/** One event of the file on its way to the store. */
+interface Entry {
+  item: ImportedEvent;
+  sessionId: string;
+}
 
 /**
- * Imports a transcript file without ever storing a silent partial import: in strict mode a first pass
- * validates every line and any invalid one rejects the file before anything is written; with
- * `skipInvalid` the valid events are stored and the report lists every invalid line. Events carry
- * deterministic keys, so importing the same (or a grown) file again stores only what is new.
+ * Imports a transcript file all or nothing.
+ *
+ * The whole store pass runs in one storage transaction (StorageBackend.withTransaction): every batch is
+ * appended inside it and it commits only after the last line, so nothing is stored unless everything is,
+ * whatever fails (an invalid line, a key already stored with other content, a `supersedes` naming no event,
+ * a size limit, the disk or the server mid-way), and a crash or Ctrl-C leaves nothing either. A cheaper
+ * validate-first pass alone would leave a window: what it checked against the store can change before the
+ * writes, and a write failing after the first committed batch would leave part of the file stored. The price
+ * is the lock held for the pass: SQLite's write lock (other writers wait up to their busy timeout), or on
+ * PostgreSQL the row locks of the sessions written to (their other writers wait; other sessions do not).
+ *
+ * Strict imports (the default) first read the file once without touching the store, so a malformed file is
+ * refused quickly, every malformed or invalid record listed, before any lock is taken. The store pass checks
+ * each line again (the file may have grown meanwhile), then against the store and the file's earlier lines:
+ * a key reused with other content (the ingestor and the store compare content hashes, as for any append) or
+ * a `supersedes` naming no event. Any problem found there is listed and, once the pass is over, rolls the
+ * transaction back. With `skipInvalid`, the same checks skip the bad lines, list them in the report and
+ * store the rest, still in one transaction.
+ *
+ * Every problem is named by its line in the file (a JSON document's lines too) and field, or for a document
+ * the JSON path of the part the event came from. Events carry deterministic keys, so importing the same (or
+ * a grown) file again stores only what is new.
  */
 export async function runImport(ingestor: Ingestor, source: ImportSourceFile, options: ImportFileOptions = {}): Promise<ImportReport> {
   const stat = statOrThrow(source.path);
   const name = source.displayName ?? basename(source.path);
-  if (stat.size === 0) throw new EngramError('INVALID_INPUT', `${name}: the file is empty; nothing was imported`, { field: 'file', line: 0 });
+  if (stat.size === 0) throw new EngramError('INVALID_INPUT', `${name}: the file is empty; nothing was imported`, { field: 'file', file: name, line: 0 });
   const format = options.format ?? sniffFormat(source.path, name);
   if (!(IMPORT_FORMATS as readonly string[]).includes(format)) {
     throw new EngramError('INVALID_INPUT', `format: unknown format "${format}"; expected one of ${IMPORT_FORMATS.join(', ')}`, { field: 'format' });
@@ -80,97 +115,277 @@ export async function runImport(ingestor: Ingestor, source: ImportSourceFile, op
     ...(options.sessionId !== undefined ? { sessionId: options.sessionId } : {}),
     onBytes: (bytesRead: number) => options.onProgress?.({ phase, bytesRead, totalBytes: stat.size, events: counter.events }),
   });
-
-  const issues: ImportIssue[] = [];
-  let issueCount = 0;
-  const noteIssue = (issue: ImportIssue): void => {
-    issueCount++;
-    if (issues.length < MAX_REPORTED_ISSUES) issues.push(issue);
-  };
+  const issues = new IssueList();
 
   if (mode === 'strict') {
     const counter = { events: 0 };
     for await (const item of parseImport(importSource, format, parseOptions('validate', counter))) {
-      if (item.type === 'issue') noteIssue(item.value);
+      if (item.type === 'issue') issues.add(item.value);
       else if (item.type === 'event') {
         counter.events++;
-        const problem = validationProblem(item.value.event, item.value.line);
-        if (problem) noteIssue(problem);
+        const problem = checkEvent(item.value);
+        if (problem) issues.add(problem);
       }
     }
-    if (issueCount > 0) {
-      const first = issues[0]!;
-      throw new EngramError(
-        'INVALID_INPUT',
-        `${name}: ${issueCount} invalid record${issueCount === 1 ? '' : 's'}; nothing was imported. ` +
-          `First, line ${first.line}: ${first.message}. Fix the file, or pass --skip-invalid to import the valid records and list the rest.`,
-        { field: 'file', line: first.line, issueCount, issues },
-      );
-    }
+    if (issues.count > 0) throw rejection(name, issues);
   }
 
-  const report: ImportReport = { file: name, format, mode, stored: 0, duplicates: 0, sessions: [], skipped: {}, issues, issueCount };
+  const report: ImportReport = { file: name, format, mode, stored: 0, duplicates: 0, sessions: [], skipped: {}, issues: [], issueCount: 0 };
   const perSession = new Map<string, { id: string; stored: number; duplicates: number }>();
-  let batch: EventInput[] = [];
-  let batchSession = '';
-  const flush = async (): Promise<void> => {
-    if (batch.length === 0) return;
-    const outcomes = await ingestor.append(batchSession, batch);
-    const s = perSession.get(batchSession) ?? { id: batchSession, stored: 0, duplicates: 0 };
+  const tally = (sessionId: string, outcomes: AppendOutcome[]): void => {
+    const s = perSession.get(sessionId) ?? { id: sessionId, stored: 0, duplicates: 0 };
     for (const o of outcomes) {
-      if (o.isDuplicate) {
-        s.duplicates++;
-        report.duplicates++;
-      } else {
-        s.stored++;
-        report.stored++;
-      }
+      if (o.isDuplicate) s.duplicates++;
+      else s.stored++;
     }
-    perSession.set(batchSession, s);
-    batch = [];
+    perSession.set(sessionId, s);
   };
 
-  const counter = { events: 0 };
-  for await (const item of parseImport(importSource, format, parseOptions('store', counter))) {
-    if (item.type === 'skip') {
-      report.skipped[item.value.reason] = (report.skipped[item.value.reason] ?? 0) + 1;
-      continue;
-    }
-    if (item.type === 'issue') {
-      if (mode === 'skip-invalid') noteIssue(item.value);
-      continue;
-    }
-    const { event, line } = item.value;
-    if (mode === 'skip-invalid') {
-      const problem = validationProblem(event, line);
-      if (problem) {
-        noteIssue(problem);
-        continue;
+  try {
+    await ingestor.inTransaction(async (tx, store) => {
+      const keyLines = new KeyLines();
+      let batch: Entry[] = [];
+      // Keys in the batch. A key seen again starts a new batch, so that a line reusing an earlier line's key
+      // always meets it already stored (in this transaction), where the ingestor compares them.
+      let batchKeys = new Set<string>();
+      const flush = async (): Promise<void> => {
+        if (batch.length === 0) return;
+        const entries = await withoutDanglingSupersedes(store, batch, issues);
+        batch = [];
+        batchKeys = new Set();
+        await storeBatch(tx, entries, { issues, keyLines, name, tally });
+      };
+      const counter = { events: 0 };
+      for await (const item of parseImport(importSource, format, parseOptions('store', counter))) {
+        if (item.type === 'skip') {
+          report.skipped[item.value.reason] = (report.skipped[item.value.reason] ?? 0) + 1;
+          continue;
+        }
+        if (item.type === 'issue') {
+          issues.add(item.value);
+          continue;
+        }
+        // A strict import checked every line in its first pass; should a line have changed since, the
+        // ingestor refuses it the same way (storeBatch). Skipping imports check here, sparing a batch retry.
+        const problem = mode === 'strict' ? null : checkEvent(item.value);
+        if (problem) {
+          issues.add(problem);
+          continue;
+        }
+        const sessionId = item.value.sessionId ?? fallbackSession;
+        const key = item.value.event.key;
+        if (batch.length >= batchSize || (batch.length > 0 && batch[0]!.sessionId !== sessionId) || (key !== undefined && batchKeys.has(key))) await flush();
+        batch.push({ item: item.value, sessionId });
+        if (key !== undefined) batchKeys.add(key);
+        counter.events++;
       }
-    }
-    const session = item.value.sessionId ?? fallbackSession;
-    if (session !== batchSession || batch.length >= batchSize) {
       await flush();
-      batchSession = session;
-    }
-    batch.push(event);
-    counter.events++;
+      // Throwing rolls the transaction back: a strict import stores nothing when any line is bad.
+      if (mode === 'strict' && issues.count > 0) throw rejection(name, issues);
+    });
+  } catch (err) {
+    throw nothingImported(err, name);
   }
-  await flush();
+
+  for (const s of perSession.values()) {
+    report.stored += s.stored;
+    report.duplicates += s.duplicates;
+  }
   report.sessions = [...perSession.values()];
-  report.issueCount = issueCount;
+  report.issues = issues.sorted();
+  report.issueCount = issues.count;
   return report;
 }
 
-function validationProblem(event: EventInput, line: number): ImportIssue | null {
+/** Issues found so far: every one counted, the first MAX_REPORTED_ISSUES kept. */
+class IssueList {
+  private readonly kept: ImportIssue[] = [];
+  count = 0;
+
+  add(issue: ImportIssue): void {
+    this.count++;
+    if (this.kept.length < MAX_REPORTED_ISSUES) this.kept.push(issue);
+  }
+
+  /** In file order (the store reports a batch's problems after later lines were read). */
+  sorted(): ImportIssue[] {
+    return [...this.kept].sort((a, b) => a.line - b.line);
+  }
+}
+
+/**
+ * The first line of the file that stored each key (per session), to name it when a later line reuses the key
+ * for other content. The ingestor finds such a conflict (it compares the content hashes the store keeps, as
+ * for any append); this only says which line it was. Keyed by a 53-bit hash of the key rather than the key:
+ * 7 MB instead of 20 MB for the 133K keys of a 100K-line Claude Code transcript. Two keys of a session with
+ * the same hash (odds around 1 in 10^4 at a million keys) would only name the wrong earlier line.
+ */
+class KeyLines {
+  private readonly bySession = new Map<string, Map<number, number>>();
+
+  noteStored(entry: Entry): void {
+    const key = entry.item.event.key;
+    if (key === undefined) return;
+    let lines = this.bySession.get(entry.sessionId);
+    if (lines === undefined) this.bySession.set(entry.sessionId, (lines = new Map()));
+    const id = hash53(key);
+    if (!lines.has(id)) lines.set(id, entry.item.line);
+  }
+
+  firstLine(entry: Entry): number | undefined {
+    const key = entry.item.event.key;
+    return key === undefined ? undefined : this.bySession.get(entry.sessionId)?.get(hash53(key));
+  }
+}
+
+/** A 53-bit (exactly representable) hash of a string: two 32-bit multiply-xorshift hashes combined. */
+export function hash53(text: string): number {
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 2654435761);
+    h2 = Math.imul(h2 ^ c, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return 4294967296 * (h2 & 0x1fffff) + (h1 >>> 0);
+}
+
+/** ` (the event built from message.content[2])` for formats whose records are not events themselves. */
+function builtFrom(item: ImportedEvent): string {
+  return item.source === undefined ? '' : ` (the event built from ${item.source})`;
+}
+
+/**
+ * Checks one event as the ingestor will (so that a bad line is listed up front rather than refused with its
+ * batch); the issue, or null when fine.
+ */
+function checkEvent(item: ImportedEvent): ImportIssue | null {
   try {
-    validateEventInput(event, 'event');
+    validateEventInput(item.event, 'event');
     return null;
   } catch (err) {
     if (!isEngramError(err, 'INVALID_INPUT')) throw err;
-    const field = typeof err.data.field === 'string' ? err.data.field : undefined;
-    return field ? { line, message: err.message, field } : { line, message: err.message };
+    return eventIssue(item, err, 'event');
   }
+}
+
+/** An INVALID_INPUT about one event, whose field starts with `prefix` (`event`, `events[3]`), as a line issue. */
+function eventIssue(item: ImportedEvent, err: EngramError, prefix: string): ImportIssue {
+  const raw = typeof err.data.field === 'string' ? err.data.field : prefix;
+  const field = raw === prefix ? '(root)' : raw.startsWith(`${prefix}.`) ? raw.slice(prefix.length + 1) : raw;
+  // Messages start with the field they name (`events[3].content: ...`); the line is the event here.
+  const message = err.message.startsWith(`${prefix}.`) ? err.message.slice(prefix.length + 1) : err.message.startsWith(prefix) ? `event${err.message.slice(prefix.length)}` : err.message;
+  if (item.source !== undefined) return { line: item.line, field: item.source, message: `the event built from ${item.source} is invalid: ${message}` };
+  return { line: item.line, field, message };
+}
+
+/**
+ * The batch without the events whose `supersedes` names no event, each listed as an issue. Read through the
+ * import's transaction, so events stored from earlier lines of the file count.
+ */
+async function withoutDanglingSupersedes(store: StorageBackend, batch: Entry[], issues: IssueList): Promise<Entry[]> {
+  const ids = [...new Set(batch.flatMap((e) => (e.item.event.supersedes === undefined ? [] : [e.item.event.supersedes as EventId])))];
+  if (ids.length === 0) return batch;
+  const found = new Set<string>((await store.getEvents(ids)).map((e) => e.id));
+  return batch.filter((e) => {
+    const target = e.item.event.supersedes;
+    if (target === undefined || found.has(target)) return true;
+    issues.add({
+      line: e.item.line,
+      field: e.item.source ?? 'supersedes',
+      message: `supersedes${builtFrom(e.item)}: no event ${target} exists, neither stored before nor from an earlier line of this file`,
+    });
+    return false;
+  });
+}
+
+/**
+ * Appends one session's batch. When the ingestor or the store refuses one event of it (a key stored before
+ * with other content, a limit), that line is listed and the rest is tried again, so one bad line costs only
+ * itself; the refusal comes before anything of the attempt is written, or rolls back to the attempt's
+ * savepoint. Any other failure ends the import (and rolls it back), naming the lines of the batch.
+ */
+interface BatchContext {
+  issues: IssueList;
+  keyLines: KeyLines;
+  /** The file's name, for errors. */
+  name: string;
+  tally: (sessionId: string, outcomes: AppendOutcome[]) => void;
+}
+
+async function storeBatch(ingestor: Ingestor, entries: Entry[], ctx: BatchContext): Promise<void> {
+  let rest = entries;
+  let attempts = 0;
+  while (rest.length > 0) {
+    const take = attempts < MAX_BATCH_ATTEMPTS ? rest.length : 1;
+    const chunk = rest.slice(0, take);
+    const sessionId = chunk[0]!.sessionId;
+    try {
+      ctx.tally(sessionId, await ingestor.append(sessionId, chunk.map((e) => e.item.event)));
+      for (const entry of chunk) ctx.keyLines.noteStored(entry);
+      rest = rest.slice(take);
+    } catch (err) {
+      const refused = refusedEvent(err, chunk, ctx.keyLines);
+      if (refused === null) throw storageFailure(err, ctx.name, chunk);
+      ctx.issues.add(refused.issue);
+      attempts++;
+      rest = [...chunk.slice(0, refused.index), ...chunk.slice(refused.index + 1), ...rest.slice(take)];
+    }
+  }
+}
+
+/** Which event of `chunk` a refusal is about, as a line issue; null when it is not about one event. */
+function refusedEvent(err: unknown, chunk: Entry[], keyLines: KeyLines): { index: number; issue: ImportIssue } | null {
+  if (!isEngramError(err) || !PER_EVENT_CODES.has(err.code)) return null;
+  const field = typeof err.data.field === 'string' ? err.data.field : '';
+  const match = /^events\[(\d+)\]/.exec(field);
+  let index = match ? Number(match[1]) : -1;
+  // The stores name the key, not the position, of a conflict they find inside their own transaction.
+  if (index < 0 && err.code === 'IDEMPOTENCY_CONFLICT' && typeof err.data.key === 'string') {
+    index = chunk.findIndex((e) => e.item.event.key === err.data.key);
+  }
+  const entry = chunk[index];
+  if (entry === undefined) return null;
+  const { item } = entry;
+  if (err.code === 'IDEMPOTENCY_CONFLICT') {
+    const firstLine = keyLines.firstLine(entry);
+    const existing = typeof err.data.existingEventId === 'string' ? ` (event ${err.data.existingEventId})` : '';
+    const where = firstLine === undefined ? `already stored with other content${existing}` : `already used on line ${firstLine} of this file with other content`;
+    const message = `key "${item.event.key}"${builtFrom(item)} was ${where}`;
+    return { index, issue: { line: item.line, field: item.source ?? 'key', code: 'IDEMPOTENCY_CONFLICT', message } };
+  }
+  return { index, issue: eventIssue(item, err, `events[${index}]`) };
+}
+
+/** A failure not about one line: which lines were being stored, and that nothing was. */
+function storageFailure(err: unknown, name: string, chunk: Entry[]): unknown {
+  if (!isEngramError(err)) return err;
+  const first = chunk[0]!.item.line;
+  const last = chunk[chunk.length - 1]!.item.line;
+  const lines = first === last ? `line ${first}` : `lines ${first}-${last}`;
+  return new EngramError(err.code, `${name}: storing ${lines} failed, so nothing was imported: ${err.message}`, { ...err.data, file: name, lines: [first, last] }, { cause: err });
+}
+
+/** Errors leaving the import's transaction name the file and say that nothing was stored. */
+function nothingImported(err: unknown, name: string): unknown {
+  if (!isEngramError(err) || err.data.file === name) return err;
+  return new EngramError(err.code, `${name}: nothing was imported: ${err.message}`, { ...err.data, file: name }, { cause: err });
+}
+
+/** A strict import's refusal: the first problem by line, how many there are, all of them in `data.issues`. */
+function rejection(name: string, issues: IssueList): EngramError {
+  const all = issues.sorted();
+  const first = all[0]!;
+  const at = first.line > 0 ? `${name}:${first.line}` : name;
+  const others = issues.count - 1;
+  const more = others > 0 ? ` (and ${others} more invalid record${others === 1 ? '' : 's'})` : '';
+  return new EngramError(
+    first.code ?? 'INVALID_INPUT',
+    `${at}: ${first.message}${more}; nothing was imported. Fix the file, or pass --skip-invalid to import the valid records and list the rest.`,
+    { file: name, line: first.line, ...(first.field !== undefined ? { field: first.field } : {}), issueCount: issues.count, issues: all },
+  );
 }
 
 function sniffFormat(path: string, name: string): ImportFormat {

@@ -92,6 +92,17 @@ export class Ingestor {
     return this.appendValidated(sessionIdInput, inputs, false, owner);
   }
 
+  /**
+   * Runs `fn` with this ingestor bound to one store transaction (see StorageBackend.withTransaction): what it
+   * appends through the ingestor it is given, in any number of calls, is committed together when `fn`
+   * resolves and not at all when it throws; `store` reads inside that transaction. For whole-file imports.
+   */
+  inTransaction<T>(fn: (ingestor: Ingestor, store: StorageBackend) => Promise<T>): Promise<T> {
+    // A new ingestor with the same options, so everything it reads or writes (the redaction secret too) goes
+    // through the transaction: the outer store's connection would wait for the transaction's own lock.
+    return this.store.withTransaction((tx) => fn(new Ingestor(tx, this.opts), tx));
+  }
+
   /** For Engram's own writers (the task-state store): the same path, internal kinds allowed. */
   async appendInternal(sessionIdInput: string, inputs: readonly InternalEventInput[], owner: AppendOptions = {}): Promise<IngestOutcome[]> {
     return this.appendValidated(sessionIdInput, inputs, true, owner);

@@ -365,6 +365,19 @@ export interface StorageBackend {
    */
   appendEvents(sessionId: SessionId, drafts: EventDraft[], artifacts: ArtifactDraft[], options?: AppendOptions): Promise<AppendOutcome[]>;
 
+  /**
+   * Runs `fn` in one transaction that spans every call it makes through `tx`: committed when `fn` resolves,
+   * rolled back whole when it throws (each `appendEvents` inside becomes a savepoint, so a refused batch
+   * leaves the rest usable). Reads through `tx` see the transaction's own writes. For imports that must be
+   * all-or-nothing across many batches; calls through `tx` must not overlap, and `fn` must not write through
+   * the outer backend (on SQLite that would wait for the transaction's own lock).
+   *
+   * The transaction holds its locks until `fn` settles: SQLite's write lock (other writers wait up to their
+   * busy timeout, then fail with a retryable STORAGE_ERROR), PostgreSQL's locks on the session rows appended
+   * to (writers to those sessions wait; other sessions are not blocked).
+   */
+  withTransaction<T>(fn: (tx: StorageBackend) => Promise<T>): Promise<T>;
+
   getEvent(id: EventId): Promise<EventRecord | null>;
   /** Events for the ids that exist, in the order of `ids`. */
   getEvents(ids: EventId[]): Promise<EventRecord[]>;
@@ -474,9 +487,6 @@ export interface StorageBackend {
   /** Stored vectors of `model` for the ids that have one. */
   getVectors(model: string, ids: EventId[]): Promise<Map<EventId, Float32Array>>;
 
-  stats(): Promise<StoreStats>;
-  close(): Promise<void>;
-}
   /**
    * The one destructive operation (STYLE.md, first principle): applies a privacy purge in one transaction, in
    * which alone the immutability triggers yield, and appends its purge-log row (who, when, the selector, the
@@ -486,3 +496,6 @@ export interface StorageBackend {
   /** Purge-log rows, newest first. Default limit 100. */
   listPurgeLog(options?: { limit?: number }): Promise<PurgeLogRecord[]>;
 
+  stats(): Promise<StoreStats>;
+  close(): Promise<void>;
+}

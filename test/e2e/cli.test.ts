@@ -116,7 +116,7 @@ describe('engram CLI', () => {
     writeFileSync(join(dir, 'bad.jsonl'), '{"kind":"user","content":"ok"}\n{"kind":"user", oops}\n{"kind":"user","content":"ok too"}\n');
     const r = engram(['ingest', 'bad.jsonl']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('line 2');
+    expect(r.stderr).toContain('bad.jsonl:2: malformed JSON');
     expect(r.stderr).toContain('nothing was imported');
     expect(JSON.parse(engram(['stats', '--json']).stdout).events).toBe(15);
   });

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import { eventInputSchema, sessionIdSchema } from '../../model/event.js';
 import type { EventInput } from '../../model/event.js';
-import type { ImportItem } from './types.js';
+import type { ImportedEvent, ImportItem } from './types.js';
 
 /** An issue item; `field` is left out when not given so issues compare cleanly. */
 export function issueItem(line: number, message: string, field?: string): ImportItem {
@@ -39,7 +39,9 @@ export function eventItem(event: EventInput, options: EventItemOptions): ImportI
     if (source === undefined) return issueItem(line, message, field);
     return issueItem(line, `the event built from ${source} is invalid: ${message}`, source);
   }
-  return { type: 'event', value: sessionId === undefined ? { line, event } : { line, sessionId, event } };
+  const value: ImportedEvent = sessionId === undefined ? { line, event } : { line, sessionId, event };
+  if (source !== undefined) value.source = source;
+  return { type: 'event', value };
 }
 
 /** The first zod issue as a field path and a message that names it; unknown keys name the key itself. */

@@ -24,15 +24,25 @@ export interface ImportedEvent {
   /** The session the event belongs to, when the source or the caller names one. */
   sessionId?: string;
   event: EventInput;
+  /**
+   * Where in the record the event was built from (`message.content[2]`, `messages[3].content[1]`), for formats
+   * whose records are not events themselves; absent for Engram JSONL, whose line is the event.
+   */
+  source?: string;
 }
 
-/** Something in the source that could not be turned into an event. */
+/** Something in the source that could not be turned into an event, or an event the store refused. */
 export interface ImportIssue {
   /** 1-based source line; 0 for the file as a whole. */
   line: number;
   message: string;
-  /** Path of the offending field inside the record, e.g. `message.content[2].type`. */
+  /**
+   * Path of the offending field inside the record, e.g. `message.content[2].type`, `key`, `supersedes`; for a
+   * whole-JSON document, the JSON path of the part the event was built from (`messages[3].content[1]`).
+   */
   field?: string;
+  /** Why, as an error code: `IDEMPOTENCY_CONFLICT` for a key reused with other content; absent means INVALID_INPUT. */
+  code?: 'IDEMPOTENCY_CONFLICT';
 }
 
 /** Something recognised but intentionally not stored (e.g. a Claude Code `file-history-snapshot` record). */

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { EngramError } from '../../errors.js';
 import type { ArtifactDraft } from '../../model/artifact.js';
 import type { EventKind, EventRecord, SessionRecord } from '../../model/event.js';
@@ -25,10 +26,10 @@ import type {
   StoredArtifact,
   TextHit,
   TextSearchQuery,
-} from '../backend.js';
   PurgeCounts,
   PurgeLogRecord,
   PurgePlan,
+} from '../backend.js';
 import { DEFAULT_CAPABILITIES, recallLogLimit, sessionScopeDenied } from '../backend.js';
 import { DEFAULT_PROJECT } from '../../model/access.js';
 import type { ContextStateRecord } from '../../model/context-state.js';
@@ -48,8 +49,8 @@ import { chunkForIndex, indexTokens } from './tsquery.js';
 import { TsqueryPlanner } from './tsquery-planner.js';
 import { PostgresVectors } from './postgres-vectors.js';
 import { PostgresBus } from './postgres-bus.js';
-import type { BusStorage } from '../bus-storage.js';
 import { PostgresPurge } from './postgres-purge.js';
+import type { BusStorage } from '../bus-storage.js';
 
 
 
@@ -106,8 +107,10 @@ export class PostgresBackend implements StorageBackend {
   private readonly sessions: PostgresSessions;
   private readonly vectors: PostgresVectors;
   readonly bus: BusStorage;
-  private isClosed = false;
   private readonly purger: PostgresPurge;
+  private isClosed = false;
+  /** The connection of the withTransaction a call is made from (found through the async context), if any. */
+  private readonly heldClient = new AsyncLocalStorage<PgPoolClient>();
 
   private constructor(
     private readonly pool: PgPool,
@@ -131,15 +134,15 @@ export class PostgresBackend implements StorageBackend {
       <R>(sql: string, params: unknown[], context: string) => this.query<R>(sql, params, context),
       (context, fn) => this.transaction(context, fn),
     );
-  }
-
-  /** Rows each tsquery matches, counted through the GIN index and capped (so a common word costs little). */
     this.purger = new PostgresPurge(
       this.sql.s,
       location.schema,
       (sql, params) => this.query(sql, params ?? [], 'purge query failed'),
       (fn) => this.transaction('purge failed (nothing was changed)', fn),
     );
+  }
+
+  /** Rows each tsquery matches, counted through the GIN index and capped (so a common word costs little). */
   private async cappedCounts(queries: string[], cap: number): Promise<number[]> {
     const s = this.sql.s;
     const columns = queries.map(
@@ -225,6 +228,47 @@ export class PostgresBackend implements StorageBackend {
       }
       return outcomes;
     });
+  }
+
+  async withTransaction<T>(fn: (tx: StorageBackend) => Promise<T>): Promise<T> {
+    // Called from inside one already: join it.
+    if (this.heldClient.getStore()) return fn(this);
+    const context = 'transaction failed';
+    const client = await this.connect(context);
+    let broken: Error | undefined;
+    try {
+      try {
+        await client.query('BEGIN');
+      } catch (err) {
+        broken = isServerError(err) ? undefined : toError(err);
+        throw translatePgError(err, context, this.displayUrl);
+      }
+      let out: T;
+      try {
+        // Every query and transaction this backend runs from inside `fn` (found through the async context)
+        // uses this connection, an inner transaction as a savepoint; calls from anywhere else meanwhile use the
+        // pool as before and never see or join this transaction. What `fn` throws is passed on as it is.
+        out = await this.heldClient.run(client, () => fn(this));
+      } catch (err) {
+        try {
+          await client.query('ROLLBACK');
+        } catch (rollbackErr) {
+          broken = toError(rollbackErr);
+        }
+        throw err;
+      }
+      try {
+        await client.query('COMMIT');
+      } catch (err) {
+        // A failed COMMIT has rolled back; a connection lost in it leaves the outcome to the server (rolled
+        // back unless the commit record was written) and the connection unusable.
+        broken = isServerError(err) ? undefined : toError(err);
+        throw translatePgError(err, context, this.displayUrl);
+      }
+      return out;
+    } finally {
+      client.release(broken);
+    }
   }
 
   async getEvent(id: EventId): Promise<EventRecord | null> {
@@ -531,6 +575,14 @@ export class PostgresBackend implements StorageBackend {
     };
   }
 
+  purge(plan: PurgePlan): Promise<PurgeCounts> {
+    return this.purger.purge(plan);
+  }
+
+  listPurgeLog(options: { limit?: number } = {}): Promise<PurgeLogRecord[]> {
+    return this.purger.listLog(options.limit ?? 100);
+  }
+
   getVectorModel(): Promise<VectorModel | null> {
     return this.vectors.readModel();
   }
@@ -541,14 +593,6 @@ export class PostgresBackend implements StorageBackend {
 
   claimEmbeddingJobs(limit: number, leaseMs: number): Promise<EventId[]> {
     return this.vectors.claim(limit, leaseMs);
-  purge(plan: PurgePlan): Promise<PurgeCounts> {
-    return this.purger.purge(plan);
-  }
-
-  listPurgeLog(options: { limit?: number } = {}): Promise<PurgeLogRecord[]> {
-    return this.purger.listLog(options.limit ?? 100);
-  }
-
   }
 
   putVectors(model: string, vectors: StoredVector[], skipped: EventId[] = []): Promise<void> {
@@ -590,6 +634,14 @@ export class PostgresBackend implements StorageBackend {
   }
 
   private async query<R>(sql: string, params: unknown[] = [], context = 'query failed', phase: PgErrorPhase = 'query'): Promise<R[]> {
+    const held = this.heldClient.getStore();
+    if (held) {
+      try {
+        return (await held.query<R>(sql, params)).rows;
+      } catch (err) {
+        throw translatePgError(err, context, this.displayUrl, phase);
+      }
+    }
     const client = await this.connect(context);
     let broken: Error | undefined;
     try {
@@ -604,6 +656,8 @@ export class PostgresBackend implements StorageBackend {
 
   /** Runs `fn` in a READ COMMITTED transaction on one pooled connection; any failure rolls it all back. */
   private async transaction<T>(context: string, fn: (client: PgPoolClient) => Promise<T>): Promise<T> {
+    const held = this.heldClient.getStore();
+    if (held) return this.savepoint(held, context, fn);
     const client = await this.connect(context);
     let broken: Error | undefined;
     try {
@@ -621,6 +675,20 @@ export class PostgresBackend implements StorageBackend {
       throw translatePgError(err, context, this.displayUrl);
     } finally {
       client.release(broken);
+    }
+  }
+
+  /** `fn` inside a withTransaction's transaction, as a savepoint: its failure undoes its own work only. */
+  private async savepoint<T>(client: PgPoolClient, context: string, fn: (client: PgPoolClient) => Promise<T>): Promise<T> {
+    try {
+      await client.query('SAVEPOINT engram_step');
+      const out = await fn(client);
+      await client.query('RELEASE SAVEPOINT engram_step');
+      return out;
+    } catch (err) {
+      // If this fails too, the transaction is aborted and the outer withTransaction fails and rolls back.
+      await client.query('ROLLBACK TO SAVEPOINT engram_step').catch(() => undefined);
+      throw translatePgError(err, context, this.displayUrl);
     }
   }
 

@@ -23,7 +23,7 @@ export async function ingestCommand(mem: Engram, args: IngestArgs, io: Io): Prom
   let path = args.file;
   let tempDir: string | undefined;
   if (args.file === '-') {
-    // Strict imports read the source twice (validate, then store), so stdin is spooled to disk once.
+    // Strict imports read the source twice (validate, then store in one transaction), so stdin is spooled to disk once.
     tempDir = mkdtempSync(join(tmpdir(), 'engram-stdin-'));
     path = join(tempDir, 'stdin');
     await pipeline(process.stdin, createWriteStream(path));
@@ -50,6 +50,8 @@ export async function ingestCommand(mem: Engram, args: IngestArgs, io: Io): Prom
 }
 
 const SESSIONS_LISTED = 5;
+/** Invalid records printed in the text report; `--json` carries every one the report keeps. */
+const ISSUES_LISTED = 50;
 
 function renderSessions(sessions: ImportReport['sessions']): string {
   if (sessions.length === 0) return '-';
@@ -72,8 +74,10 @@ function renderReport(r: ImportReport): string {
   if (skipped.length > 0) lines.push(`skipped records: ${skipped.map(([why, n]) => `${n} ${why}`).join('; ')}`);
   if (r.issueCount > 0) {
     lines.push(`${r.issueCount} invalid record(s) were left out:`);
-    for (const i of r.issues) lines.push(`  line ${i.line}: ${i.message}`);
-    if (r.issueCount > r.issues.length) lines.push(`  ... and ${r.issueCount - r.issues.length} more`);
+    const listed = r.issues.slice(0, ISSUES_LISTED);
+    for (const i of listed) lines.push(`  ${i.line > 0 ? `${r.file}:${i.line}` : r.file}: ${i.message}`);
+    const more = r.issueCount - listed.length;
+    if (more > 0) lines.push(`  ... and ${more} more${r.issues.length > listed.length ? ' (--json lists them)' : ''}`);
   }
   return lines.join('\n');
 }
