@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderTaskState } from '../../src/context/assembly/assembler.js';
+import { renderTaskState } from '../../src/context/assembly/task-state-yaml.js';
 import { defaultBudgets } from '../../src/context/assembly/blocks.js';
 import { cardForPack } from '../../src/context/context-engine.js';
 import { EMPTY_TASK_STATE, taskStateSchema, type TaskState } from '../../src/model/task-state.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { assemblePack, type HistoryItem, type PackInput } from '../../src/context/assembly/assembler.js';
+import { assemblePack } from '../../src/context/assembly/assembler.js';
+import type { HistoryItem, PackInput } from '../../src/context/assembly/context-pack.js';
 import { formatAnthropic, formatText, renderSection, type AnthropicMessagesPayload } from '../../src/context/assembly/formatters.js';
 import { createGptTokenizer } from '../../src/providers/gpt-tokenizer.js';
 import { anthropicCacheRead, anthropicUnits, divergenceBlock, linearizeAnthropic, textBlockSpans, tokenReuse, unsharedTokensByBlock, type AnthropicUnit } from './prefix-metrics.js';

@@ -1,4 +1,4 @@
-import type { ContextPack } from '../../src/context/assembly/assembler.js';
+import type { ContextPack } from '../../src/context/assembly/context-pack.js';
 import type { BlockKind } from '../../src/context/assembly/blocks.js';
 import { prefixReuse, prefixReuseTokens } from '../../src/context/assembly/blocks.js';
 import type { AnthropicContentBlock, AnthropicMessagesPayload } from '../../src/context/assembly/formatters.js';

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { EngramError } from '../errors.js';
-import type { CodexDocument } from './assembly/assembler.js';
+import type { CodexDocument } from './assembly/context-pack.js';
 
 export interface CodexLoadOptions {
   /** Files larger than this are skipped (listed in `skipped`). Default 1 MiB. */

@@ -4,7 +4,7 @@ import type { EventId, SessionId } from '../model/ids.js';
 import type { TaskState } from '../model/task-state.js';
 import type { Tokenizer } from '../providers/tokenizer.js';
 import type { StorageBackend } from '../store/backend.js';
-import type { AssembleOptions, CodexDocument, ContextPack, HistoryItem, KarmaItem } from './assembly/assembler.js';
+import type { AssembleOptions, CodexDocument, ContextPack, HistoryItem, KarmaItem } from './assembly/context-pack.js';
 import { assemblePack, HISTORY_SEPARATOR, renderHistoryItem } from './assembly/assembler.js';
 import type { BlockKind, PackBudgets } from './assembly/blocks.js';
 import { defaultBudgets } from './assembly/blocks.js';

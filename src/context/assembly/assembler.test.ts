@@ -1,8 +1,9 @@
 import { thrown } from '../test-support.js';
 import { describe, expect, it } from 'vitest';
 import { createGptTokenizer } from '../../providers/gpt-tokenizer.js';
-import { assemblePack, renderHistoryItem, renderTaskState } from './assembler.js';
-import type { ContextPack, HistoryItem, KarmaItem, PackInput } from './assembler.js';
+import { assemblePack, renderHistoryItem } from './assembler.js';
+import type { ContextPack, HistoryItem, KarmaItem, PackInput } from './context-pack.js';
+import { renderTaskState } from './task-state-yaml.js';
 import { defaultBudgets } from './blocks.js';
 import type { BlockKind, PackBudgets } from './blocks.js';
 

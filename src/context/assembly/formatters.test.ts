@@ -2,7 +2,7 @@ import { thrown } from '../test-support.js';
 import { describe, expect, it } from 'vitest';
 import { createGptTokenizer } from '../../providers/gpt-tokenizer.js';
 import { assemblePack } from './assembler.js';
-import type { HistoryItem, PackInput } from './assembler.js';
+import type { HistoryItem, PackInput } from './context-pack.js';
 import { prefixReuse, prefixReuseTokens } from './blocks.js';
 import {
   CODEBASE_MEDIA_TYPE,

@@ -1,6 +1,6 @@
 import { EngramError } from '../../errors.js';
 import { isToolCall } from './assembler.js';
-import type { CodexDocument, ContextPack, PackBlock, PackHistoryItem } from './assembler.js';
+import type { CodexDocument, ContextPack, PackBlock, PackHistoryItem } from './context-pack.js';
 import type { BlockKind } from './blocks.js';
 
 /**
