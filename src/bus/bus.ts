@@ -33,6 +33,8 @@ export interface BusDependencies {
   agent: (id: string) => Promise<BusAgent | null>;
   /** Agents whose parent is `id`. */
   children: (id: string) => Promise<BusAgent[]>;
+  /** Replaces credentials in engram claims before they are stored; absent: verbatim. */
+  redact?: (text: string) => Promise<string>;
 }
 
 /**
@@ -57,7 +59,14 @@ export class Bus {
     this.defaultRunId = options.defaultRunId ?? 'default';
     const now = options.now ?? Date.now;
     this.telemetry = new TelemetryBuffer(deps.storage);
-    this.engrams = new EngramBus(deps.storage, this.telemetry, { limits: this.limits, policy: this.policy, countTokens: deps.countTokens, embedder: deps.embedder, now });
+    this.engrams = new EngramBus(deps.storage, this.telemetry, {
+      limits: this.limits,
+      policy: this.policy,
+      countTokens: deps.countTokens,
+      embedder: deps.embedder,
+      now,
+      ...(deps.redact ? { redact: deps.redact } : {}),
+    });
     this.enforcer = new BudgetEnforcer(deps.storage, deps.resolver, this.telemetry, { limits: this.limits, countTokens: deps.countTokens, now });
   }
 

@@ -66,6 +66,8 @@ export interface EngramBusOptions {
   /** The bound embedder, for the optional rerank (PAS Bus §5.2); null: keys only. */
   embedder: () => Embedder | null;
   now?: () => number;
+  /** Replaces credentials in a claim before it is stored (the engine's redaction policy); absent: verbatim. */
+  redact?: (text: string) => Promise<string>;
 }
 
 /**
@@ -90,7 +92,9 @@ export class EngramBus {
   async put(agent: BusAgent, input: unknown, runId: string): Promise<{ status: 'stored' | 'duplicate'; engram: EngramClaim }> {
     const nowMs = this.now();
     const candidate = withDefaults(input, agent, nowMs);
-    const engram = validateEngram(candidate);
+    const validated = validateEngram(candidate);
+    // Secrets in a claim are replaced before the claim is keyed, deduplicated or stored, as in events.
+    const engram = this.o.redact ? { ...validated, claim: await this.o.redact(validated.claim) } : validated;
     if (engram.provenance.created_by !== agent.id) {
       throw new EngramError('SCOPE_DENIED', `provenance.created_by: an agent writes engrams as itself (${agent.id}), not as ${engram.provenance.created_by}`, {
         field: 'provenance.created_by',

@@ -126,6 +126,15 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
         expect(row!.query).toMatch(/^why does \[REDACTED:github-token:[0-9a-f]{8}\] fail$/);
       });
 
+      it('redacts a credential in a bus engram claim before it is keyed and stored', async () => {
+        const [ev] = await mem.append('ops', { kind: 'note', content: 'token rotated' });
+        await mem.agents.add('scribe', { role: 'programmer', project: 'default' });
+        const scribe = await mem.busAgent('scribe');
+        const { engram } = await mem.bus.engrams.put(scribe, riskEngram(`CI still uses ${GH_TOKEN}; rotate it`, [`sam:event:${ev!.record.id}`]), 'r1');
+        expect(engram.claim).toMatch(/^CI still uses \[REDACTED:github-token:[0-9a-f]{8}\]; rotate it$/);
+        expect(JSON.stringify(await mem.store.bus.getEngram(engram.id))).not.toContain(GH_TOKEN);
+      });
+
       it('stores content verbatim when redaction is switched off', async () => {
         const plain = await openEngram({ backend: harness.backend, ingest: { redact: false } });
         const [o] = await plain.append('raw', { kind: 'user', content: `token ${GH_TOKEN}` });
