@@ -125,6 +125,17 @@ function hashPowers(maxTokenBytes: number): Int32Array {
   return powers;
 }
 
+/** A count in progress ({@link BpeEncoder.startCount}); `tokens` so far, final once the text is done. */
+export interface CountProgress {
+  readonly text: string;
+  readonly bytes: Buffer;
+  readonly charPos: number;
+  readonly bytePos: number;
+  readonly tokens: number;
+}
+
+type MutableProgress = { -readonly [K in keyof CountProgress]: CountProgress[K] };
+
 /**
  * Encodes text with a rank table and the pre-tokenizer's split pattern. Special tokens (`<|endoftext|>`) are not
  * recognised: in stored content they are text like any other, and counting them as text is what a model sees
@@ -159,41 +170,65 @@ export class BpeEncoder {
     return this.scan(text, maxTokens).cut;
   }
 
-  /**
-   * Encodes `text` piece by piece, unit by unit, until `maxTokens` would be exceeded: the tokens of the whole text
-   * (or of the prefix kept) and the length of that prefix in code units. One loop without a callback or an object
-   * per piece: a megabyte of random text has half a million pieces.
-   */
+  /** Starts a count to advance with {@link countStep}: for callers that must yield to other work while counting. */
+  startCount(text: string): CountProgress {
+    return { text, bytes: Buffer.from(text, 'utf8'), charPos: 0, bytePos: 0, tokens: 0 };
+  }
+
+  /** Counts at most `pieces` more pieces of `progress.text` into `progress.tokens`; true once the text is done. */
+  countStep(progress: CountProgress, pieces: number): boolean {
+    this.advance(progress as MutableProgress, Number.POSITIVE_INFINITY, pieces);
+    return progress.charPos >= progress.text.length;
+  }
+
   private scan(text: string, maxTokens: number): { tokens: number; cut: number } {
-    const bytes = Buffer.from(text, 'utf8');
+    const progress = this.startCount(text) as MutableProgress;
+    const cut = this.advance(progress, maxTokens, Number.POSITIVE_INFINITY);
+    return { tokens: progress.tokens, cut: cut ?? text.length };
+  }
+
+  /**
+   * Encodes piece by piece, unit by unit, from where `p` stands, for at most `maxPieces` pieces or until
+   * `maxTokens` would be exceeded; then returns the length of the prefix kept, in code units (undefined while
+   * within the budget). One loop without a callback, a match array or an object per piece: a megabyte of random
+   * text has half a million pieces.
+   */
+  private advance(p: MutableProgress, maxTokens: number, maxPieces: number): number | undefined {
+    const { text, bytes } = p;
     const re = this.splitPattern;
-    let total = 0;
-    let charPos = 0;
-    let bytePos = 0;
-    while (charPos < text.length) {
-      const charStart = charPos;
-      const byteStart = bytePos;
-      re.lastIndex = charPos;
-      // Sticky: a piece starts where the last one ended. The o200k pattern covers every character; one that a
-      // pattern skipped would be a piece of its own.
-      const charEnd = re.test(text) && re.lastIndex > charPos ? re.lastIndex : charPos + (utf8Width(text, charPos) === 4 ? 2 : 1);
-      for (; charPos < charEnd; charPos++) bytePos += utf8Width(text, charPos);
-      const n = bytePos - byteStart;
-      if (n <= MAX_PIECE_BYTES) {
-        const tokens = this.unitCount(bytes, byteStart, bytePos);
-        if (total + tokens > maxTokens) return { tokens: total, cut: charStart + this.keptChars(text, bytes, charStart, charEnd, byteStart, byteStart, bytePos, maxTokens - total) };
-        total += tokens;
-        continue;
+    let total = p.tokens;
+    let charPos = p.charPos;
+    let bytePos = p.bytePos;
+    try {
+      for (let pieces = 0; charPos < text.length && pieces < maxPieces; pieces++) {
+        const charStart = charPos;
+        const byteStart = bytePos;
+        re.lastIndex = charPos;
+        // Sticky: a piece starts where the last one ended. The o200k pattern covers every character; one that a
+        // pattern skipped would be a piece of its own.
+        const charEnd = re.test(text) && re.lastIndex > charPos ? re.lastIndex : charPos + (utf8Width(text, charPos) === 4 ? 2 : 1);
+        for (; charPos < charEnd; charPos++) bytePos += utf8Width(text, charPos);
+        const n = bytePos - byteStart;
+        if (n <= MAX_PIECE_BYTES) {
+          const tokens = this.unitCount(bytes, byteStart, bytePos);
+          if (total + tokens > maxTokens) return charStart + this.keptChars(text, bytes, charStart, charEnd, byteStart, byteStart, bytePos, maxTokens - total);
+          total += tokens;
+          continue;
+        }
+        let from = byteStart;
+        for (const to of unitEnds(bytes, byteStart, bytePos)) {
+          const tokens = this.unitCount(bytes, from, to);
+          if (total + tokens > maxTokens) return charStart + this.keptChars(text, bytes, charStart, charEnd, byteStart, from, to, maxTokens - total);
+          total += tokens;
+          from = to;
+        }
       }
-      let from = byteStart;
-      for (const to of unitEnds(bytes, byteStart, bytePos)) {
-        const tokens = this.unitCount(bytes, from, to);
-        if (total + tokens > maxTokens) return { tokens: total, cut: charStart + this.keptChars(text, bytes, charStart, charEnd, byteStart, from, to, maxTokens - total) };
-        total += tokens;
-        from = to;
-      }
+      return undefined;
+    } finally {
+      p.tokens = total;
+      p.charPos = charPos;
+      p.bytePos = bytePos;
     }
-    return { tokens: total, cut: text.length };
   }
 
   /**

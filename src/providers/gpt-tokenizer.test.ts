@@ -46,6 +46,23 @@ describe('gpt tokenizer', () => {
     ]);
   });
 
+  it('counts in steps (countAsync) exactly what count counts, and remembers it', async () => {
+    const texts = [
+      'short text',
+      Array.from({ length: 3000 }, (_, i) => `[T${i} user] line ${i} ${'x'.repeat(i % 50)}`).join('\n'),
+      `${'word '.repeat(10_000)}\n${'\\'.repeat(50_000)}\n${'😀'.repeat(20_000)}`,
+      'é'.repeat(300_000),
+    ];
+    for (const text of texts) {
+      const fresh = createGptTokenizer();
+      const stepped = await fresh.countAsync!(text);
+      expect(stepped).toBe(createGptTokenizer().count(text));
+      expect(fresh.count(text)).toBe(stepped);
+      // A text made of remembered parts: the parts' counts add up.
+      expect(fresh.count(`${text}\nnext line`)).toBe(createGptTokenizer().count(`${text}\nnext line`));
+    }
+  });
+
   it('truncates a 1 MB run without word breaks to a prefix within the limit', () => {
     const text = '\\'.repeat(1024 * 1024);
     const cut = t.truncate(text, 1000);

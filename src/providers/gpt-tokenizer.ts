@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { BpeEncoder, buildRankTable } from './bpe-encoder.js';
 import type { Tokenizer } from './tokenizer.js';
 
@@ -18,59 +19,115 @@ function encoder(): BpeEncoder {
   return loaded;
 }
 
-/**
- * Texts at least this long (UTF-16 code units) are counted through the memo below. Shorter ones cost less to
- * count than to look up.
- */
+/** Texts at least this long (UTF-16 code units) are counted through the memo; shorter ones cost less to count. */
 const MEMO_MIN_CHARS = 16 * 1024;
+/** Parts of a long text at least this long are remembered on their own (see {@link hardSegments}). */
+const SEGMENT_MEMO_MIN_CHARS = 2 * 1024;
 /** Characters of text the memo holds at most; the oldest entries go first. */
-const MEMO_MAX_CHARS = 16 * 1024 * 1024;
+const MEMO_MAX_CHARS = 32 * 1024 * 1024;
+/** Work between two yields of {@link Tokenizer.countAsync}: ~1-3 ms of counting. */
+const PIECES_PER_STEP = 4096;
+const STEP_MS = 4;
 
 /**
  * The default tokenizer: o200k_base (the GPT-4o family encoding), offline. Counts are exact for ordinary text and
- * within a few tokens per 512 bytes for runs without word breaks (see `MAX_PIECE_BYTES` in bpe-encoder.ts); the work is linear
- * in the text whatever its content (measured: 1 MB of prose ~0.1 s, of random letters or bytes under 0.3 s).
+ * within a few tokens per 512 bytes for runs without word breaks (see `MAX_PIECE_BYTES` in bpe-encoder.ts); the
+ * work is linear in the text whatever its content (measured: 50-90 ms of CPU per MB of prose or random text).
  *
  * Long texts are counted once: the context pack counts the same large message as an event, as a history line and
- * inside the joined history block, and on every later turn. A long text is split where the pre-tokenizer always
- * splits (after a line break that is followed by neither white space nor `/`), so a part counted before, such as
- * a history line inside the block, is not counted again.
+ * inside the joined history block, on every turn. A long text is split where the pre-tokenizer always splits
+ * (after a line break followed by neither white space nor `/`), and its count, and those of its long parts, are
+ * remembered, so a part counted before (a history line inside the block) is not counted again. `countAsync` fills
+ * the same memo in steps of a few milliseconds, so a server can count a large text without holding its thread.
  */
 export function createGptTokenizer(): Tokenizer {
   const memo = new Map<string, number>();
   let memoChars = 0;
-
-  const countLong = (text: string): number => {
-    const known = memo.get(text);
-    if (known !== undefined) return known;
-    let total = 0;
-    let groupStart = 0;
-    // Short segments are counted in groups; a long one is counted (and remembered) on its own.
-    for (const [start, end] of hardSegments(text)) {
-      if (end - start < MEMO_MIN_CHARS) continue;
-      if (start > groupStart) total += encoder().count(text.slice(groupStart, start));
-      total += start === 0 && end === text.length ? encoder().count(text) : countLong(text.slice(start, end));
-      groupStart = end;
-    }
-    if (groupStart < text.length) total += encoder().count(groupStart === 0 ? text : text.slice(groupStart));
-    memo.set(text, total);
+  const remember = (text: string, tokens: number): void => {
+    if (text.length > MEMO_MAX_CHARS / 4 || memo.has(text)) return;
+    memo.set(text, tokens);
     memoChars += text.length;
     for (const key of memo.keys()) {
       if (memoChars <= MEMO_MAX_CHARS) break;
       memo.delete(key);
       memoChars -= key.length;
     }
-    return total;
+  };
+
+  /** Count of a part without a hard boundary inside (or a group of short ones). */
+  const countPart = (part: string): number => {
+    if (part.length < SEGMENT_MEMO_MIN_CHARS) return encoder().count(part);
+    const known = memo.get(part);
+    if (known !== undefined) return known;
+    const tokens = encoder().count(part);
+    remember(part, tokens);
+    return tokens;
   };
 
   const count = (text: string): number => {
-    if (text.length === 0) return 0;
-    return text.length < MEMO_MIN_CHARS ? encoder().count(text) : countLong(text);
+    if (text.length < MEMO_MIN_CHARS) return text.length === 0 ? 0 : encoder().count(text);
+    const known = memo.get(text);
+    if (known !== undefined) return known;
+    let total = 0;
+    let groupStart = 0;
+    // Short parts are counted in groups, between the long ones.
+    for (const [start, end] of hardSegments(text)) {
+      if (end - start < SEGMENT_MEMO_MIN_CHARS) continue;
+      if (start > groupStart) total += encoder().count(text.slice(groupStart, start));
+      total += countPart(start === 0 && end === text.length ? text : text.slice(start, end));
+      groupStart = end;
+    }
+    if (groupStart < text.length) total += encoder().count(groupStart === 0 ? text : text.slice(groupStart));
+    remember(text, total);
+    return total;
+  };
+
+  const countAsync = async (text: string): Promise<number> => {
+    if (text.length < MEMO_MIN_CHARS) return count(text);
+    const known = memo.get(text);
+    if (known !== undefined) return known;
+    const enc = encoder();
+    let sliceStart = performance.now();
+    const countInSteps = async (part: string): Promise<number> => {
+      const progress = enc.startCount(part);
+      for (;;) {
+        const isDone = enc.countStep(progress, PIECES_PER_STEP);
+        if (performance.now() - sliceStart >= STEP_MS) {
+          await yieldToEventLoop();
+          sliceStart = performance.now();
+        }
+        if (isDone) return progress.tokens;
+      }
+    };
+    let total = 0;
+    let groupStart = 0;
+    const flushGroup = async (end: number): Promise<void> => {
+      if (end > groupStart) total += await countInSteps(groupStart === 0 && end === text.length ? text : text.slice(groupStart, end));
+      groupStart = end;
+    };
+    // The same parts as `count`, so each remembered part serves both; short parts in groups of about MEMO_MIN_CHARS.
+    for (const [start, end] of hardSegments(text)) {
+      if (end - start >= SEGMENT_MEMO_MIN_CHARS) {
+        await flushGroup(start);
+        const part = start === 0 && end === text.length ? text : text.slice(start, end);
+        const knownPart = memo.get(part);
+        const tokens = knownPart ?? (await countInSteps(part));
+        if (knownPart === undefined) remember(part, tokens);
+        total += tokens;
+        groupStart = end;
+      } else if (end - groupStart >= MEMO_MIN_CHARS) {
+        await flushGroup(end);
+      }
+    }
+    await flushGroup(text.length);
+    remember(text, total);
+    return total;
   };
 
   return {
     name: 'o200k_base',
     count,
+    countAsync,
     truncate(text, maxTokens) {
       if (maxTokens <= 0) return '';
       let limit = maxTokens;
