@@ -452,10 +452,15 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
           USING ERRCODE = 'EG001';
       END $$;
       -- Recall-log rows and cache versions were append-only by convention for deletes; now by trigger too.
+      -- (TRUNCATE stays refused even in a purge: the statement-level branch above always raises.)
       CREATE TRIGGER recall_log_no_delete BEFORE DELETE ON ${s}.recall_log
         FOR EACH ROW EXECUTE FUNCTION ${s}.engram_refuse_change();
       CREATE TRIGGER context_states_no_delete BEFORE DELETE ON ${s}.context_states
         FOR EACH ROW EXECUTE FUNCTION ${s}.engram_refuse_change();
+      CREATE TRIGGER recall_log_no_truncate BEFORE TRUNCATE ON ${s}.recall_log
+        FOR EACH STATEMENT EXECUTE FUNCTION ${s}.engram_refuse_change();
+      CREATE TRIGGER context_states_no_truncate BEFORE TRUNCATE ON ${s}.context_states
+        FOR EACH STATEMENT EXECUTE FUNCTION ${s}.engram_refuse_change();
     `,
   },
 ];
