@@ -125,8 +125,8 @@ async function select(store: StorageBackend, readArtifact: ArtifactBytesReader, 
     const sessionId = validateSessionId(selector.sessionId, 'session');
     if (!(await store.getSession(sessionId))) throw new EngramError('NOT_FOUND', `no session ${sessionId}`, { field: 'session', id: sessionId });
     const events: EventRecord[] = [];
-    await eachEvent(store, sessionId, (e) => {
-      if (!isPurged(e)) events.push(e);
+    await eachPage(store, sessionId, async (page) => {
+      for (const e of page) if (!isPurged(e)) events.push(e);
     });
     return { events, logged: { session: sessionId }, wholeSessions: [sessionId] };
   }
@@ -161,11 +161,9 @@ async function select(store: StorageBackend, readArtifact: ArtifactBytesReader, 
   const contains = eventMatcher(match, readArtifact);
   const events: EventRecord[] = [];
   for (const sessionId of sessions) {
-    const page: EventRecord[] = [];
-    await eachEvent(store, sessionId, (e) => {
-      if (!isPurged(e)) page.push(e);
+    await eachPage(store, sessionId, async (page) => {
+      for (const e of page) if (!isPurged(e) && (await contains(e))) events.push(e);
     });
-    for (const e of page) if (await contains(e)) events.push(e);
   }
   return {
     events,
@@ -175,11 +173,11 @@ async function select(store: StorageBackend, readArtifact: ArtifactBytesReader, 
   };
 }
 
-/** Every event of a session, in turn order, a page at a time. */
-async function eachEvent(store: StorageBackend, sessionId: SessionId, visit: (e: EventRecord) => void): Promise<void> {
+/** Every event of a session, in turn order, a page at a time (a content purge reads the whole store). */
+async function eachPage(store: StorageBackend, sessionId: SessionId, visit: (page: EventRecord[]) => Promise<void>): Promise<void> {
   for (let after = 0; ; ) {
     const page = await store.exportEvents(sessionId, after, PAGE);
-    for (const k of page) visit(k.record);
+    await visit(page.map((k) => k.record));
     if (page.length < PAGE) return;
     after = page[page.length - 1]!.record.turn;
   }
