@@ -4,7 +4,8 @@ import { EngramError, isEngramError } from '../errors.js';
 import type { ErrorCode } from '../errors.js';
 import type { EventId } from '../model/ids.js';
 import { SESSION_ID_PATTERN } from '../model/ids.js';
-import type { AppendOutcome, StorageBackend } from '../store/backend.js';
+import type { AppendOptions, AppendOutcome, StorageBackend } from '../store/backend.js';
+import { agentProjectSchema } from '../model/agent.js';
 import { detectFormat, parseImport } from './importers/index.js';
 import type { ImportedEvent, ImportFormat, ImportIssue } from './importers/types.js';
 import { IMPORT_FORMATS } from './importers/types.js';
@@ -22,6 +23,11 @@ export interface ImportFileOptions {
   format?: ImportFormat;
   /** Import into this session, overriding the session ids the source names. */
   sessionId?: string;
+  /**
+   * The project that sessions this import creates belong to (model/access.ts): its agents may read them.
+   * Default `default`. Sessions that already exist keep their project.
+   */
+  project?: string;
   /**
    * Default false: a file with any invalid line is rejected whole and nothing is stored. True: the valid events
    * are stored and every invalid line is listed in the report.
@@ -107,6 +113,9 @@ export async function runImport(ingestor: Ingestor, source: ImportSourceFile, op
   if (!(IMPORT_FORMATS as readonly string[]).includes(format)) {
     throw new EngramError('INVALID_INPUT', `format: unknown format "${format}"; expected one of ${IMPORT_FORMATS.join(', ')}`, { field: 'format' });
   }
+  if (options.project !== undefined && !agentProjectSchema.safeParse(options.project).success) {
+    throw new EngramError('INVALID_INPUT', `project: "${options.project}" is not a project name (1-200 characters, no control characters)`, { field: 'project' });
+  }
   const fallbackSession = defaultSessionId(name);
   const mode = options.skipInvalid ? 'skip-invalid' : 'strict';
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
@@ -153,7 +162,7 @@ export async function runImport(ingestor: Ingestor, source: ImportSourceFile, op
         const entries = await withoutDanglingSupersedes(store, batch, issues);
         batch = [];
         batchKeys = new Set();
-        await storeBatch(tx, entries, { issues, keyLines, name, tally });
+        await storeBatch(tx, entries, { issues, keyLines, name, tally, owner: options.project !== undefined ? { project: options.project } : {} });
       };
       const counter = { events: 0 };
       for await (const item of parseImport(importSource, format, parseOptions('store', counter))) {
@@ -313,6 +322,8 @@ interface BatchContext {
   /** The file's name, for errors. */
   name: string;
   tally: (sessionId: string, outcomes: AppendOutcome[]) => void;
+  /** The project of the sessions the import creates. */
+  owner: AppendOptions;
 }
 
 async function storeBatch(ingestor: Ingestor, entries: Entry[], ctx: BatchContext): Promise<void> {
@@ -323,7 +334,7 @@ async function storeBatch(ingestor: Ingestor, entries: Entry[], ctx: BatchContex
     const chunk = rest.slice(0, take);
     const sessionId = chunk[0]!.sessionId;
     try {
-      ctx.tally(sessionId, await ingestor.append(sessionId, chunk.map((e) => e.item.event)));
+      ctx.tally(sessionId, await ingestor.append(sessionId, chunk.map((e) => e.item.event), ctx.owner));
       for (const entry of chunk) ctx.keyLines.noteStored(entry);
       rest = rest.slice(take);
     } catch (err) {

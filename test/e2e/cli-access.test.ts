@@ -42,6 +42,14 @@ describe('engram share / unshare and sessions (the local CLI is full trust)', ()
     expect(engram('unshare', 'deploy', 'audit').stdout).toContain('was not shared');
   });
 
+  it('imports new sessions into the project given with --project, and refuses a bad project name (exit 2)', () => {
+    expect(engram('ingest', join(dir, 'shop.jsonl'), '--session', 'deploy', '--project', 'shop').code).toBe(0);
+    expect(JSON.parse(engram('--json', 'sessions').stdout)[0]).toMatchObject({ id: 'deploy', project: 'shop' });
+    const bad = engram('ingest', join(dir, 'shop.jsonl'), '--session', 'other', '--project', 'a\u0007b');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('project');
+  });
+
   it('refuses to share a session that does not exist, naming it', () => {
     expect(engram('init').code).toBe(0);
     const r = engram('share', 'nope', 'audit');

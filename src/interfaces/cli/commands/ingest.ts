@@ -13,6 +13,7 @@ import { createProgress } from '../progress.js';
 export interface IngestArgs {
   file: string;
   session?: string;
+  project?: string;
   format?: ImportFormat;
   skipInvalid?: boolean;
   json?: boolean;
@@ -35,6 +36,7 @@ export async function ingestCommand(mem: Engram, args: IngestArgs, io: Io): Prom
       {
         ...(args.format ? { format: args.format } : {}),
         ...(args.session ? { sessionId: args.session } : {}),
+        ...(args.project !== undefined ? { project: args.project } : {}),
         skipInvalid: args.skipInvalid ?? false,
         onProgress: (p) => progress.update(p.bytesRead, p.totalBytes, p.phase, p.events, 'bytes'),
       },
