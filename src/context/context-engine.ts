@@ -77,6 +77,9 @@ export interface SessionPack {
 const DEFAULT_LOW_WATER_FRACTION = 0.6;
 /** An event costs at least this many tokens in the window: its label, two separators, one token of text. */
 const MIN_EVENT_TOKENS = 8;
+/** Texts this long (code units) are counted ahead with `Tokenizer.countAsync` (see countLargeTexts). */
+const LARGE_TEXT_CHARS = 16 * 1024;
+const YIELD_EVERY_MS = 4;
 const BULK_PAGE_EVENTS = 2000;
 /** Events sampled per bulk-evicted run for its marker's topics. */
 const BULK_SAMPLE_EVENTS = 400;
@@ -127,10 +130,11 @@ export class ContextEngine {
       }
     }
     const tail = await this.store.listEvents({ sessionId, afterTurn: state?.upToTurn ?? 0 });
+    const tokens = await this.tailTokens(tail);
     for (const event of tail) {
       // The current task card has a block of its own; its old versions are history, reachable by recall.
       if (event.kind === 'task_state') continue;
-      items.push({ type: 'event', event, tokens: this.eventTokens(event), isIndexed: true });
+      items.push({ type: 'event', event, tokens: tokens.get(event) ?? this.eventTokens(event), isIndexed: true });
     }
     // Indexing before eviction (ENGRAM §4.4): while an event waits for its vector, semantic recall could not
     // find it once evicted, so the policy must keep it in the window.
@@ -462,6 +466,34 @@ export class ContextEngine {
    */
   private eventTokens(event: EventRecord): number {
     return this.tokenizer.count(renderHistoryItem(toHistoryItem(event, false))) + 2 * this.tokenizer.count(HISTORY_SEPARATOR);
+  }
+
+  /**
+   * {@link eventTokens} of the tail's events, counted without holding the event loop for long: large texts with the
+   * tokenizer's stepped count (which remembers them, so the assembler's own counts of them are free), the others
+   * with a yield every few milliseconds. A megabyte of new messages, or thousands of small ones, would otherwise
+   * hold a server's only thread for a tenth of a second or more (bench/results/adversarial.md).
+   */
+  private async tailTokens(events: readonly EventRecord[]): Promise<Map<EventRecord, number>> {
+    const out = new Map<EventRecord, number>();
+    const countAsync = this.tokenizer.countAsync?.bind(this.tokenizer);
+    const newest = events.findLast((e) => e.kind !== 'task_state');
+    let sliceStart = performance.now();
+    for (const event of events) {
+      if (event.kind === 'task_state') continue;
+      const item = toHistoryItem(event, false);
+      if (countAsync && item.text.length >= LARGE_TEXT_CHARS) {
+        await countAsync(renderHistoryItem(item));
+        // The assembler cuts the newest item when it does not fit, and counts its text alone for that.
+        if (event === newest) await countAsync(item.text);
+        sliceStart = performance.now();
+      } else if (performance.now() - sliceStart >= YIELD_EVERY_MS) {
+        await new Promise((resolve) => setImmediate(resolve));
+        sliceStart = performance.now();
+      }
+      out.set(event, this.eventTokens(event));
+    }
+    return out;
   }
 }
 

@@ -74,6 +74,18 @@ describe('BpeEncoder', () => {
     expect(Math.abs(encoder.count(run) - reference.countTokens(run, AS_TEXT))).toBeLessThanOrEqual(3 * 3);
   });
 
+  it('counts in steps, resuming inside long runs, exactly what count counts', () => {
+    const prng = new Prng(5);
+    const text = `${randomProse(prng, 300)}${'\\'.repeat(5000)} ${'😀'.repeat(3000)}${randomProse(prng, 50)}`;
+    for (const units of [1, 3, 64]) {
+      const progress = encoder.startCount(text);
+      let steps = 0;
+      while (!encoder.countStep(progress, units)) steps++;
+      expect(progress.tokens).toBe(encoder.count(text));
+      expect(steps).toBeGreaterThan(0);
+    }
+  });
+
   const MB = 1024 * 1024;
   const randomBytes = (seed: number, n: number): Buffer => {
     const prng = new Prng(seed);

@@ -41,9 +41,16 @@ export interface RankTable {
   /** Where token `rank` starts in `pool`, and its length in bytes. */
   readonly tokenStart: Int32Array;
   readonly tokenBytes: Int32Array;
-  /** Hash table: `rank + 1` per slot (0 = empty), and the full hash of the token in that slot. */
+  /**
+   * Hash table, two ints per slot: the full hash of the token and `rank + 1` (0 = empty), side by side so a probe
+   * reads one cache line (the table is 4 MB: a lookup is a cache miss, which is most of the cost of merging).
+   */
   readonly slots: Int32Array;
-  readonly slotHashes: Int32Array;
+  /**
+   * One bit per hash value (modulo 2^21) of every token: 256 KB, small enough to stay in cache, and most pairs
+   * tried in a merge are no token, so most lookups end here.
+   */
+  readonly filter: Uint32Array;
   /** Rank of each two-byte token at `first * 256 + second`, -1 where the pair is no token: the hottest lookup. */
   readonly pairRanks: Int32Array;
   /** Length in bytes of the longest token: a longer pair is never looked up. */
@@ -74,8 +81,8 @@ export function buildRankTable(vocabulary: ReadonlyArray<string | readonly numbe
   // At most half full, so a probe ends after about two slots.
   let size = 1;
   while (size < count * 2) size *= 2;
-  const slots = new Int32Array(size);
-  const slotHashes = new Int32Array(size);
+  const slots = new Int32Array(size * 2);
+  const filter = new Uint32Array(FILTER_BITS / 32);
   const pairRanks = new Int32Array(256 * 256).fill(-1);
   let maxTokenBytes = 1;
   for (let rank = 0; rank < count; rank++) {
@@ -85,13 +92,22 @@ export function buildRankTable(vocabulary: ReadonlyArray<string | readonly numbe
     let hash = 0;
     for (let k = 0; k < length; k++) hash = (Math.imul(hash, HASH_MULTIPLIER) + pool[start + k]!) | 0;
     let slot = slotOf(hash, size - 1);
-    while (slots[slot] !== 0) slot = (slot + 1) & (size - 1);
-    slots[slot] = rank + 1;
-    slotHashes[slot] = hash;
+    while (slots[2 * slot + 1] !== 0) slot = (slot + 1) & (size - 1);
+    slots[2 * slot] = hash;
+    slots[2 * slot + 1] = rank + 1;
+    const bit = filterBit(hash);
+    filter[bit >>> 5] = filter[bit >>> 5]! | (1 << (bit & 31));
     if (length === 2) pairRanks[pool[start]! * 256 + pool[start + 1]!] = rank;
     if (length > maxTokenBytes) maxTokenBytes = length;
   }
-  return { pool, tokenStart, tokenBytes, slots, slotHashes, pairRanks, maxTokenBytes };
+  return { pool, tokenStart, tokenBytes, slots, filter, pairRanks, maxTokenBytes };
+}
+
+const FILTER_BITS = 1 << 21;
+
+/** The filter's bit for a hash: other bits of it than the table slot's. */
+function filterBit(hash: number): number {
+  return Math.imul(hash ^ (hash >>> 13), 0x5bd1e995) >>> 11;
 }
 
 /** Spreads a polynomial hash over the table (its low bits alone are poor for short keys). */
@@ -102,12 +118,14 @@ function slotOf(hash: number, mask: number): number {
 
 /** Rank of the token whose bytes are `bytes[start, start + length)` with polynomial hash `hash`, or -1. */
 function lookup(table: RankTable, hash: number, bytes: Uint8Array, start: number, length: number): number {
-  const { slots, slotHashes, tokenStart, tokenBytes, pool } = table;
-  const mask = slots.length - 1;
+  const { slots, filter, tokenStart, tokenBytes, pool } = table;
+  const bit = filterBit(hash);
+  if ((filter[bit >>> 5]! & (1 << (bit & 31))) === 0) return -1;
+  const mask = (slots.length >> 1) - 1;
   for (let slot = slotOf(hash, mask); ; slot = (slot + 1) & mask) {
-    const entry = slots[slot]!;
+    const entry = slots[2 * slot + 1]!;
     if (entry === 0) return -1;
-    if (slotHashes[slot] !== hash) continue;
+    if (slots[2 * slot] !== hash) continue;
     const rank = entry - 1;
     if (tokenBytes[rank] !== length) continue;
     const at = tokenStart[rank]!;
@@ -128,13 +146,18 @@ function hashPowers(maxTokenBytes: number): Int32Array {
 /** A count in progress ({@link BpeEncoder.startCount}); `tokens` so far, final once the text is done. */
 export interface CountProgress {
   readonly text: string;
-  readonly bytes: Buffer;
-  readonly charPos: number;
-  readonly bytePos: number;
   readonly tokens: number;
 }
 
-type MutableProgress = { -readonly [K in keyof CountProgress]: CountProgress[K] };
+/** Where a count stands: the next piece, or the next unit of a long piece (whose end charPos/bytePos are at). */
+interface MutableProgress {
+  readonly text: string;
+  readonly bytes: Buffer;
+  charPos: number;
+  bytePos: number;
+  tokens: number;
+  longPiece: { charStart: number; byteStart: number; ends: number[]; next: number; from: number } | undefined;
+}
 
 /**
  * Encodes text with a rank table and the pre-tokenizer's split pattern. Special tokens (`<|endoftext|>`) are not
@@ -172,13 +195,18 @@ export class BpeEncoder {
 
   /** Starts a count to advance with {@link countStep}: for callers that must yield to other work while counting. */
   startCount(text: string): CountProgress {
-    return { text, bytes: Buffer.from(text, 'utf8'), charPos: 0, bytePos: 0, tokens: 0 };
+    const progress: MutableProgress = { text, bytes: Buffer.from(text, 'utf8'), charPos: 0, bytePos: 0, tokens: 0, longPiece: undefined };
+    return progress;
   }
 
-  /** Counts at most `pieces` more pieces of `progress.text` into `progress.tokens`; true once the text is done. */
-  countStep(progress: CountProgress, pieces: number): boolean {
-    this.advance(progress as MutableProgress, Number.POSITIVE_INFINITY, pieces);
-    return progress.charPos >= progress.text.length;
+  /**
+   * Counts at most `units` more units (pieces, or parts of at most MAX_PIECE_BYTES of a long one) of
+   * `progress.text` into `progress.tokens`; true once the text is done.
+   */
+  countStep(progress: CountProgress, units: number): boolean {
+    const p = progress as MutableProgress;
+    this.advance(p, Number.POSITIVE_INFINITY, units);
+    return p.charPos >= p.text.length && p.longPiece === undefined;
   }
 
   private scan(text: string, maxTokens: number): { tokens: number; cut: number } {
@@ -188,19 +216,34 @@ export class BpeEncoder {
   }
 
   /**
-   * Encodes piece by piece, unit by unit, from where `p` stands, for at most `maxPieces` pieces or until
-   * `maxTokens` would be exceeded; then returns the length of the prefix kept, in code units (undefined while
-   * within the budget). One loop without a callback, a match array or an object per piece: a megabyte of random
-   * text has half a million pieces.
+   * Encodes piece by piece, unit by unit, from where `p` stands, for at most `maxUnits` units (a piece, or a part of
+   * a long one) or until `maxTokens` would be exceeded; then returns the length of the prefix kept, in code units
+   * (undefined while within the budget). Stopping inside a long piece, it resumes there. One loop without a
+   * callback, a match array or an object per piece: a megabyte of random text has half a million pieces.
    */
-  private advance(p: MutableProgress, maxTokens: number, maxPieces: number): number | undefined {
+  private advance(p: MutableProgress, maxTokens: number, maxUnits: number): number | undefined {
     const { text, bytes } = p;
     const re = this.splitPattern;
     let total = p.tokens;
     let charPos = p.charPos;
     let bytePos = p.bytePos;
+    let units = 0;
     try {
-      for (let pieces = 0; charPos < text.length && pieces < maxPieces; pieces++) {
+      for (;;) {
+        const long = p.longPiece;
+        if (long) {
+          // The rest of a long piece, whose end charPos/bytePos already stand at.
+          for (; long.next < long.ends.length; long.next++) {
+            if (units++ >= maxUnits) return undefined;
+            const to = long.ends[long.next]!;
+            const tokens = this.unitCount(bytes, long.from, to);
+            if (total + tokens > maxTokens) return long.charStart + this.keptChars(text, bytes, long.charStart, charPos, long.byteStart, long.from, to, maxTokens - total);
+            total += tokens;
+            long.from = to;
+          }
+          p.longPiece = undefined;
+        }
+        if (charPos >= text.length || units >= maxUnits) return undefined;
         const charStart = charPos;
         const byteStart = bytePos;
         re.lastIndex = charPos;
@@ -208,22 +251,15 @@ export class BpeEncoder {
         // pattern skipped would be a piece of its own.
         const charEnd = re.test(text) && re.lastIndex > charPos ? re.lastIndex : charPos + (utf8Width(text, charPos) === 4 ? 2 : 1);
         for (; charPos < charEnd; charPos++) bytePos += utf8Width(text, charPos);
-        const n = bytePos - byteStart;
-        if (n <= MAX_PIECE_BYTES) {
-          const tokens = this.unitCount(bytes, byteStart, bytePos);
-          if (total + tokens > maxTokens) return charStart + this.keptChars(text, bytes, charStart, charEnd, byteStart, byteStart, bytePos, maxTokens - total);
-          total += tokens;
+        if (bytePos - byteStart > MAX_PIECE_BYTES) {
+          p.longPiece = { charStart, byteStart, ends: unitEnds(bytes, byteStart, bytePos), next: 0, from: byteStart };
           continue;
         }
-        let from = byteStart;
-        for (const to of unitEnds(bytes, byteStart, bytePos)) {
-          const tokens = this.unitCount(bytes, from, to);
-          if (total + tokens > maxTokens) return charStart + this.keptChars(text, bytes, charStart, charEnd, byteStart, from, to, maxTokens - total);
-          total += tokens;
-          from = to;
-        }
+        units++;
+        const tokens = this.unitCount(bytes, byteStart, bytePos);
+        if (total + tokens > maxTokens) return charStart + this.keptChars(text, bytes, charStart, charEnd, byteStart, byteStart, bytePos, maxTokens - total);
+        total += tokens;
       }
-      return undefined;
     } finally {
       p.tokens = total;
       p.charPos = charPos;

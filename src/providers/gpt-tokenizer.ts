@@ -25,8 +25,11 @@ const MEMO_MIN_CHARS = 16 * 1024;
 const SEGMENT_MEMO_MIN_CHARS = 2 * 1024;
 /** Characters of text the memo holds at most; the oldest entries go first. */
 const MEMO_MAX_CHARS = 32 * 1024 * 1024;
-/** Work between two yields of {@link Tokenizer.countAsync}: ~1-3 ms of counting. */
-const PIECES_PER_STEP = 4096;
+/**
+ * Units (pieces, or 512-byte parts of long ones) counted between two looks at the clock in `countAsync`: at most
+ * 64 KB, a few milliseconds. It yields to the event loop once STEP_MS have passed.
+ */
+const UNITS_PER_STEP = 128;
 const STEP_MS = 4;
 
 /**
@@ -91,7 +94,7 @@ export function createGptTokenizer(): Tokenizer {
     const countInSteps = async (part: string): Promise<number> => {
       const progress = enc.startCount(part);
       for (;;) {
-        const isDone = enc.countStep(progress, PIECES_PER_STEP);
+        const isDone = enc.countStep(progress, UNITS_PER_STEP);
         if (performance.now() - sliceStart >= STEP_MS) {
           await yieldToEventLoop();
           sliceStart = performance.now();

@@ -44,6 +44,8 @@ export async function startHttpServer(mem: Engram, options: HttpServerOptions): 
   const host = options.host ?? DEFAULT_HTTP_HOST;
   const port = options.port ?? DEFAULT_HTTP_PORT;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new EngramError('INVALID_INPUT', `port: ${port} is not a TCP port`, { field: 'port' });
+  // The tokenizer's tables load on first use (~250 ms): load them now, not while the first request holds the thread.
+  mem.tokenizer.count('engram');
   const { app, settled } = createHttpApp(mem, options);
   const server = createAdaptorServer({ fetch: app.fetch, hostname: host, overrideGlobalObjects: options.overrideGlobalObjects ?? false }) as Server;
 
