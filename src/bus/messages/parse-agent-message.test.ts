@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ChildToParentMessage, ParentToChildMessage } from './agent-message.js';
-import { MAX_AGENT_MESSAGE_CHARS, detectMessageFormat, parseAgentMessage } from './parse-agent-message.js';
+import { MAX_AGENT_MESSAGE_CHARS, MAX_MESSAGE_BRACKET_DEPTH, detectMessageFormat, parseAgentMessage } from './parse-agent-message.js';
 import { renderAgentMessage } from './render-agent-message.js';
 import {
   COMMIT,
@@ -221,5 +221,15 @@ describe('renderAgentMessage', () => {
     const sections = rendered.split('\n').filter((l) => /^[A-Z_]+:/.test(l)).map((l) => l.split(':')[0]);
     expect(sections).toEqual(['ROLE', 'TASK_STATUS', 'ENGRAMS', 'POINTER_PACK', 'DEREF_REQUESTS', 'OUTPUT']);
     expect(rendered).toContain(`  - { type: repo, ref: repo:services/gateway/routes/completions.py#L900-L1060@${COMMIT} }\n`);
+  });
+});
+
+describe('parseAgentMessage: nesting', () => {
+  it('refuses brackets nested past MAX_MESSAGE_BRACKET_DEPTH before parsing, in JSON and YAML (a 5,000-deep message crashed the server)', () => {
+    for (const text of ['{"a":' + '['.repeat(5000), 'ROLE: child\nENGRAMS: ' + '['.repeat(5000), "ROLE: 'x\nENGRAMS: " + '{a: '.repeat(200)]) {
+      const err = thrown(() => parseAgentMessage(text));
+      expect(err.code).toBe('INVALID_INPUT');
+      expect(err.data).toMatchObject({ field: '(root)', limit: 'MAX_MESSAGE_BRACKET_DEPTH', max: MAX_MESSAGE_BRACKET_DEPTH });
+    }
   });
 });

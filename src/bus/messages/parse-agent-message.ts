@@ -51,6 +51,15 @@ export function parseAgentMessage(text: string, options: ParseAgentMessageOption
     });
   }
   const format = detectMessageFormat(text);
+  const depth = bracketDepth(text);
+  if (depth > MAX_MESSAGE_BRACKET_DEPTH) {
+    throw new EngramError('INVALID_INPUT', `invalid message: brackets nest ${depth} deep; at most ${MAX_MESSAGE_BRACKET_DEPTH} are parsed`, {
+      field: '(root)',
+      format,
+      limit: 'MAX_MESSAGE_BRACKET_DEPTH',
+      max: MAX_MESSAGE_BRACKET_DEPTH,
+    });
+  }
   const value = format === 'json' ? readJson(text) : readYaml(text);
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new EngramError('INVALID_INPUT', `invalid message: expected a mapping of sections (ROLE, ...), got ${describe(value)}`, {
@@ -93,6 +102,27 @@ function detectDirection(value: Record<string, unknown>): AgentMessageDirection 
     `invalid message: no section tells its direction; a child sends ${CHILD_ONLY.join(', ')}; a parent sends ${PARENT_ONLY.join(', ')}`,
     { field: '(root)' },
   );
+}
+
+/**
+ * Deepest nesting of `[` and `{` the parsers are given. The YAML parser's memory grows with flow nesting until
+ * the process dies (a 5,000-deep `[[[...` message crashed the server; found by the HTTP property test). Brackets
+ * are counted everywhere, quoted or not, so no quote can hide them; a message's values nest at most
+ * MAX_JSON_DEPTH (32) levels anyway, so a real message never comes near this.
+ */
+export const MAX_MESSAGE_BRACKET_DEPTH = 128;
+
+/** The deepest unclosed run of `[`/`{` in a text, counting every bracket. Linear. */
+function bracketDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x5b || c === 0x7b) {
+      if (++depth > deepest) deepest = depth;
+    } else if ((c === 0x5d || c === 0x7d) && depth > 0) depth--;
+  }
+  return deepest;
 }
 
 function readJson(text: string): unknown {
