@@ -22,6 +22,16 @@ describe('cutExcerpt', () => {
     expect(excerpt).toContain('alpha beta gamma together');
   });
 
+  it('searches a repeated needle once: the excerpt is the one of the needle given once', () => {
+    const lines = Array.from({ length: 2000 }, (_, i) => `line ${i}: a b compiling module ${i}`);
+    lines[1500] = 'Error: connect ECONNREFUSED 127.0.0.1:5432';
+    const text = lines.join('\n');
+    const once = cutExcerpt(text, ['econnrefused'], ['ECONNREFUSED'], { maxChars: 200 });
+    const repeated = cutExcerpt(text, Array(700).fill('econnrefused'), Array(700).fill('ECONNREFUSED'), { maxChars: 200 });
+    expect(repeated).toBe(once);
+    expect(once).toContain('ECONNREFUSED');
+  });
+
   it('falls back to the head when nothing matches', () => {
     const text = 'abc '.repeat(500);
     const excerpt = cutExcerpt(text, ['zzz'], [], { maxChars: 50 });

@@ -8,6 +8,8 @@ export interface ExcerptOptions {
 }
 
 const DEFAULT_MAX_CHARS = 600;
+/** Most distinct needles searched: a query keeps 32 terms (query-terms.ts), which split into a few words each. */
+const MAX_NEEDLES = 96;
 
 interface Needle {
   text: string;
@@ -18,14 +20,19 @@ export function cutExcerpt(text: string, needles: string[], identifiers: string[
   const maxChars = options.maxChars ?? DEFAULT_MAX_CHARS;
   if (text.length <= maxChars) return text;
   const lower = text.toLowerCase();
-  const list: Needle[] = [];
-  for (const id of identifiers) if (id.length > 0) list.push({ text: id.toLowerCase(), weight: 3 });
+  // Each needle once, at its highest weight, and a bounded number of them: every needle is a scan of the text.
+  const weights = new Map<string, number>();
+  const addNeedle = (needle: string, weight: number): void => {
+    if (weights.size < MAX_NEEDLES || weights.has(needle)) weights.set(needle, Math.max(weight, weights.get(needle) ?? 0));
+  };
+  for (const id of identifiers) if (id.length > 0) addNeedle(id.toLowerCase(), 3);
   for (const n of needles) {
     for (const part of n.toLowerCase().split(/[^\p{L}\p{N}]+/u)) {
       // Word stems: "retries" should find "retry"; a 5-char prefix is a cheap, language-agnostic stem.
-      if (part.length >= 2) list.push({ text: part.length > 6 ? part.slice(0, 5) : part, weight: 1 });
+      if (part.length >= 2) addNeedle(part.length > 6 ? part.slice(0, 5) : part, 1);
     }
   }
+  const list: Needle[] = [...weights].map(([needle, weight]) => ({ text: needle, weight }));
   // Every occurrence of every needle, capped per needle so one frequent word cannot dominate the scan.
   const hits: Array<{ pos: number; needle: number; weight: number }> = [];
   list.forEach((needle, i) => {

@@ -33,6 +33,19 @@ describe('parseQuery', () => {
     expect(parseQuery('?? !! ...').terms).toEqual([]);
   });
 
+  it('keeps each identifier once, however often the query repeats it', () => {
+    const q = parseQuery('"a b" '.repeat(700));
+    expect(q.terms).toEqual([{ text: 'a b' }]);
+    expect(q.identifiers).toEqual(['a b']);
+    expect(parseQuery('ECONNREFUSED econnrefused ECONNREFUSED').identifiers).toEqual(['ECONNREFUSED']);
+  });
+
+  it('trims sentence punctuation around a token, including a long run of it', () => {
+    expect(parseQuery(`a${'.'.repeat(4095)}`).terms).toEqual([]);
+    expect(parseQuery(`see (src/app.ts:42)...`).identifiers).toEqual(['src/app.ts:42']);
+    expect(parseQuery(`postgres${'.'.repeat(4000)}`).terms).toEqual([{ text: 'postgres' }]);
+  });
+
   it('caps the number of terms', () => {
     const words = Array.from({ length: 100 }, (_, i) => `word${String.fromCharCode(97 + (i % 26))}${String.fromCharCode(97 + Math.floor(i / 26))}`);
     expect(parseQuery(words.join(' ')).terms.length).toBe(32);

@@ -21,8 +21,12 @@ export const MAX_QUERY_TERMS = 32;
 
 const WORD_CHAR = /[\p{L}\p{N}]/u;
 const HEX_FRAGMENT = /^[0-9a-f]{6,64}$/i;
-/** Leading/trailing punctuation that belongs to the sentence, not the identifier. */
-const EDGE_PUNCT = /^[\s"'`([{<,;!?]+|[\s"'`)\]}>,;!?.:]+$/gu;
+/**
+ * Leading and trailing punctuation that belongs to the sentence, not the identifier. Trimmed by a loop, not by an
+ * anchored regex: `/[...]+$/` retries from every position, quadratic in a run of dots (4,096 took 14 ms).
+ */
+const LEADING_PUNCT = new Set(' \t\n\r\f\v"\'`([{<,;!?');
+const TRAILING_PUNCT = new Set(' \t\n\r\f\v"\'`)]}>,;!?.:');
 
 export interface ParsedQuery {
   terms: SearchTerm[];
@@ -39,28 +43,27 @@ export function parseQuery(query: string): ParsedQuery {
   const terms: SearchTerm[] = [];
   const identifiers: string[] = [];
   const seen = new Set<string>();
-  const add = (text: string, isPrefix = false): void => {
+  /** Adds a term unless it is a repeat or past MAX_QUERY_TERMS; true when added. */
+  const add = (text: string, isPrefix = false): boolean => {
     const key = `${text.toLowerCase()}${isPrefix ? '*' : ''}`;
-    if (seen.has(key) || terms.length >= MAX_QUERY_TERMS) return;
+    if (seen.has(key) || terms.length >= MAX_QUERY_TERMS) return false;
     seen.add(key);
     terms.push(isPrefix ? { text, isPrefix } : { text });
+    return true;
   };
 
   const rest = query.replace(/"([^"]+)"|'([^'\s][^']*[^'\s])'|`([^`]+)`/g, (_m, a?: string, b?: string, c?: string) => {
     const phrase = (a ?? b ?? c ?? '').trim();
-    if (WORD_CHAR.test(phrase)) {
-      add(phrase);
-      identifiers.push(phrase);
-    }
+    // Identifiers follow the terms kept: a query repeating one phrase 700 times made 700 excerpt scans.
+    if (WORD_CHAR.test(phrase) && add(phrase)) identifiers.push(phrase);
     return ' ';
   });
 
   for (const raw of rest.split(/\s+/)) {
-    const token = raw.replace(EDGE_PUNCT, '');
+    const token = trimEdgePunctuation(raw);
     if (!WORD_CHAR.test(token)) continue;
     if (isIdentifierLike(token)) {
-      add(token);
-      identifiers.push(token);
+      if (add(token)) identifiers.push(token);
       if (HEX_FRAGMENT.test(token) && /\d/.test(token)) add(token, true);
       continue;
     }
@@ -69,6 +72,14 @@ export function parseQuery(query: string): ParsedQuery {
     add(lower);
   }
   return { terms, identifiers };
+}
+
+function trimEdgePunctuation(token: string): string {
+  let start = 0;
+  let end = token.length;
+  while (start < end && LEADING_PUNCT.has(token[start]!)) start++;
+  while (end > start && TRAILING_PUNCT.has(token[end - 1]!)) end--;
+  return start === 0 && end === token.length ? token : token.slice(start, end);
 }
 
 /** An identifier has inner punctuation, mixes letters and digits, or is an all-caps code of 4+ letters. */
