@@ -257,18 +257,25 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
       });
 
       it('resolves test: pointers to the newest stored result of that test', async () => {
-        await mem.append('ci', { kind: 'tool_result', toolName: 'pytest', content: 'test_reserve_twice PASSED', meta: { testId: 'test_reserve_twice', status: 'passed' } });
+        // The CI session belongs to the agents' project (model/access.ts): derefs read only what the agent may.
+        await mem.append('ci', { kind: 'tool_result', toolName: 'pytest', content: 'test_reserve_twice PASSED', meta: { testId: 'test_reserve_twice', status: 'passed' } }, { project: 'shop' });
         await mem.append('ci', { kind: 'tool_result', toolName: 'pytest', content: 'test_reserve_twice FAILED: charged twice', meta: { testId: 'test_reserve_twice', status: 'failed' } });
         const r = await mem.bus.enforcer.deref(programmer, { pointer: 'test:test_reserve_twice' });
         expect(r.excerpt).toContain('charged twice');
         await expect(mem.bus.enforcer.deref(programmer, { pointer: 'test:test_unknown' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+        // Another project's agent finds no result of shop's CI.
+        await expect(mem.bus.enforcer.deref(await mem.busAgent('outsider'), { pointer: 'test:test_reserve_twice' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
       });
 
       it('resolves sam: pointers from the event store', async () => {
-        const [ev] = await mem.append('s1', { kind: 'decision', content: 'Use PostgreSQL for the ledger.' });
+        const [ev] = await mem.append('s1', { kind: 'decision', content: 'Use PostgreSQL for the ledger.' }, { project: 'shop' });
         const r = await mem.bus.enforcer.deref(programmer, { pointer: `sam:event:${ev!.record.id}` });
         expect(r.excerpt).toContain('PostgreSQL for the ledger');
         expect(r.usage.counts.sam).toBe(1);
+        // Not to another project's agent, whose refused deref costs it nothing.
+        const outsider = await mem.busAgent('outsider');
+        await expect(mem.bus.enforcer.deref(outsider, { pointer: `sam:event:${ev!.record.id}` })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+        expect((await mem.bus.enforcer.usage(outsider)).usage.counts.sam).toBe(0);
       });
     });
 

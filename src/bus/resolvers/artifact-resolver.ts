@@ -3,7 +3,7 @@ import type { ArtifactRef } from '../pointer.js';
 import { formatJsonPath, parseJsonPath, selectJsonPath } from './json-path.js';
 import { findMarkdownSection, listMarkdownHeadings, type MarkdownHeading } from './markdown-sections.js';
 import { sliceLines, stripFinalTerminator, type ResolvedSpan } from './text-span.js';
-import type { ReadScope } from './pointer-resolver.js';
+import type { ReadScope } from './read-scope.js';
 
 /** An artifact's text as the store hands it to the resolver. */
 export interface ArtifactContent {

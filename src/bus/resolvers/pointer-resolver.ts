@@ -9,6 +9,9 @@ import type { RepoOrigin, RepoResolver } from './repo-resolver.js';
 import { SamResolver, type SamOrigin, type SamSource } from './sam-resolver.js';
 import { TestResolver, type TestOrigin, type TestResultSource } from './test-resolver.js';
 import { sha256Hex, type ResolvedSpan } from './text-span.js';
+import type { ReadScope } from './read-scope.js';
+
+export type { ReadScope };
 import { UrlResolver, type UrlOrigin, type UrlSource } from './url-resolver.js';
 
 /** Excerpt cap when the caller names none: the seed's `max_tokens` example (PAS Bus §6.2). */
@@ -29,10 +32,6 @@ export interface DerefOptions {
   visibleToProject?: string;
 }
 
-/** What a source needs to know of the reader (see {@link DerefOptions.visibleToProject}). */
-export interface ReadScope {
-  visibleToProject?: string;
-}
 
 /** The answer to a deref: exact content tied to the exact pointer by a digest (PAS Bus §6.2, §8.2, §8.3). */
 export interface DerefResult {

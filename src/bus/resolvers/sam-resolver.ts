@@ -3,7 +3,7 @@ import type { EventRecord } from '../../model/event.js';
 import type { TaskStateVersion } from '../../model/task-state.js';
 import type { SamRef } from '../pointer.js';
 import type { ResolvedSpan } from './text-span.js';
-import type { ReadScope } from './pointer-resolver.js';
+import type { ReadScope } from './read-scope.js';
 
 /** An event as the SAM source returns it: `content` is the full verbatim content (artifacts expanded). */
 export type SamEvent = Pick<EventRecord, 'id' | 'sessionId' | 'turn' | 'kind' | 'ts' | 'content'>;

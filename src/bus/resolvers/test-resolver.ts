@@ -1,7 +1,7 @@
 import { EngramError } from '../../errors.js';
 import type { TestRef } from '../pointer.js';
 import type { ResolvedSpan } from './text-span.js';
-import type { ReadScope } from './pointer-resolver.js';
+import type { ReadScope } from './read-scope.js';
 
 /** A recorded test result. */
 export interface TestResult {
