@@ -9,6 +9,7 @@ import { CONTEXT_PARTS, runContextBench, type ContextPart } from './context.js';
 import { runEmbedderBench } from './embedder.js';
 import { runHttpLoad } from './http-load.js';
 import { runIngestRecall } from './ingest-recall.js';
+import { runAdversarialBench } from './adversarial.js';
 import { LOCOMO_RETRIEVERS, runLocomo, type LocomoRetriever } from './locomo.js';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -26,6 +27,7 @@ const USAGE = `usage:
   npm run bench -- recall-vectors [--sizes 10000,100000] [--queries 300] [--backends sqlite,postgres]
   npm run bench -- bus [--engrams 100000] [--queries 500] [--backends sqlite,postgres] [--pg-engrams 10000]
   npm run bench -- locomo [--data FILE] [--k 5,10,25,50] [--retriever fts,vector,hybrid] [--json] [--ablation] [--out locomo]
+  npm run bench -- adversarial [--repeats 1]
   npm run bench -- needle [--quick] [--seed 1,2] [--window 32000] [--cycles 1,3,5] [--json] [--out DIR] [--replay FILE [--format F] [--session S]]`;
 
 const [name, ...rest] = process.argv.slice(2);
@@ -63,6 +65,7 @@ const { values } = parseArgs({
     'retry-rate': { type: 'string', default: '0.05' },
     profile: { type: 'boolean', default: false },
     engrams: { type: 'string', default: '100000' },
+    repeats: { type: 'string', default: '1' },
     'pg-engrams': { type: 'string', default: '10000' },
     // needle (bench/needle.ts parses its own flags again; these only keep this parser from refusing them)
     quick: { type: 'boolean' },
@@ -147,6 +150,12 @@ switch (name) {
   case 'needle':
     await (await import('./needle.js')).runNeedleCli(rest);
     break;
+  case 'adversarial': {
+    const repeats = Number(values.repeats);
+    if (!Number.isInteger(repeats) || repeats < 1 || repeats > 5) fail('--repeats: expected an integer from 1 to 5');
+    await runAdversarialBench({ repeats });
+    break;
+  }
   case 'embedder':
     await runEmbedderBench({ texts: Number(values.texts), loads: Number(values.loads) });
     break;

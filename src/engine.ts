@@ -5,7 +5,7 @@ import type { ArtifactId, EventId, SessionId } from './model/ids.js';
 import { ARTIFACT_ID_PREFIX, EVENT_ID_PREFIX } from './model/ids.js';
 import { createGptTokenizer } from './providers/gpt-tokenizer.js';
 import type { Tokenizer } from './providers/tokenizer.js';
-import { decodeArtifact, sha256Hex } from './memory/artifact-codec.js';
+import { decodeArtifact, decodeArtifactAsync, sha256Hex } from './memory/artifact-codec.js';
 import type { ImportFileOptions, ImportReport, ImportSourceFile } from './memory/import-runner.js';
 import { runImport } from './memory/import-runner.js';
 import type { IngestOptions } from './memory/ingest.js';
@@ -354,7 +354,7 @@ export class Engram {
     const id = (await this.resolveId('artifact', idOrPrefix)) as ArtifactId;
     const stored = await this.store.getArtifact(id);
     if (!stored) throw new EngramError('NOT_FOUND', `no artifact ${idOrPrefix}`, { field: 'id', id: idOrPrefix });
-    return { record: stored.record, bytes: decodeArtifact(stored.stored, stored.record.encoding) };
+    return { record: stored.record, bytes: await decodeArtifactAsync(stored.stored, stored.record.encoding) };
   }
 
   async readArtifactText(id: ArtifactId): Promise<string> {

@@ -17,7 +17,7 @@ import type { CompactionDone, CompactionResult } from './compactor.js';
 import { compact } from './compactor.js';
 import type { ContextStateRecord, StoredCacheEntry } from './context-state.js';
 import { buildMarker, createMarker, renderMarker } from './markers.js';
-import { computeTermStats } from './topic-terms.js';
+import { computeTermStats, eventTerms } from './topic-terms.js';
 import { maskPrivate } from '../memory/private-spans.js';
 import type { Marker } from '../model/marker.js';
 
@@ -186,6 +186,7 @@ export class ContextEngine {
         throw err;
       }
       const { items, state } = await this.loadCache(sessionId);
+      if (items.reduce((sum, i) => sum + i.tokens, 0) > highWaterTokens) await this.extractTopicTerms(items.flatMap((i) => (i.type === 'event' ? [i.event] : [])));
       const result = compact(
         items,
         {
@@ -309,8 +310,9 @@ export class ContextEngine {
     const entries: StoredCacheEntry[] = [];
     let run: BulkRun = newRun();
     let evicted = 0;
-    const flush = (): void => {
+    const flush = async (): Promise<void> => {
       if (run.first === undefined || run.last === undefined) return;
+      await this.extractTopicTerms(run.sample);
       const marker = this.bulkMarker(run, terms);
       entries.push({ t: 'm', marker, tokens: this.tokenizer.count(renderMarker(marker)) });
       evicted += run.count;
@@ -329,7 +331,7 @@ export class ContextEngine {
       }
       for (const e of page) {
         if (e.tags.includes('constraint')) {
-          flush();
+          await flush();
           entries.push({ t: 'e', id: e.id, turn: e.turn, tokens: this.eventTokens(e) });
           continue;
         }
@@ -341,7 +343,7 @@ export class ContextEngine {
       }
       after = page[page.length - 1]!.turn;
     }
-    flush();
+    await flush();
     if (cutoff <= from) return;
     await this.store.putContextState({
       sessionId,
@@ -474,6 +476,22 @@ export class ContextEngine {
    * with a yield every few milliseconds. A megabyte of new messages, or thousands of small ones, would otherwise
    * hold a server's only thread for a tenth of a second or more (bench/results/adversarial.md).
    */
+  /**
+   * Extracts the topic terms of `events` ahead of a compaction, with a yield every few milliseconds: markers need
+   * them, and extraction (memoized per event object) scans up to 16 K characters of each event, which for the
+   * thousands of events of a large cache held the event loop for 100 ms or more (bench/results/adversarial.md).
+   */
+  private async extractTopicTerms(events: readonly EventRecord[]): Promise<void> {
+    let sliceStart = performance.now();
+    for (const event of events) {
+      eventTerms(event);
+      if (performance.now() - sliceStart >= YIELD_EVERY_MS) {
+        await new Promise((resolve) => setImmediate(resolve));
+        sliceStart = performance.now();
+      }
+    }
+  }
+
   private async tailTokens(events: readonly EventRecord[]): Promise<Map<EventRecord, number>> {
     const out = new Map<EventRecord, number>();
     const countAsync = this.tokenizer.countAsync?.bind(this.tokenizer);

@@ -1,12 +1,13 @@
 import { EngramError, invalidInputFromZod } from '../errors.js';
 import type { ArtifactDraft } from '../model/artifact.js';
 import type { EventArtifactRef, InternalEventInput, ValidEventInput } from '../model/event.js';
+import { checkAppendSize } from '../model/limits.js';
 import { eventInputSchema, internalEventInputSchema, sessionIdSchema, toEpochMs } from '../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
 import { artifactIdFromSha256, newEventId } from '../model/ids.js';
 import type { AppendOptions, AppendOutcome, EventDraft, StorageBackend } from '../store/backend.js';
 import { sessionScopeDenied } from '../store/backend.js';
-import { encodeArtifact, sha256Hex } from './artifact-codec.js';
+import { encodeArtifactAsync, sha256Hex } from './artifact-codec.js';
 import { previewArtifact } from './preview/index.js';
 import { RedactionPolicy, REDACTION_SECRET_NAME, type RedactionOptions, type RedactionReport } from './event-redaction.js';
 import { maskPrivate } from './private-spans.js';
@@ -89,6 +90,7 @@ export class Ingestor {
 
   /** `owner`: the project a new session belongs to, and the one an existing session must belong to (see AppendOptions). */
   async append(sessionIdInput: string, inputs: readonly unknown[], owner: AppendOptions = {}): Promise<IngestOutcome[]> {
+    checkAppendSize(inputs.length);
     return this.appendValidated(sessionIdInput, inputs, false, owner);
   }
 
@@ -149,7 +151,7 @@ export class Ingestor {
     const artifactDrafts: ArtifactDraft[] = [];
     for (const [id, a] of artifacts) {
       if (already.has(id)) continue;
-      const { encoding, stored } = encodeArtifact(a.bytes);
+      const { encoding, stored } = await encodeArtifactAsync(a.bytes);
       artifactDrafts.push({
         record: {
           id,

@@ -138,7 +138,7 @@ export class EngramView {
     const target = this.project === null ? await this.mem.resolve(idOrPrefix) : await this.resolveVisible(idOrPrefix);
     if (target.kind === 'event') return expandEvent(this.mem.tokenizer, await this.mem.getEvent(target.id), maxTokens);
     const { record, bytes } = await this.mem.readArtifact(target.id);
-    return expandArtifact(this.mem.tokenizer, record, bytes, maxTokens);
+    return await expandArtifact(this.mem.tokenizer, record, bytes, maxTokens);
   }
 
   /**

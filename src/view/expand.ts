@@ -42,12 +42,12 @@ export function checkExpandMaxTokens(maxTokens: number): void {
  * One event's full stored content, cut to `maxTokens` with a notice that tells the model how much is left and
  * how to get it ({@link EngramView.expand} resolves the id and checks the reader first).
  */
-export function expandEvent(tokenizer: Tokenizer, e: EventRecord, maxTokens: number): ExpandAnswer {
+export async function expandEvent(tokenizer: Tokenizer, e: EventRecord, maxTokens: number): Promise<ExpandAnswer> {
   const head =
     `${e.id}  session ${e.sessionId}  turn ${e.turn}  ${e.kind}${e.toolName ? ` (${e.toolName})` : ''}  ${e.ts}` +
     (e.artifact ? `\nThis is a preview; the full content is artifact ${e.artifact.id}: expand it to read everything.` : '');
   // Private spans are for full trust (`engram show`) only; expand serves agents.
-  const body = cutToTokens(tokenizer, maskPrivate(e.content), maxTokens);
+  const body = await cutToTokens(tokenizer, maskPrivate(e.content), maxTokens);
   return {
     text: `${head}\n---\n${body.text}`,
     details: {
@@ -65,7 +65,7 @@ export function expandEvent(tokenizer: Tokenizer, e: EventRecord, maxTokens: num
 }
 
 /** An artifact's full original content as text (or a notice for binary content), cut like {@link expandEvent}. */
-export function expandArtifact(tokenizer: Tokenizer, record: ArtifactRecord, bytes: Buffer, maxTokens: number): ExpandAnswer {
+export async function expandArtifact(tokenizer: Tokenizer, record: ArtifactRecord, bytes: Buffer, maxTokens: number): Promise<ExpandAnswer> {
   const head = `${record.id}  ${record.mediaType}  ${record.sizeBytes} bytes`;
   if (!isUtf8Text(bytes)) {
     return {
@@ -73,7 +73,7 @@ export function expandArtifact(tokenizer: Tokenizer, record: ArtifactRecord, byt
       details: { kind: 'artifact', id: record.id, mediaType: record.mediaType, sizeBytes: record.sizeBytes, isText: false },
     };
   }
-  const body = cutToTokens(tokenizer, maskPrivate(bytes.toString('utf8')), maxTokens);
+  const body = await cutToTokens(tokenizer, maskPrivate(bytes.toString('utf8')), maxTokens);
   return {
     text: `${head}\n---\n${body.text}`,
     details: {
@@ -88,9 +88,13 @@ export function expandArtifact(tokenizer: Tokenizer, record: ArtifactRecord, byt
   };
 }
 
-/** Cuts text to `maxTokens` with the engine's tokenizer, telling the model how much is left and how to get it. */
-function cutToTokens(tokenizer: Tokenizer, text: string, maxTokens: number): { text: string; totalTokens: number; isTruncated: boolean } {
-  const totalTokens = tokenizer.count(text);
+/**
+ * Cuts text to `maxTokens` with the engine's tokenizer, telling the model how much is left and how to get it. The
+ * whole text is counted in steps that yield to the event loop when the tokenizer can (an 8 MiB artifact took
+ * 280 ms to count in one go, during which a server answered nothing).
+ */
+async function cutToTokens(tokenizer: Tokenizer, text: string, maxTokens: number): Promise<{ text: string; totalTokens: number; isTruncated: boolean }> {
+  const totalTokens = tokenizer.countAsync ? await tokenizer.countAsync(text) : tokenizer.count(text);
   if (totalTokens <= maxTokens) return { text, totalTokens, isTruncated: false };
   const kept = tokenizer.truncate(text, maxTokens);
   const more = totalTokens - tokenizer.count(kept);

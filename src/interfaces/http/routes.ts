@@ -8,13 +8,14 @@ import { taskStateUpdateSchema } from '../../model/task-state.js';
 import { contextPackSummary } from '../shared/context-pack.js';
 import { DEFAULT_EXPAND_MAX_TOKENS } from '../../view/expand.js';
 import { MAX_RECALL_BATCH, recallAnswer } from '../../view/agent-recall.js';
+import { MAX_APPEND_EVENTS } from '../../model/limits.js';
 import { agentProjectSchema } from '../../model/agent.js';
 import { BUS_ROUTES } from './bus-routes.js';
 import { ADMIN_ROUTES } from './admin-routes.js';
 import { defineRoute, type Route } from './route.js';
 
-/** Most events in one `POST /v1/events` batch (one transaction); the body size limit applies as well. */
-export const MAX_APPEND_BATCH = 5000;
+/** Most events in one `POST /v1/events` batch (one transaction): the engine's limit; the body size limit applies as well. */
+export const MAX_APPEND_BATCH = MAX_APPEND_EVENTS;
 /** Most events one `GET .../events` page returns. */
 export const MAX_EVENTS_PAGE = 1000;
 const DEFAULT_EVENTS_PAGE = 100;
