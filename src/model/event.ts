@@ -145,7 +145,7 @@ export function eventValueIssues(event: ParsedEventFields): ValueIssue[] {
       return [
         {
           path: ['ts'],
-          message: `must lie in years 0000 to 9999 (epoch ms ${MIN_TIMESTAMP_MS} to ${MAX_TIMESTAMP_MS}), got ${String(event.ts)}`,
+          message: `must lie in years 0000 to 9999, epoch ms ${MIN_TIMESTAMP_MS} to ${MAX_TIMESTAMP_MS} (${limit}), got ${String(event.ts)}`,
           params: { limit, max: limit === 'MAX_TIMESTAMP_MS' ? MAX_TIMESTAMP_MS : MIN_TIMESTAMP_MS },
         },
       ];

@@ -147,13 +147,13 @@ export function jsonValueProblem(value: unknown, options: { allowNul?: boolean }
       return { path, message: `must be JSON (objects, arrays, strings, numbers, booleans, null), not ${describeType(v)}` };
     }
     if (depth >= MAX_JSON_DEPTH) {
-      return { path, message: `nests deeper than ${MAX_JSON_DEPTH} levels`, params: { limit: 'MAX_JSON_DEPTH', max: MAX_JSON_DEPTH } };
+      return { path, message: `nests deeper than ${MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH)`, params: { limit: 'MAX_JSON_DEPTH', max: MAX_JSON_DEPTH } };
     }
     const keys = isArray ? null : Object.keys(v);
     const size = isArray ? (v as unknown[]).length : keys!.length;
     entries += size;
     if (entries > MAX_JSON_ENTRIES) {
-      return { path, message: `holds more than ${MAX_JSON_ENTRIES} entries (keys and array items at all levels)`, params: { limit: 'MAX_JSON_ENTRIES', max: MAX_JSON_ENTRIES } };
+      return { path, message: `holds more than ${MAX_JSON_ENTRIES} entries, keys and array items at all levels (MAX_JSON_ENTRIES)`, params: { limit: 'MAX_JSON_ENTRIES', max: MAX_JSON_ENTRIES } };
     }
     if (isArray) {
       const items = v as unknown[];
