@@ -12,6 +12,11 @@ describe('toHttpError', () => {
     expect(e).toMatchObject({ status: 400, isServerFault: false, body: { error: { code: 'INVALID_INPUT', message: 'events[2].kind: bad', data: { field: 'events[2].kind' } } } });
   });
 
+  it('answers a body in a format the route does not read with 415, as a client error', () => {
+    const e = toHttpError(new EngramError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type: text/plain is not accepted here', { field: 'Content-Type', accepted: ['application/json'] }));
+    expect(e).toMatchObject({ status: 415, isServerFault: false, body: { error: { code: 'UNSUPPORTED_MEDIA_TYPE', data: { accepted: ['application/json'] } } } });
+  });
+
   it('asks for bearer credentials on 401', () => {
     expect(toHttpError(new EngramError('UNAUTHENTICATED', 'no token')).headers).toEqual({ 'WWW-Authenticate': 'Bearer realm="engram"' });
   });
