@@ -146,3 +146,31 @@ describe('HTTP API: the worst inputs of the allowed size are answered', () => {
     }
   });
 });
+
+describe('MCP over HTTP: the same limits', () => {
+  const mcp = (body: string) =>
+    fetch(`${server.url}/mcp`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'X-Engram-Session': 'mcp' },
+      body,
+    });
+
+  it('refuses a body nested past the limit before parsing it, with a JSON-RPC error naming the limit', async () => {
+    const res = await mcp(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"append_events","arguments":${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}}}`);
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ error: { code: -32600, data: { limit: 'MAX_REQUEST_JSON_DEPTH' } } });
+  });
+
+  it('answers a tool call with a bad value as a tool error naming the field, storing nothing', async () => {
+    const call = (id: number, name: string, args: unknown) => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+    // JSON.stringify writes the lone surrogate as the escape \ud83d, which the server parses back into one.
+    const appended = await mcp(call(1, 'append_events', { events: [{ kind: 'user', content: 'half an emoji \ud83d' }] })));
+    expect(appended.status).toBe(200);
+    const result = ((await appended.json()) as { result: { isError: boolean; structuredContent: { error: { code: string; data: { field: string } } } } }).result;
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent.error).toMatchObject({ code: 'INVALID_INPUT', data: { field: expect.stringMatching(/content$/) } });
+    const recalled = await mcp(call(2, 'recall', { query: `port${'\u0000'}` }));
+    expect(((await recalled.json()) as { result: { isError: boolean } }).result.isError).toBe(true);
+    expect(await storedEvents()).toBe(0);
+  });
+});

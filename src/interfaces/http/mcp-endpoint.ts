@@ -3,6 +3,7 @@ import type { Engram } from '../../engine.js';
 import { validateSessionId } from '../../memory/ingest.js';
 import type { AgentRecord } from '../../model/agent.js';
 import { createMcpServer } from '../mcp/server.js';
+import { jsonTextProblem } from '../../model/limits.js';
 import { agentPrincipal } from '../../model/access.js';
 import { ENGRAM_RUN_HEADER, hasChildren, resolveRunId } from '../shared/bus.js';
 
@@ -36,6 +37,19 @@ export async function handleMcpRequest(
   const requested = request.headers.get(ENGRAM_SESSION_HEADER) ?? new URL(request.url).searchParams.get('session');
   const sessionId = validateSessionId(requested ?? agent.name, 'session');
   const runId = resolveRunId(mem, request.headers.get(ENGRAM_RUN_HEADER), new URL(request.url).searchParams.get('run'));
+  // A JSON body is scanned before it is parsed, like every JSON body of the API (model/limits.ts): parsing is what
+  // a deeply nested or value-heavy body makes slow. Other content types are left to the transport (415).
+  let parsedBody: unknown;
+  if (/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(request.headers.get('content-type') ?? '')) {
+    const text = await request.text();
+    const problem = jsonTextProblem(text);
+    if (problem) return jsonRpcError(400, -32600, `Invalid Request: the body ${problem.message}`, problem.params);
+    try {
+      parsedBody = JSON.parse(text) as unknown;
+    } catch {
+      return jsonRpcError(400, -32700, 'Parse error: Invalid JSON');
+    }
+  }
   // The bus tools act as the authenticated agent; less_issue_grant is listed only to agents with children.
   const canIssueGrants = await hasChildren(mem, agent.id);
   const { server, settled } = createMcpServer(mem, { sessionId, version: options.version, agent, runId, canIssueGrants, principal: agentPrincipal(agent) });
@@ -48,9 +62,13 @@ export async function handleMcpRequest(
   await server.connect(transport);
   try {
     // In JSON mode the response is complete when this resolves: every tool call of the request has answered.
-    return await transport.handleRequest(request);
+    return await transport.handleRequest(request, parsedBody === undefined ? undefined : { parsedBody });
   } finally {
     await settled();
     await server.close();
   }
+}
+
+function jsonRpcError(status: number, code: number, message: string, data?: object): Response {
+  return Response.json({ jsonrpc: '2.0', error: { code, message, ...(data ? { data } : {}) }, id: null }, { status });
 }
