@@ -164,7 +164,7 @@ describe('MCP over HTTP: the same limits', () => {
   it('answers a tool call with a bad value as a tool error naming the field, storing nothing', async () => {
     const call = (id: number, name: string, args: unknown) => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
     // JSON.stringify writes the lone surrogate as the escape \ud83d, which the server parses back into one.
-    const appended = await mcp(call(1, 'append_events', { events: [{ kind: 'user', content: 'half an emoji \ud83d' }] })));
+    const appended = await mcp(call(1, 'append_events', { events: [{ kind: 'user', content: 'half an emoji \ud83d' }] }));
     expect(appended.status).toBe(200);
     const result = ((await appended.json()) as { result: { isError: boolean; structuredContent: { error: { code: string; data: { field: string } } } } }).result;
     expect(result.isError).toBe(true);
