@@ -72,7 +72,7 @@ const DEFAULT_BATCH_SIZE = 500;
  * would otherwise cost its size squared.
  */
 const MAX_BATCH_ATTEMPTS = 4;
-/** Refusals of the ingestor or the store that belong to one event of a batch (its `field` says which). */
+/** Refusals of the ingestor that belong to one event of a batch (its `field`, `events[i]...`, says which). */
 const PER_EVENT_CODES: ReadonlySet<ErrorCode> = new Set(['INVALID_INPUT', 'IDEMPOTENCY_CONFLICT', 'PAYLOAD_TOO_LARGE']);
 
 /** One event of the file on its way to the store. */
@@ -311,10 +311,10 @@ async function withoutDanglingSupersedes(store: StorageBackend, batch: Entry[], 
 }
 
 /**
- * Appends one session's batch. When the ingestor or the store refuses one event of it (a key stored before
- * with other content, a limit), that line is listed and the rest is tried again, so one bad line costs only
- * itself; the refusal comes before anything of the attempt is written, or rolls back to the attempt's
- * savepoint. Any other failure ends the import (and rolls it back), naming the lines of the batch.
+ * Appends one session's batch. When the ingestor refuses one event of it (a key stored before, or by an
+ * earlier line, with other content; a limit), that line is listed and the rest is tried again, so one bad
+ * line costs only itself. The ingestor refuses before it writes anything, so the transaction is untouched.
+ * Any other failure, the store's own included, ends the import (and rolls it back), naming the batch's lines.
  */
 interface BatchContext {
   issues: IssueList;
@@ -347,16 +347,16 @@ async function storeBatch(ingestor: Ingestor, entries: Entry[], ctx: BatchContex
   }
 }
 
-/** Which event of `chunk` a refusal is about, as a line issue; null when it is not about one event. */
+/**
+ * Which event of `chunk` the ingestor refused, as a line issue; null when the failure is not such a refusal.
+ * The stores name no position: a refusal of theirs comes from inside their transaction, which it may have
+ * aborted, so it ends the import instead.
+ */
 function refusedEvent(err: unknown, chunk: Entry[], keyLines: KeyLines): { index: number; issue: ImportIssue } | null {
   if (!isEngramError(err) || !PER_EVENT_CODES.has(err.code)) return null;
   const field = typeof err.data.field === 'string' ? err.data.field : '';
   const match = /^events\[(\d+)\]/.exec(field);
-  let index = match ? Number(match[1]) : -1;
-  // The stores name the key, not the position, of a conflict they find inside their own transaction.
-  if (index < 0 && err.code === 'IDEMPOTENCY_CONFLICT' && typeof err.data.key === 'string') {
-    index = chunk.findIndex((e) => e.item.event.key === err.data.key);
-  }
+  const index = match ? Number(match[1]) : -1;
   const entry = chunk[index];
   if (entry === undefined) return null;
   const { item } = entry;

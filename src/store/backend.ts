@@ -367,10 +367,12 @@ export interface StorageBackend {
 
   /**
    * Runs `fn` in one transaction that spans every call it makes through `tx`: committed when `fn` resolves,
-   * rolled back whole when it throws (each `appendEvents` inside becomes a savepoint, so a refused batch
-   * leaves the rest usable). Reads through `tx` see the transaction's own writes. For imports that must be
-   * all-or-nothing across many batches; calls through `tx` must not overlap, and `fn` must not write through
-   * the outer backend (on SQLite that would wait for the transaction's own lock).
+   * rolled back whole when it throws. Reads through `tx` see the transaction's own writes, and appends check
+   * keys against them as against any stored event. For imports that must be all-or-nothing across many
+   * batches. A call through `tx` that fails may leave the transaction unusable (PostgreSQL aborts it on any
+   * failed statement), so `fn` must let such a failure end it; refusals the core makes before calling the
+   * store do not touch it. Calls through `tx` must not overlap, and `fn` must not write through the outer
+   * backend (on SQLite that would wait for the transaction's own lock).
    *
    * The transaction holds its locks until `fn` settles: SQLite's write lock (other writers wait up to their
    * busy timeout, then fail with a retryable STORAGE_ERROR), PostgreSQL's locks on the session rows appended

@@ -79,7 +79,16 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
       expect((await ctx.mem.stats()).events).toBe(1);
     });
 
-    it('lists every bad problem of a strict import, in line order, in the error', async () => {
+    it('refuses line 901 over a size limit, naming the field and the limit, storing nothing', async () => {
+      const path = file('transcript.jsonl', jsonlLines(1000, { 901: { kind: 'user', content: 'x'.repeat(1_100_000), key: 'k-901' } }));
+      const err = await failure(ctx.mem.importFile({ path }));
+      expect(err.code).toBe('INVALID_INPUT');
+      expect(err.message).toMatch(/^transcript\.jsonl:901: content: .*MAX_INLINE_CONTENT_BYTES/);
+      expect(err.data).toMatchObject({ line: 901, field: 'content', issueCount: 1 });
+      expect((await ctx.mem.stats()).events).toBe(0);
+    });
+
+    it('lists every problem of a strict import, in line order, in the error', async () => {
       await ctx.mem.append('transcript', { kind: 'user', content: 'stored before', key: 'k-990' });
       const path = file(
         'transcript.jsonl',
