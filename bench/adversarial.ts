@@ -16,7 +16,9 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { DEFAULT_MAX_BODY_BYTES } from '../src/interfaces/http/app.js';
 import {
+  MAX_APPEND_EVENTS,
   MAX_INLINE_CONTENT_BYTES,
+  MAX_REQUEST_INDEXED_CHARS,
   MAX_JSON_DEPTH,
   MAX_JSON_ENTRIES,
   MAX_QUERY_CHARS,
@@ -166,7 +168,7 @@ export async function runAdversarialBench(args: AdversarialArgs): Promise<void> 
         pollIntervalMs: POLL_INTERVAL_MS,
         maxHealthzGapMs: MAX_HEALTHZ_GAP_MS,
         contextWindow: CONTEXT_WINDOW,
-        limits: { MAX_INLINE_CONTENT_BYTES, MAX_QUERY_CHARS, MAX_JSON_DEPTH, MAX_JSON_ENTRIES, MAX_REQUEST_JSON_VALUES, maxBodyBytes: DEFAULT_MAX_BODY_BYTES },
+        limits: { MAX_INLINE_CONTENT_BYTES, MAX_QUERY_CHARS, MAX_JSON_DEPTH, MAX_JSON_ENTRIES, MAX_REQUEST_JSON_VALUES, MAX_APPEND_EVENTS, MAX_REQUEST_INDEXED_CHARS, maxBodyBytes: DEFAULT_MAX_BODY_BYTES },
       },
       healthzPolls: polls.length,
       healthzFailures: polls.filter((p) => p[2] !== 200).length,
@@ -310,9 +312,22 @@ function buildInputs(repeat: number): Input[] {
     // The card is placed whole or refused (422 when it exceeds the task block's budget): either is an answer.
     expect: [200, 422],
   });
-  const many = Array.from({ length: 32 }, (_, i) => ({ kind: 'user', content: `${i} ${randomFrom('abcdefghijklmnopqrstuvwxyz', 240 * 1024, prng)}` }));
-  inputs.push({ group: 'message then context', name: '32 messages of 240 KiB in one body', request: () => events(`many-${repeat}`, many), expect: [200] });
-  inputs.push({ group: 'message then context', name: 'context after 32 messages of 240 KiB', request: () => context(`many-${repeat}`), expect: [200] });
+  // As much inline text as one request may index (MAX_REQUEST_INDEXED_CHARS), as runs and as prose, then a pack.
+  const perMessage = 240 * 1024;
+  const fitting = Math.floor(MAX_REQUEST_INDEXED_CHARS / perMessage);
+  const runs = Array.from({ length: fitting }, (_, i) => ({ kind: 'user', content: `${i} ${randomFrom('abcdefghijklmnopqrstuvwxyz', perMessage - 8, prng)}` }));
+  const words = Array.from({ length: 5000 }, () => randomFrom('abcdefghijklmnopqrstuvwxyz', prng.int(3, 9), prng));
+  const prose = (chars: number): string => {
+    let s = '';
+    while (s.length < chars) s += `${prng.pick(words)}${prng.chance(0.1) ? '. ' : ' '}`;
+    return s.slice(0, chars);
+  };
+  const proseMessages = Array.from({ length: fitting }, () => ({ kind: 'assistant', content: prose(perMessage - 8) }));
+  inputs.push({ group: 'message then context', name: `${fitting} messages of 240 KiB without breaks in one body`, request: () => events(`runs-${repeat}`, runs), expect: [200] });
+  inputs.push({ group: 'message then context', name: `context after ${fitting} messages of 240 KiB without breaks`, request: () => context(`runs-${repeat}`), expect: [200] });
+  inputs.push({ group: 'message then context', name: `${fitting} messages of 240 KiB of prose in one body`, request: () => events(`prose-${repeat}`, proseMessages), expect: [200] });
+  inputs.push({ group: 'message then context', name: `context after ${fitting} messages of 240 KiB of prose`, request: () => context(`prose-${repeat}`), expect: [200] });
+  inputs.push({ group: 'message then context', name: '32 messages of 240 KiB in one body (over the indexed limit)', request: () => events(`many-${repeat}`, [...runs, ...runs, ...runs].slice(0, 32)), expect: [400] });
 
   // 4. Bodies at the 8 MiB body limit.
   const bodyLimit = DEFAULT_MAX_BODY_BYTES;
@@ -342,6 +357,12 @@ function buildInputs(repeat: number): Input[] {
   });
   inputs.push({ group: 'body limit', name: 'recall over the 8 MiB artifact', request: () => recall('ECONNREFUSED 10.0.4.12:5433'), expect: [200] });
   inputs.push({ group: 'body limit', name: 'tool result: 8 MiB of random letters (no breaks)', request: () => toolResult(`run-${repeat}`, randomFrom('abcdefghijklmnopqrstuvwxyz', big, prng)), expect: [200] });
+  inputs.push({
+    group: 'body limit',
+    name: 'two tool results of 3.5 MiB (over the indexed limit)',
+    request: () => events(`two-${repeat}`, [1, 2].map((n) => ({ kind: 'tool_result', toolName: 'Bash', content: logLines(3_500_000 + n) }))),
+    expect: [400],
+  });
   inputs.push({ group: 'body limit', name: 'tool result: 8 MiB of backslashes (escaped: 4 MiB)', request: () => toolResult(`bs-${repeat}`, '\\'.repeat(big / 2)), expect: [200] });
   inputs.push({
     group: 'body limit',
@@ -353,9 +374,11 @@ function buildInputs(repeat: number): Input[] {
     },
     expect: [200],
   });
-  const batch = Array.from({ length: 1000 }, (_, i) => ({ kind: i % 2 ? 'assistant' : 'user', content: fill(`turn ${i}: the deploy of service ${i % 37} failed with exit code ${i % 5}. `, 1500), key: `b${i}` }));
-  inputs.push({ group: 'body limit', name: 'batch of 1,000 events of 1.5 KB', request: () => events(`batch-${repeat}`, batch), expect: [200] });
-  inputs.push({ group: 'body limit', name: 'context after 1,000 events (compaction)', request: () => context(`batch-${repeat}`), expect: [200] });
+  const batch = Array.from({ length: MAX_APPEND_EVENTS }, (_, i) => ({ kind: i % 2 ? 'assistant' : 'user', content: fill(`turn ${i}: the deploy of service ${i % 37} failed with exit code ${i % 5}. `, 1500), key: `b${i}` }));
+  inputs.push({ group: 'body limit', name: `batch of ${MAX_APPEND_EVENTS} events of 1.5 KB (limit)`, request: () => events(`batch-${repeat}`, batch), expect: [200] });
+  inputs.push({ group: 'body limit', name: `another batch of ${MAX_APPEND_EVENTS} in the same session`, request: () => events(`batch-${repeat}`, batch.map((e) => ({ ...e, key: `c${e.key}` }))), expect: [200] });
+  inputs.push({ group: 'body limit', name: `context after ${2 * MAX_APPEND_EVENTS} events (compaction)`, request: () => context(`batch-${repeat}`), expect: [200] });
+  inputs.push({ group: 'body limit', name: `batch of ${MAX_APPEND_EVENTS + 1} events`, request: () => events(`batch-${repeat}`, [...batch, { kind: 'note', content: 'one more' }]), expect: [400] });
   inputs.push({ group: 'body limit', name: 'nested arrays filling 8 MiB', request: () => ({ method: 'POST', path: '/v1/events', body: `${'['.repeat(big / 2)}${']'.repeat(big / 2)}` }), expect: [400] });
   inputs.push({ group: 'body limit', name: 'empty objects filling 8 MiB', request: () => ({ method: 'POST', path: '/v1/events', body: `[${'{},'.repeat(big / 3 - 1)}{}]` }), expect: [400] });
   inputs.push({
@@ -502,7 +525,8 @@ function renderReport(r: Report): string {
     `of waiting, so a server that never blocks shows gaps of about ${r.config.pollIntervalMs}-20 ms.`,
     '',
     `Limits in force (src/model/limits.ts): inline content ${size(r.config.limits.MAX_INLINE_CONTENT_BYTES!)}, query ${fmt(r.config.limits.MAX_QUERY_CHARS!)} characters,`,
-    `meta depth ${r.config.limits.MAX_JSON_DEPTH} and ${fmt(r.config.limits.MAX_JSON_ENTRIES!)} entries, ${fmt(r.config.limits.MAX_REQUEST_JSON_VALUES!)} JSON values per body, body ${size(r.config.limits.maxBodyBytes!)}.`,
+    `meta depth ${r.config.limits.MAX_JSON_DEPTH} and ${fmt(r.config.limits.MAX_JSON_ENTRIES!)} entries, ${fmt(r.config.limits.MAX_REQUEST_JSON_VALUES!)} JSON values per body, body ${size(r.config.limits.maxBodyBytes!)},`,
+    `${fmt(r.config.limits.MAX_APPEND_EVENTS!)} events and ${fmt(r.config.limits.MAX_REQUEST_INDEXED_CHARS!)} indexed characters per request.`,
     `Context packs for a ${fmt(r.config.contextWindow)}-token window.`,
     '',
     `**Result: ${r.passed ? `every input answered as expected and no gap exceeded ${r.config.maxHealthzGapMs} ms` : `over ${r.config.maxHealthzGapMs} ms or unexpected: ${r.failures.join('; ')}`}.**`,

@@ -1,12 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import {
   checkQuery,
+  checkRequestIndexedChars,
   findLoneSurrogate,
   jsonTextProblem,
   jsonValueProblem,
   MAX_JSON_DEPTH,
   MAX_JSON_ENTRIES,
   MAX_QUERY_CHARS,
+  MAX_REQUEST_INDEXED_CHARS,
   MAX_REQUEST_JSON_DEPTH,
   MAX_REQUEST_JSON_VALUES,
   stringProblem,
@@ -99,5 +101,21 @@ describe('checkQuery', () => {
     expect(() => checkQuery('q'.repeat(MAX_QUERY_CHARS + 1), 'query')).toThrow(expect.objectContaining({ code: 'INVALID_INPUT', data: expect.objectContaining({ field: 'query', limit: 'MAX_QUERY_CHARS' }) }));
     expect(() => checkQuery('a\u0000', 'text')).toThrow(expect.objectContaining({ data: expect.objectContaining({ field: 'text' }) }));
     expect(() => checkQuery('\ud800', 'query')).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
+  });
+});
+
+describe('checkRequestIndexedChars', () => {
+  it('counts inline content whole and a tool result up to what the index keeps of it', () => {
+    expect(() => checkRequestIndexedChars([{ kind: 'tool_result', content: 'x'.repeat(MAX_REQUEST_INDEXED_CHARS * 2) }])).not.toThrow();
+    expect(() => checkRequestIndexedChars([{ kind: 'user', content: 'x'.repeat(MAX_REQUEST_INDEXED_CHARS) }])).not.toThrow();
+    expect(() => checkRequestIndexedChars([{ kind: 'user', content: 'x'.repeat(MAX_REQUEST_INDEXED_CHARS + 1) }])).toThrow(
+      expect.objectContaining({ code: 'INVALID_INPUT', data: expect.objectContaining({ field: 'events', limit: 'MAX_REQUEST_INDEXED_CHARS' }) }),
+    );
+    const big = { kind: 'tool_result', content: 'y'.repeat(3_000_000) };
+    expect(() => checkRequestIndexedChars([big, big])).toThrow(expect.objectContaining({ data: expect.objectContaining({ actual: 4_000_000 }) }));
+  });
+
+  it('ignores inputs the schema will refuse anyway', () => {
+    expect(() => checkRequestIndexedChars([null, 3, { content: 7 }, { kind: 'user' }])).not.toThrow();
   });
 });

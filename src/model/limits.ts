@@ -261,10 +261,45 @@ export function jsonTextProblem(text: string): { message: string; params: LimitP
 
 /**
  * Most events in one append (one transaction), from any interface. Each is validated, redacted, hashed and indexed
- * while the server's thread waits: 1,000 events of 1.5 KB take ~50-70 ms warm, 5,000 (the former HTTP limit) took
- * 4-5 times that. Importers send 500 at a time.
+ * while the server's thread waits: 1,000 events of 1.5 KB held it for 115-125 ms through the server, 500 for about
+ * half that; 5,000 (the former HTTP limit) took 4-5 times as long. Importers send 500 at a time.
  */
-export const MAX_APPEND_EVENTS = 1000;
+export const MAX_APPEND_EVENTS = 500;
+
+/**
+ * Most characters one request (HTTP, MCP) may put in the full-text index. The index is built inside the append's
+ * transaction, on the server's one thread: ~27 ms per million characters of prose (8 MiB of messages in one body
+ * took 220 ms). One tool result's index (at most 2,000,000 characters: its head and tail, see ingest.ts) fits with
+ * the events around it; several large outputs go in separate requests. The CLI and the library are not bound by
+ * it: they serve no one else.
+ */
+export const MAX_REQUEST_INDEXED_CHARS = 2_500_000;
+
+/** The most characters a tool result puts in the index (the ingestor's default `maxIndexedChars`). */
+const INDEXED_CHARS_PER_ARTIFACT = 2_000_000;
+
+/**
+ * Refuses a request's events whose indexed text would exceed {@link MAX_REQUEST_INDEXED_CHARS}: inline content
+ * whole, a tool result up to what the index keeps of it. Runs before validation: inputs without string content
+ * count nothing here and are refused by the schema.
+ * @throws EngramError `INVALID_INPUT` naming `events`
+ */
+export function checkRequestIndexedChars(events: readonly unknown[]): void {
+  let chars = 0;
+  for (const e of events) {
+    if (e === null || typeof e !== 'object') continue;
+    const { kind, content } = e as { kind?: unknown; content?: unknown };
+    if (typeof content !== 'string') continue;
+    chars += kind === 'tool_result' ? Math.min(content.length, INDEXED_CHARS_PER_ARTIFACT) : content.length;
+  }
+  if (chars > MAX_REQUEST_INDEXED_CHARS) {
+    throw new EngramError(
+      'INVALID_INPUT',
+      `events: ${chars} characters to index in one request, over ${MAX_REQUEST_INDEXED_CHARS} (MAX_REQUEST_INDEXED_CHARS): send large outputs in separate requests`,
+      { field: 'events', limit: 'MAX_REQUEST_INDEXED_CHARS', max: MAX_REQUEST_INDEXED_CHARS, actual: chars },
+    );
+  }
+}
 
 /**
  * Refuses an append of more than {@link MAX_APPEND_EVENTS} events.

@@ -1,4 +1,5 @@
 import type { Engram } from '../engine.js';
+import { checkAppendSize, checkRequestIndexedChars } from '../model/limits.js';
 import { EngramError } from '../errors.js';
 import type { Principal, SessionAccessFacts } from '../model/access.js';
 import { canReadSession, canWriteSession, DEFAULT_PROJECT, describePrincipal, projectForNewSession, readProject } from '../model/access.js';
@@ -46,6 +47,10 @@ export class EngramView {
   /** Appends events (one transaction), creating the session in the principal's project on first use. */
   async append(sessionId: string, events: EventInput | EventInput[] | readonly unknown[]): Promise<IngestOutcome[]> {
     const id = validateSessionId(sessionId);
+    // A request's work is bounded for servers (model/limits.ts); the CLI and the library append through the engine.
+    const list = Array.isArray(events) ? events : [events];
+    checkAppendSize(list.length);
+    checkRequestIndexedChars(list);
     await this.checkWritable(id, { mayNotExist: true });
     return this.mem.append(id, events as EventInput[], this.owner());
   }

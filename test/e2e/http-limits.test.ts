@@ -4,7 +4,15 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openEngram, type Engram } from '../../src/engine.js';
 import { startHttpServer, type RunningHttpServer } from '../../src/interfaces/http/server.js';
-import { MAX_APPEND_EVENTS, MAX_INLINE_CONTENT_BYTES, MAX_JSON_DEPTH, MAX_QUERY_CHARS, MAX_REQUEST_JSON_DEPTH, MAX_REQUEST_JSON_VALUES } from '../../src/model/limits.js';
+import {
+  MAX_APPEND_EVENTS,
+  MAX_INLINE_CONTENT_BYTES,
+  MAX_JSON_DEPTH,
+  MAX_QUERY_CHARS,
+  MAX_REQUEST_INDEXED_CHARS,
+  MAX_REQUEST_JSON_DEPTH,
+  MAX_REQUEST_JSON_VALUES,
+} from '../../src/model/limits.js';
 
 let dir: string;
 let mem: Engram;
@@ -118,6 +126,9 @@ describe('HTTP API: bad values are 400, never 500 or 503', () => {
     const many = await send('/v1/events', { body: events(Array.from({ length: MAX_APPEND_EVENTS + 1 }, (_, i) => ({ kind: 'note', content: `n${i}` }))) });
     expect(many.status).toBe(400);
     expect(many.body.error.code).toBe('INVALID_INPUT');
+    const indexed = await send('/v1/events', { body: events([1, 2].map((n) => ({ kind: 'tool_result', toolName: 'Bash', content: `${n} ${'log line\n'.repeat(180_000)}` }))) });
+    expect(indexed.status).toBe(400);
+    expect(indexed.body.error.data).toMatchObject({ field: 'events', limit: 'MAX_REQUEST_INDEXED_CHARS', max: MAX_REQUEST_INDEXED_CHARS });
     const long = await send('/v1/recall', { body: JSON.stringify({ query: 'q'.repeat(MAX_QUERY_CHARS + 1) }) });
     expect(long.status).toBe(400);
     expect(long.body.error.data).toMatchObject({ field: 'query', limit: 'MAX_QUERY_CHARS' });
