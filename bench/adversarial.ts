@@ -200,6 +200,8 @@ const SHAPES: Record<string, (bytes: number, prng: Prng) => string> = {
   backslashes: (bytes) => '\\'.repeat(bytes),
   'one letter': (bytes) => 'a'.repeat(bytes),
   'random letters': (bytes, prng) => randomFrom('abcdefghijklmnopqrstuvwxyz', bytes, prng),
+  // Distinct short words: the costliest text for the full-text index (a new term every few characters).
+  'random words': (bytes, prng) => randomWords(bytes, prng),
   quotes: (bytes) => '"'.repeat(bytes),
   emoji: (bytes) => '😀'.repeat(Math.floor(bytes / 4)),
   'random emoji': (bytes, prng) => randomFrom('😀🎉👍🔥💡🚀✅❌🧪📦🐛🔧', bytes, prng),
@@ -213,6 +215,17 @@ const SHAPES: Record<string, (bytes: number, prng: Prng) => string> = {
     return b.toString('latin1');
   },
 };
+
+function randomWords(chars: number, prng: Prng): string {
+  const parts: string[] = [];
+  let size = 0;
+  while (size < chars) {
+    const word = randomFrom('abcdefghijklmnopqrstuvwxyz0123456789', prng.int(2, 6), prng);
+    parts.push(word);
+    size += word.length + 1;
+  }
+  return parts.join(' ').slice(0, chars);
+}
 
 function fill(unit: string, bytes: number): string {
   return unit.repeat(Math.ceil(bytes / unit.length)).slice(0, bytes);
@@ -357,6 +370,7 @@ function buildInputs(repeat: number): Input[] {
   });
   inputs.push({ group: 'body limit', name: 'recall over the 8 MiB artifact', request: () => recall('ECONNREFUSED 10.0.4.12:5433'), expect: [200] });
   inputs.push({ group: 'body limit', name: 'tool result: 8 MiB of random letters (no breaks)', request: () => toolResult(`run-${repeat}`, randomFrom('abcdefghijklmnopqrstuvwxyz', big, prng)), expect: [200] });
+  inputs.push({ group: 'body limit', name: 'tool result: 8 MiB of random words', request: () => toolResult(`words-${repeat}`, randomWords(big, prng)), expect: [200] });
   inputs.push({
     group: 'body limit',
     name: 'two tool results of 3.5 MiB (over the indexed limit)',
@@ -374,8 +388,10 @@ function buildInputs(repeat: number): Input[] {
     },
     expect: [200],
   });
-  const batch = Array.from({ length: MAX_APPEND_EVENTS }, (_, i) => ({ kind: i % 2 ? 'assistant' : 'user', content: fill(`turn ${i}: the deploy of service ${i % 37} failed with exit code ${i % 5}. `, 1500), key: `b${i}` }));
-  inputs.push({ group: 'body limit', name: `batch of ${MAX_APPEND_EVENTS} events of 1.5 KB (limit)`, request: () => events(`batch-${repeat}`, batch), expect: [200] });
+  // As many events as one request takes, as large as the indexed limit lets them be.
+  const eventChars = Math.floor(MAX_REQUEST_INDEXED_CHARS / MAX_APPEND_EVENTS) - 10;
+  const batch = Array.from({ length: MAX_APPEND_EVENTS }, (_, i) => ({ kind: i % 2 ? 'assistant' : 'user', content: fill(`turn ${i}: the deploy of service ${i % 37} failed with exit code ${i % 5}. `, eventChars), key: `b${i}` }));
+  inputs.push({ group: 'body limit', name: `batch of ${MAX_APPEND_EVENTS} events of ${eventChars} characters (limit)`, request: () => events(`batch-${repeat}`, batch), expect: [200] });
   inputs.push({ group: 'body limit', name: `another batch of ${MAX_APPEND_EVENTS} in the same session`, request: () => events(`batch-${repeat}`, batch.map((e) => ({ ...e, key: `c${e.key}` }))), expect: [200] });
   inputs.push({ group: 'body limit', name: `context after ${2 * MAX_APPEND_EVENTS} events (compaction)`, request: () => context(`batch-${repeat}`), expect: [200] });
   inputs.push({ group: 'body limit', name: `batch of ${MAX_APPEND_EVENTS + 1} events`, request: () => events(`batch-${repeat}`, [...batch, { kind: 'note', content: 'one more' }]), expect: [400] });

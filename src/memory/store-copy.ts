@@ -11,7 +11,7 @@ export interface CopyOptions {
   /** Events per transaction in the target. Default 500. */
   batchSize?: number;
   onProgress?: (progress: CopyProgress) => void;
-  /** Must match the ingest setting the source was written with. Default 2,000,000. */
+  /** Characters of each artifact indexed, as at ingest. Default the ingest default (250,000). */
   maxIndexedChars?: number;
 }
 

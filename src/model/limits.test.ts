@@ -5,6 +5,7 @@ import {
   findLoneSurrogate,
   jsonTextProblem,
   jsonValueProblem,
+  MAX_ARTIFACT_INDEXED_CHARS,
   MAX_JSON_DEPTH,
   MAX_JSON_ENTRIES,
   MAX_QUERY_CHARS,
@@ -112,7 +113,7 @@ describe('checkRequestIndexedChars', () => {
       expect.objectContaining({ code: 'INVALID_INPUT', data: expect.objectContaining({ field: 'events', limit: 'MAX_REQUEST_INDEXED_CHARS' }) }),
     );
     const big = { kind: 'tool_result', content: 'y'.repeat(3_000_000) };
-    expect(() => checkRequestIndexedChars([big, big])).toThrow(expect.objectContaining({ data: expect.objectContaining({ actual: 4_000_000 }) }));
+    expect(() => checkRequestIndexedChars([big, big])).toThrow(expect.objectContaining({ data: expect.objectContaining({ actual: 2 * MAX_ARTIFACT_INDEXED_CHARS }) }));
   });
 
   it('ignores inputs the schema will refuse anyway', () => {

@@ -15,16 +15,17 @@ const MIB = 1024 * KIB;
 
 /**
  * Largest content of an event kept inline, in UTF-8 bytes: every kind except a tool result (which becomes an
- * artifact above the ingest threshold) and a binary attachment's bytes. Inline content is token-counted for every
- * context pack and indexed whole, so its size is paid on each turn. 1 MiB is ~250,000 tokens of prose, more than
- * any model's window; a pasted file or a generated one written through a tool call fits, and anything larger is
- * a file to attach as a tool result or binary.
+ * artifact above the ingest threshold) and a binary attachment's bytes. Inline content is indexed whole inside the
+ * append's transaction and token-counted for context packs, so its size is work on the server's thread: indexing
+ * 512 KiB of distinct random words took 90 ms. 384 KiB is ~100,000 tokens of prose, more than a message to a model
+ * holds (the 300 KB pasted message of issue 12 fits); anything larger is a file to attach as a tool result or
+ * binary. It fits {@link MAX_REQUEST_INDEXED_CHARS}.
  */
-export const MAX_INLINE_CONTENT_BYTES = 1 * MIB;
+export const MAX_INLINE_CONTENT_BYTES = 384 * KIB;
 
 /**
  * Largest tool result or binary attachment, in bytes (UTF-8 for text, decoded bytes for base64). Both are stored
- * as compressed artifacts with a bounded preview inline and at most 2,000,000 characters indexed, so a large
+ * as compressed artifacts with a bounded preview inline and at most {@link MAX_ARTIFACT_INDEXED_CHARS} indexed, so a large
  * output costs storage, not per-turn work. 32 MiB holds any output that fits the HTTP body limit (8 MiB) four
  * times over, for the CLI and the library, which have no body limit; a larger build log or core dump is data to
  * keep outside the memory and point to.
@@ -267,16 +268,21 @@ export function jsonTextProblem(text: string): { message: string; params: LimitP
 export const MAX_APPEND_EVENTS = 500;
 
 /**
- * Most characters one request (HTTP, MCP) may put in the full-text index. The index is built inside the append's
- * transaction, on the server's one thread: ~27 ms per million characters of prose (8 MiB of messages in one body
- * took 220 ms). One tool result's index (at most 2,000,000 characters: its head and tail, see ingest.ts) fits with
- * the events around it; several large outputs go in separate requests. The CLI and the library are not bound by
- * it: they serve no one else.
+ * Most characters of one tool result's text put in the full-text index (the ingestor's default `maxIndexedChars`):
+ * its head (20 %) and tail (80 %, where errors cluster); the whole text stays stored and readable. SQLite's FTS5
+ * indexes ~10-20 ms per million characters of prose or logs, but up to 145 ms per million of distinct random
+ * words, inside the append's transaction (measured here, porter + unicode61); 250,000 characters bound that to
+ * ~35 ms. The former 2,000,000 let one 8 MiB output hold the server for ~290 ms.
  */
-export const MAX_REQUEST_INDEXED_CHARS = 2_500_000;
+export const MAX_ARTIFACT_INDEXED_CHARS = 250_000;
 
-/** The most characters a tool result puts in the index (the ingestor's default `maxIndexedChars`). */
-const INDEXED_CHARS_PER_ARTIFACT = 2_000_000;
+/**
+ * Most characters one request (HTTP, MCP) may put in the full-text index, for the same reason (at most ~60 ms of
+ * indexing): one largest inline message, or one tool result's index with the events around it; several large
+ * messages or outputs go in separate requests (8 MiB of prose in one body took 220 ms to index). The CLI and the
+ * library are not bound by it: they serve no one else.
+ */
+export const MAX_REQUEST_INDEXED_CHARS = 400_000;
 
 /**
  * Refuses a request's events whose indexed text would exceed {@link MAX_REQUEST_INDEXED_CHARS}: inline content
@@ -290,7 +296,7 @@ export function checkRequestIndexedChars(events: readonly unknown[]): void {
     if (e === null || typeof e !== 'object') continue;
     const { kind, content } = e as { kind?: unknown; content?: unknown };
     if (typeof content !== 'string') continue;
-    chars += kind === 'tool_result' ? Math.min(content.length, INDEXED_CHARS_PER_ARTIFACT) : content.length;
+    chars += kind === 'tool_result' ? Math.min(content.length, MAX_ARTIFACT_INDEXED_CHARS) : content.length;
   }
   if (chars > MAX_REQUEST_INDEXED_CHARS) {
     throw new EngramError(
