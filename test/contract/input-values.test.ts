@@ -90,6 +90,20 @@ for (const [name, createHarness] of BACKEND_HARNESSES) {
       expect(bytes.equals(Buffer.from(content, 'utf8'))).toBe(true);
     });
 
+    it('reads base64 attachments with white space anywhere and refuses malformed ones naming the field', async () => {
+      const bytes = Buffer.from(Array.from({ length: 3000 }, (_, i) => (i * 7) % 256));
+      const wrapped = bytes.toString('base64').replace(/.{76}/g, '$&\r\n');
+      const [out] = await ctx.mem.append('bin', { kind: 'user', content: 'a picture', binary: { base64: `  ${wrapped}\n`, mediaType: 'image/png' } });
+      expect((await ctx.mem.readArtifact(out!.record.artifact!.id)).bytes.equals(bytes)).toBe(true);
+      for (const base64 of ['aGVs bG8=', 'aGVsbG8= \n']) await expect(ctx.mem.append('bin', { kind: 'user', content: 'ok', binary: { base64, mediaType: 'image/png' } })).resolves.toHaveLength(1);
+      for (const base64 of ['aGVs*bG8=', 'aGV=sbG8', 'aGVsbG8===', 'aGVsbG8=x']) {
+        await expect(ctx.mem.append('bin', { kind: 'user', content: 'bad', binary: { base64, mediaType: 'image/png' } })).rejects.toMatchObject({
+          code: 'INVALID_INPUT',
+          data: { field: 'events[0].binary.base64' },
+        });
+      }
+    });
+
     const refusals: Array<[string, Partial<EventInput> & Record<string, unknown>, string]> = [
       ['content', { content: 'a\ud800b' }, 'events[0].content'],
       ['a trailing high surrogate', { content: 'text ends in half an emoji \ud83d' }, 'events[0].content'],
