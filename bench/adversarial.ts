@@ -328,7 +328,10 @@ function buildInputs(repeat: number): Input[] {
   // As much inline text as one request may index (MAX_REQUEST_INDEXED_CHARS), as runs and as prose, then a pack.
   const perMessage = 240 * 1024;
   const fitting = Math.floor(MAX_REQUEST_INDEXED_CHARS / perMessage);
-  const runs = Array.from({ length: fitting }, (_, i) => ({ kind: 'user', content: `${i} ${randomFrom('abcdefghijklmnopqrstuvwxyz', perMessage - 8, prng)}` }));
+  const runs = [
+    ...Array.from({ length: fitting }, (_, i) => ({ kind: 'user', content: `${i} ${randomFrom('abcdefghijklmnopqrstuvwxyz', perMessage - 8, prng)}` })),
+    ...Array.from({ length: 50 }, (_, i) => ({ kind: 'assistant', content: `step ${i}: ${randomWords(2000, prng)}` })),
+  ];
   const words = Array.from({ length: 5000 }, () => randomFrom('abcdefghijklmnopqrstuvwxyz', prng.int(3, 9), prng));
   const prose = (chars: number): string => {
     let s = '';
@@ -336,10 +339,11 @@ function buildInputs(repeat: number): Input[] {
     return s.slice(0, chars);
   };
   const proseMessages = Array.from({ length: fitting }, () => ({ kind: 'assistant', content: prose(perMessage - 8) }));
-  inputs.push({ group: 'message then context', name: `${fitting} messages of 240 KiB without breaks in one body`, request: () => events(`runs-${repeat}`, runs), expect: [200] });
-  inputs.push({ group: 'message then context', name: `context after ${fitting} messages of 240 KiB without breaks`, request: () => context(`runs-${repeat}`), expect: [200] });
-  inputs.push({ group: 'message then context', name: `${fitting} messages of 240 KiB of prose in one body`, request: () => events(`prose-${repeat}`, proseMessages), expect: [200] });
-  inputs.push({ group: 'message then context', name: `context after ${fitting} messages of 240 KiB of prose`, request: () => context(`prose-${repeat}`), expect: [200] });
+  const what = fitting === 1 ? 'a message' : `${fitting} messages`;
+  inputs.push({ group: 'message then context', name: `${what} of 240 KiB without breaks, and the body's other events`, request: () => events(`runs-${repeat}`, runs), expect: [200] });
+  inputs.push({ group: 'message then context', name: `context after ${what} of 240 KiB without breaks`, request: () => context(`runs-${repeat}`), expect: [200] });
+  inputs.push({ group: 'message then context', name: `${what} of 240 KiB of prose`, request: () => events(`prose-${repeat}`, proseMessages), expect: [200] });
+  inputs.push({ group: 'message then context', name: `context after ${what} of 240 KiB of prose`, request: () => context(`prose-${repeat}`), expect: [200] });
   inputs.push({ group: 'message then context', name: '32 messages of 240 KiB in one body (over the indexed limit)', request: () => events(`many-${repeat}`, [...runs, ...runs, ...runs].slice(0, 32)), expect: [400] });
 
   // 4. Bodies at the 8 MiB body limit.

@@ -127,6 +127,9 @@ export class Ingestor {
     // Secrets are replaced before anything is hashed or stored: the input hash, the artifact bytes and id,
     // the index and the event all see only the redacted input (deterministic, so retries still match).
     const redacted = await this.redaction.redactEvents(checked);
+    // Validation and redaction scan every character; hashing, previews and the store follow. Let other requests
+    // run in between, so the two halves of a large append do not hold a server's thread as one block.
+    await new Promise((resolve) => setImmediate(resolve));
     const valid = redacted.map((r) => r.input);
     await this.checkSupersedes(valid);
 
