@@ -233,3 +233,12 @@ describe('parseAgentMessage: nesting', () => {
     }
   });
 });
+
+describe('parseAgentMessage: text values', () => {
+  it('refuses a lone surrogate or a NUL anywhere in a message, naming the field, in JSON and YAML', () => {
+    const json = JSON.stringify({ ROLE: 'child', OUTPUT: { summary: 'half an emoji \ud83d' } });
+    expect(thrown(() => parseAgentMessage(json))).toMatchObject({ code: 'INVALID_INPUT', data: { field: 'OUTPUT.summary', format: 'json' } });
+    const yaml = 'ROLE: child\nOUTPUT:\n  summary: "NUL \\0 inside"\n';
+    expect(thrown(() => parseAgentMessage(yaml))).toMatchObject({ code: 'INVALID_INPUT', data: { field: 'OUTPUT.summary', format: 'yaml' } });
+  });
+});
