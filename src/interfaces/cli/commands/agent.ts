@@ -1,3 +1,5 @@
+import type { Command } from 'commander';
+import type { CliContext, GlobalOptions } from '../cli-context.js';
 import type { Engram } from '../../../engine.js';
 import { EngramError } from '../../../errors.js';
 import type { AgentRecord } from '../../../model/agent.js';
@@ -75,4 +77,19 @@ function formatAgents(agents: AgentRecord[]): string {
   const header = ['NAME', 'ROLE', 'PARENT', 'PROJECT', '', 'STATUS'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   return [header, ...rows].map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+}
+
+/** `engram agent ACTION`. */
+export function register(program: Command, context: CliContext): void {
+  const { io } = context;
+  program
+    .command('agent')
+    .description('agents that may call `engram serve` (HTTP API, MCP over HTTP) and their bearer tokens')
+    .argument('<action>', 'add NAME | list | revoke NAME | rotate NAME')
+    .argument('[name]', 'the agent (a name, or its id for revoke/rotate)')
+    .option('--role <role>', 'add: architect, director, manager, programmer, ... (free text, up to 32 characters)')
+    .option('--parent <agent>', "add: the agent's parent in the hierarchy (name or id)")
+    .option('--project <name>', 'add: the project the agent works on')
+    .option('--admin', 'add: the agent may manage other agents over HTTP')
+    .action(context.withStore((m, args: AgentArgs & GlobalOptions) => agentCommand(m, args, io), (args) => args.action === 'add'));
 }

@@ -1,3 +1,5 @@
+import { Option, type Command } from 'commander';
+import type { CliContext, GlobalOptions } from '../cli-context.js';
 import { readFileSync } from 'node:fs';
 import type { Engram } from '../../../engine.js';
 import { EngramError } from '../../../errors.js';
@@ -180,4 +182,29 @@ function readTextArg(value: string | undefined, field: string): string {
     }
   }
   return value;
+}
+
+/** `engram bus ACTION`. */
+export function register(program: Command, context: CliContext): void {
+  const { io } = context;
+  program
+    .command('bus')
+    .description(`the Engram Bus, acting as an agent (--as NAME): ${BUS_ACTIONS.join(' | ')}`)
+    .argument('<action>', BUS_ACTIONS.join(' | '))
+    .argument('[value]', 'put: the engram JSON (or @FILE, -); query: text; deref/grant: the pointer; validate-message: the message (YAML/JSON, @FILE, -); promote/remove: the engram id')
+    .option('--as <agent>', 'the agent to act as (name or id; see engram agent list)')
+    .option('--run <id>', 'run label for run-scoped engrams (default: default)')
+    .option('-k, --k <n>', 'query: most engrams (1-12, default 10)')
+    .option('--kind <kind...>', 'query: only these kinds')
+    .option('--scope <scope...>', 'query: only these scopes; promote: the new scope')
+    .option('--key <key...>', 'query: hash keys (service:gateway, t:pool)')
+    .option('--max-tokens <n>', 'deref: longest excerpt (default 400)')
+    .option('--grant <token>', 'deref: a grant token from the parent')
+    .option('--child <agent>', 'grant: the child agent')
+    .option('--cap <tokens>', 'grant: token cap (default 500)')
+    .option('--ttl <seconds>', 'grant: lifetime (default 3600)')
+    .addOption(new Option('--direction <d>', 'validate-message: the contract').choices(['child-to-parent', 'parent-to-child']))
+    .option('--lead <line...>', "brief: the parent's own first lines")
+    .option('--since <iso>', 'metrics: only events since')
+    .action(context.withStore((m, args: BusArgs & GlobalOptions) => busCommand(m, args, io), (args) => ['put', 'grant', 'validate-message', 'deref', 'promote', 'remove'].includes(args.action), 'foreground'));
 }

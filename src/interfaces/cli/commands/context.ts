@@ -1,3 +1,7 @@
+import { Option, type Command } from 'commander';
+import type { CliContext, GlobalOptions } from '../cli-context.js';
+import { MODEL_PROFILES } from '../../../context/assembly/governor.js';
+import { EXIT } from '../exit-codes.js';
 import { readFileSync } from 'node:fs';
 import type { Engram } from '../../../engine.js';
 import { EngramError } from '../../../errors.js';
@@ -139,4 +143,55 @@ function readText(path: string, field: string): string {
   } catch {
     throw new EngramError('NOT_FOUND', `--${field}: cannot read ${path}`, { field });
   }
+}
+
+/** `engram context`, `engram compact`, `engram pin` and `engram task`. */
+export function register(program: Command, context: CliContext): void {
+  const { io } = context;
+  program
+    .command('context')
+    .description("the context pack for a session's next turn: identity, markers of evicted history, recent tail, task state, query")
+    .requiredOption('-s, --session <id>', 'session')
+    .requiredOption('-w, --window <tokens>', "the model's context window in tokens")
+    .addOption(new Option('-f, --format <format>', 'output format').choices(['text', 'openai', 'anthropic']).default('text'))
+    .option('-q, --query <text>', 'the new user message')
+    .option('--identity <text>', 'the system prompt / identity block')
+    .option('--identity-file <file>', 'read the identity block from a file')
+    .option('--codex <path...>', 'static knowledge: files or directories, inlined below 0.7 of the window, else served through recall')
+    .option('--max-messages <n>', 'governor: keep at most this many history messages')
+    .option('--max-chars <n>', 'governor: character cap of the whole prompt')
+    .addOption(new Option('--model-profile <id>', 'governor: model whose KV cache to budget').choices(Object.keys(MODEL_PROFILES)))
+    .option('--kv-budget-mb <mb>', 'governor: KV-cache memory for this request; compacts further before it would be exceeded')
+    .action(context.withStore((m, args: ContextArgs & GlobalOptions) => contextCommand(m, args, io)));
+
+  program
+    .command('compact')
+    .description("compact a session's window now if it is over its high-water mark (nothing is deleted)")
+    .requiredOption('-s, --session <id>', 'session')
+    .requiredOption('-w, --window <tokens>', "the model's context window in tokens")
+    .action(context.withStore((m, args: CompactArgs & GlobalOptions) => compactCommand(m, args, io)));
+
+  program
+    .command('pin')
+    .description('pin an event in the session window (never evicted or pruned); --unpin to release it')
+    .argument('<event>', 'event id')
+    .requiredOption('-s, --session <id>', 'session')
+    .option('--unpin', 'release the pin')
+    .action(
+      context.withStore(async (m, args: GlobalOptions & { event: string; session: string; unpin?: boolean }) => {
+        await m.context.pin(args.session, args.event, !args.unpin);
+        if (args.json) io.out(JSON.stringify({ event: args.event, isPinned: !args.unpin }));
+        else io.out(`${args.event} ${args.unpin ? 'unpinned' : 'pinned'} in the window of ${args.session}.`);
+        return EXIT.OK;
+      }),
+    );
+
+  program
+    .command('task')
+    .description("read or change a session's task state card (versioned; every version is kept)")
+    .argument('<action>', 'get | update (merge fields) | set (replace the card) | history')
+    .argument('[value]', 'for update/set: the card as JSON, @FILE, or - for standard input')
+    .requiredOption('-s, --session <id>', 'session')
+    .option('--turn <n>', 'the turn whose work produced this update (default: the latest)')
+    .action(context.withStore((m, args: TaskArgs & GlobalOptions) => taskCommand(m, args, io), (args) => args.action === 'update' || args.action === 'set'));
 }

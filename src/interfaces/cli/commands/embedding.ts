@@ -1,3 +1,5 @@
+import type { Command } from 'commander';
+import type { CliContext, GlobalOptions } from '../cli-context.js';
 import type { Engram } from '../../../engine.js';
 import { EngramError } from '../../../errors.js';
 import { EXIT } from '../exit-codes.js';
@@ -70,4 +72,14 @@ export async function reindexCommand(mem: Engram, args: ReindexArgs, io: Io): Pr
     );
   }
   return stats.failed > 0 || stats.pending > 0 ? EXIT.PARTIAL : EXIT.OK;
+}
+
+/** `engram reindex`. */
+export function register(program: Command, context: CliContext): void {
+  const { io } = context;
+  program
+    .command('reindex')
+    .description("embed every event with the chosen embedder's model (a new model replaces the old vectors; events are untouched)")
+    .option('--retry-failed', 'queue events whose embedding failed repeatedly again')
+    .action(context.withStore((m, args: ReindexArgs & GlobalOptions) => reindexCommand(m, args, io), false, 'foreground'));
 }

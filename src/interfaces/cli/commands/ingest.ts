@@ -1,3 +1,7 @@
+import { Option, type Command } from 'commander';
+import type { CliContext, GlobalOptions } from '../cli-context.js';
+import { IMPORT_FORMATS } from '../../../memory/importers/types.js';
+import { drainQueue } from './embedding.js';
 import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -82,4 +86,29 @@ function renderReport(r: ImportReport): string {
     if (more > 0) lines.push(`  ... and ${more} more${r.issues.length > listed.length ? ' (--json lists them)' : ''}`);
   }
   return lines.join('\n');
+}
+
+/** `engram ingest`. */
+export function register(program: Command, context: CliContext): void {
+  const { io } = context;
+  program
+    .command('ingest')
+    .description('import a transcript (generic JSONL, OpenAI messages, Anthropic messages, Claude Code session)')
+    .argument('<file>', 'transcript file, or - for standard input')
+    .option('-s, --session <id>', 'import into this session (default: the session ids in the file, else the file name)')
+    .option('-p, --project <name>', "the project new sessions belong to: its agents may read them (default: default; see the README's trust model)")
+    .addOption(new Option('-f, --format <format>', 'input format (default: detected)').choices([...IMPORT_FORMATS]))
+    .option('--skip-invalid', 'store the valid records and list invalid ones (default: reject the whole file)')
+    .option('--no-embed', 'do not embed the new events now (they stay queued for `engram reindex` or `engram serve`)')
+    .action(
+      context.withStore(
+        async (m, args: IngestArgs & GlobalOptions & { embed?: boolean }) => {
+          const code = await ingestCommand(m, args, io);
+          if (args.embed !== false) await drainQueue(m, io);
+          return code;
+        },
+        true,
+        'foreground',
+      ),
+    );
 }

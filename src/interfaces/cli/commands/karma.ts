@@ -1,3 +1,5 @@
+import type { Command } from 'commander';
+import type { CliContext, GlobalOptions } from '../cli-context.js';
 import type { Engram } from '../../../engine.js';
 import { EngramError } from '../../../errors.js';
 import type { Io } from '../output.js';
@@ -44,4 +46,19 @@ export async function karmaCommand(mem: Engram, args: KarmaArgs, io: Io): Promis
     default:
       throw new EngramError('INVALID_INPUT', `karma: unknown action "${args.action}"; use add, list or remove`, { field: 'action' });
   }
+}
+
+/** `engram karma ACTION`. */
+export function register(program: Command, context: CliContext): void {
+  const { io } = context;
+  program
+    .command('karma')
+    .description('verified facts, promoted into the stable prefix of every context pack of their scope')
+    .argument('<action>', 'add TEXT | list | remove ID')
+    .argument('[value]', 'the fact (add) or its id (remove)')
+    .option('-s, --session <id>', 'add: only for this session; list: facts of this session and the store-wide ones')
+    .option('--from <event>', 'add: the event the fact was verified from')
+    .option('--by <name>', 'who verified or removes it (default: user)')
+    .option('--all', 'list: include removed facts')
+    .action(context.withStore((m, args: KarmaArgs & GlobalOptions) => karmaCommand(m, args, io), (args) => args.action !== 'list'));
 }

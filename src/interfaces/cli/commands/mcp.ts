@@ -1,3 +1,5 @@
+import type { Command } from 'commander';
+import type { CliContext, GlobalOptions } from '../cli-context.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Engram } from '../../../engine.js';
 import { EngramError } from '../../../errors.js';
@@ -67,4 +69,16 @@ export async function mcpCommand(mem: Engram, args: McpArgs, io: Io, version: st
     process.off('SIGTERM', onSigterm);
     process.off('SIGINT', onSigint);
   }
+}
+
+/** `engram mcp`. */
+export function register(program: Command, context: CliContext): void {
+  const { io } = context;
+  program
+    .command('mcp')
+    .description('serve the MCP tools (recall, expand, get/update_task_state, append_events) on stdio for an agent host')
+    .option('-s, --session <id>', 'the session the tools work for (default: $ENGRAM_SESSION)')
+    .option('--agent <name>', 'the agent the bus tools (less_*) act as (default: $ENGRAM_AGENT; without one they are refused)')
+    .option('--run <id>', 'the run of run-scoped engrams (default: $ENGRAM_RUN, else default)')
+    .action(context.withStore((m, args: McpArgs & GlobalOptions) => mcpCommand(m, args, io, context.version), true, 'background'));
 }

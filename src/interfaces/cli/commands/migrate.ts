@@ -1,3 +1,5 @@
+import type { Command } from 'commander';
+import type { CliContext, GlobalOptions } from '../cli-context.js';
 import { resolve } from 'node:path';
 import { migrateStore } from '../../../engine.js';
 import { EngramError } from '../../../errors.js';
@@ -54,4 +56,15 @@ export async function migrateCommand(args: MigrateArgs, io: Io): Promise<number>
   } finally {
     progress.stop();
   }
+}
+
+/** `engram migrate --from STORE --to STORE`. */
+export function register(program: Command, context: CliContext): void {
+  program
+    .command('migrate')
+    .description('copy a whole store to another (SQLite <-> PostgreSQL), resumably, and verify the copy')
+    .requiredOption('--from <store>', 'source: sqlite:PATH, a file path, or a postgres:// URL')
+    .requiredOption('--to <store>', 'target: sqlite:PATH, a file path, or a postgres:// URL (empty, or a copy interrupted earlier)')
+    .option('--batch <n>', 'events per transaction (default 500)')
+    .action(context.withoutStore((args: MigrateArgs & GlobalOptions) => migrateCommand(args, context.io)));
 }

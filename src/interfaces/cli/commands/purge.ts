@@ -1,3 +1,5 @@
+import type { Command } from 'commander';
+import type { CliContext, GlobalOptions } from '../cli-context.js';
 import { userInfo } from 'node:os';
 import type { Engram } from '../../../engine.js';
 import { EngramError } from '../../../errors.js';
@@ -95,4 +97,19 @@ function osUser(): string {
     // No passwd entry (some containers).
     return process.env.USER || process.env.USERNAME || 'unknown';
   }
+}
+
+/** `engram purge`. */
+export function register(program: Command, context: CliContext): void {
+  const { io } = context;
+  program
+    .command('purge')
+    .description('delete content for good (privacy): a session, events, or every event holding a text; leaves tombstones, logged')
+    .option('-s, --session <id...>', 'purge this session whole (with --match: only search these sessions)')
+    .option('-e, --event <id...>', 'purge these events (ids or unique prefixes)')
+    .option('-m, --match <text>', 'purge every event holding this exact text (a literal, not a pattern; at least 4 characters)')
+    .option('--yes', 'really purge (without it: show what would be purged, change nothing, exit 2)')
+    .option('--dry-run', 'show what would be purged and exit 0')
+    .option('--log', 'list past purges (who, when, what; never the content)')
+    .action(context.withStore((m, args: PurgeArgs & GlobalOptions) => purgeCommand(m, args, io)));
 }

@@ -1,3 +1,7 @@
+import { Option, type Command } from 'commander';
+import type { CliContext, GlobalOptions } from '../cli-context.js';
+import { EVENT_KINDS } from '../../../model/event.js';
+import { CLI_DRAIN_LIMIT, drainQueue } from './embedding.js';
 import type { Engram } from '../../../engine.js';
 import { EngramError } from '../../../errors.js';
 import type { EventKind } from '../../../model/event.js';
@@ -55,4 +59,32 @@ export function parseTime(value: string, field: string, nowMs = Date.now()): num
     throw new EngramError('INVALID_INPUT', `--${field}: "${value}" is neither an ISO-8601 time nor an age like 12h or 7d`, { field });
   }
   return ms;
+}
+
+/** `engram recall`. */
+export function register(program: Command, context: CliContext): void {
+  const { io } = context;
+  program
+    .command('recall')
+    .description('search everything stored: exact strings, identifiers, words; prints quoted evidence with provenance')
+    .argument('<query...>', 'what to look for')
+    .option('-s, --session <id...>', 'only these sessions')
+    .addOption(new Option('--kind <kind...>', 'only these event kinds').choices([...EVENT_KINDS]))
+    .option('--since <time>', 'only events at or after: ISO-8601, or an age like 12h, 7d')
+    .option('--until <time>', 'only events at or before: ISO-8601, or an age')
+    .option('--task <id>', 'only events bound to this task')
+    .option('-k, --k <n>', 'most hits (default 10)')
+    .option('-b, --budget <tokens>', 'token budget of the pack (default 2000)')
+    .option('--ignore-task', "with one --session: do not condition on that session's task card")
+    .addOption(new Option('--retriever <name>', 'fts, vector or hybrid (default: hybrid when the store has vectors of the embedder)').choices(['fts', 'vector', 'hybrid']))
+    .action(
+      context.withStore(
+        async (m, args: RecallArgs & GlobalOptions) => {
+          if (args.retriever !== 'fts') await drainQueue(m, io, { limit: CLI_DRAIN_LIMIT, quiet: args.json === true });
+          return recallCommand(m, args, io);
+        },
+        false,
+        'foreground',
+      ),
+    );
 }

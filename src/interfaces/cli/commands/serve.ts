@@ -1,3 +1,5 @@
+import type { Command } from 'commander';
+import type { CliContext, GlobalOptions } from '../cli-context.js';
 import type { Engram } from '../../../engine.js';
 import { EngramError, isEngramError } from '../../../errors.js';
 import type { AgentWithToken } from '../../../memory/agent-registry.js';
@@ -117,4 +119,19 @@ function embeddingNote(mem: Engram): string {
 
 function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+/** `engram serve`. */
+export function register(program: Command, context: CliContext): void {
+  const { io } = context;
+  program
+    .command('serve')
+    .description('serve the HTTP API (/v1) and MCP over Streamable HTTP (/mcp) to agents with bearer tokens')
+    .option('-p, --port <n>', 'TCP port (default 7077; 0 picks a free one)')
+    .option('--host <host>', 'interface to bind (default 127.0.0.1: this machine only)')
+    .option('--allow-remote', 'allow a --host reachable from other machines')
+    .option('--cors <origin>', 'allow browser requests from this origin (default: no CORS)')
+    .option('--max-body-bytes <n>', 'largest request body accepted (default 8 MiB)')
+    // The embedding worker runs in the background while serving (--embedder none turns it off).
+    .action(context.withStore((m, args: ServeArgs & GlobalOptions) => serveCommand(m, args, io, context.version), true, 'background'));
 }

@@ -1,3 +1,5 @@
+import type { Command } from 'commander';
+import type { CliContext, GlobalOptions } from '../cli-context.js';
 import type { Engram } from '../../../engine.js';
 import type { EventRecord } from '../../../model/event.js';
 import type { Io } from '../output.js';
@@ -51,4 +53,15 @@ function renderEvent(e: EventRecord): string {
   }
   if (e.meta) head.push(`meta: ${JSON.stringify(e.meta)}`);
   return `${head.join('\n')}\n---\n${e.content}`;
+}
+
+/** `engram show ID`. */
+export function register(program: Command, context: CliContext): void {
+  const { io } = context;
+  program
+    .command('show')
+    .description('print an event (evt_...) or the full content of an artifact (art_...); unique prefixes work')
+    .argument('<id>', 'event or artifact id, or a unique prefix of at least 4 characters after the underscore')
+    .option('--raw', 'artifact: write the original bytes to stdout')
+    .action(context.withStore((m, args: ShowArgs & GlobalOptions) => showCommand(m, args, io, (bytes) => process.stdout.write(bytes))));
 }

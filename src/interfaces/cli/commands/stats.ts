@@ -1,3 +1,6 @@
+import type { Command } from 'commander';
+import type { CliContext, GlobalOptions } from '../cli-context.js';
+import { parseInteger } from './recall.js';
 import type { Engram } from '../../../engine.js';
 import type { Io } from '../output.js';
 import { formatBytes, formatPairs, printJson } from '../output.js';
@@ -58,4 +61,33 @@ export async function shareCommand(mem: Engram, args: { session: string; project
   if (args.json) printJson(io, session);
   else io.out(`Session ${session.id} (project ${session.project}) is shared read-only with: ${session.sharedWith.join(', ')}.`);
   return 0;
+}
+
+/** `engram stats`, `engram sessions`, `engram share` and `engram unshare`. */
+export function register(program: Command, context: CliContext): void {
+  const { io } = context;
+  program
+    .command('stats')
+    .description('counts of sessions, events by kind and artifacts')
+    .action(context.withStore((m, args: GlobalOptions) => statsCommand(m, args, io)));
+
+  program
+    .command('sessions')
+    .description('list sessions, most recent first')
+    .option('-n, --limit <n>', 'at most this many')
+    .action(
+      context.withStore((m, args: GlobalOptions & { limit?: string }) => {
+        const { limit, ...rest } = args;
+        return sessionsCommand(m, { ...rest, ...(limit !== undefined ? { limit: parseInteger(limit, 'limit') } : {}) }, io);
+      }),
+    );
+
+  for (const isUnshare of [false, true]) {
+    program
+      .command(isUnshare ? 'unshare' : 'share')
+      .description(isUnshare ? "end a session's read-only share with a project" : "share a session read-only with another project's agents")
+      .argument('<session>', 'the session id')
+      .argument('<project>', isUnshare ? 'the project whose read access ends' : 'the project whose agents may read it')
+      .action(context.withStore((m, args: GlobalOptions & { session: string; project: string }) => shareCommand(m, { ...args, isUnshare }, io)));
+  }
 }

@@ -1,0 +1,45 @@
+import type { Command } from 'commander';
+import type { Engram } from '../../engine.js';
+import type { Io } from './output.js';
+
+/** The program's own options, merged into every command's arguments (`--db`, `--json` may stand anywhere). */
+export interface GlobalOptions {
+  db?: string;
+  pg?: string;
+  json?: boolean;
+  embedder?: string;
+  repo?: string;
+  /** False with --no-redact. */
+  redact?: boolean;
+}
+
+/**
+ * Which verbs load an embedder: `none` (the built-in one costs ~100 ms and 130 MB), `foreground` (vectors
+ * embedded by the verb itself) or `background` (a worker embeds while a server runs).
+ */
+export type VectorUse = 'none' | 'foreground' | 'background';
+
+/** A commander action: positional values, then the options object, then the command. */
+export type CommandAction = (this: Command, ...args: unknown[]) => Promise<void>;
+
+/** What `main` lends each command when it registers: output, the package version and the two action wrappers. */
+export interface CliContext {
+  readonly io: Io;
+  /** The version in package.json, reported by `--version`, `engram serve` and `engram mcp`. */
+  readonly version: string;
+  /**
+   * An action that opens the store (`--pg`, `--db`, `$ENGRAM_PG_URL`, `$ENGRAM_DB`, else the default file),
+   * runs `run` and records its exit code; `main` closes the store. Only writing verbs pass `createStore` (a
+   * read verb on a missing store fails with NOT_FOUND).
+   */
+  withStore<A extends GlobalOptions>(
+    run: (mem: Engram, args: A) => Promise<number>,
+    createStore?: boolean | ((args: A) => boolean),
+    vectors?: VectorUse,
+  ): CommandAction;
+  /** An action that touches no store of the user's (migrate names its own, bench makes temporary ones). */
+  withoutStore<A extends GlobalOptions>(run: (args: A) => Promise<number>): CommandAction;
+}
+
+/** Each file under commands/ exports one: it adds its commands to the program. */
+export type RegisterCommands = (program: Command, context: CliContext) => void;
