@@ -12,7 +12,7 @@ import { cutExcerpt } from './excerpt.js';
 import type { RedactionPolicy } from './event-redaction.js';
 import { maskPrivate } from './private-spans.js';
 import { mmrSelect, MMR_DEFAULTS } from './mmr.js';
-import { parseQuery } from './query-terms.js';
+import { parseQuery, type ParsedQuery } from './query-terms.js';
 import type { ModifierFactor, ModifierFactors, ModifierOptions } from './task-modifier.js';
 import { MODIFIER_FACTORS, taskModifier } from './task-modifier.js';
 import type { TypeQuotas } from './type-quotas.js';
@@ -258,11 +258,37 @@ export class Recaller {
     return result;
   }
 
+  /**
+   * The ranking, stage by stage: retrieve and fuse candidates, add the task's key events, score them with the
+   * task modifier, read the head's full text (exact matches, excerpts), order by novelty (MMR), pack under
+   * the budget and quotas, render.
+   */
   private async rank(query: string, o: ResolvedOptions, excluded: ReadonlySet<string> = new Set()): Promise<RecallResult> {
     const parsed = parseQuery(query);
     const filter = toFilter(o);
     const candidateLimit = Math.max(MIN_CANDIDATES, o.k * CANDIDATES_PER_HIT);
     const { retriever, embedder } = await this.chooseRetriever(o.retriever);
+    const fused = await this.retrieveCandidates(query, parsed, filter, candidateLimit, retriever, embedder);
+    const keyIds = new Set<string>(o.taskState?.keyEvents ?? []);
+    const { pool, candidates } = await this.withKeyEvents(fused, keyIds, filter);
+    if (pool.length === 0) return this.render(query, retriever, [], candidates, o.budgetTokens, false);
+
+    const scored = await this.score(pool, keyIds, o);
+    const detailed = await this.detailHead(scored, parsed, o);
+    const ordered = await this.orderByNovelty(detailed, embedder, o);
+    const out = this.pack(query, ordered, excluded, candidates, o);
+    return this.render(query, retriever, out, candidates, o.budgetTokens, out.length < candidates);
+  }
+
+  /** Full-text and vector candidates, fused into one relevance per event (in the order they were found). */
+  private async retrieveCandidates(
+    query: string,
+    parsed: ParsedQuery,
+    filter: EventFilter,
+    candidateLimit: number,
+    retriever: Retriever,
+    embedder: Embedder | null,
+  ): Promise<Map<string, { relevance: number; similarity: number | undefined }>> {
     const hits =
       retriever !== 'vector' && parsed.terms.length > 0 ? await this.store.searchText({ terms: parsed.terms, filter, limit: candidateLimit }) : [];
     // A fixed vector depth, so an event's normalised similarity does not depend on k (bench/results/locomo.md:
@@ -270,11 +296,20 @@ export class Recaller {
     const vectorHits = embedder
       ? await this.store.searchVectors({ vector: (await embedder.embed([query]))[0]!, model: embedder.name, filter, limit: Math.max(MIN_VECTOR_CANDIDATES, candidateLimit) })
       : [];
-    const fused = fuseRelevance(hits, admitVectorHits(vectorHits, hits, retriever, parsed.identifiers.length > 0), retriever, parsed.identifiers.length > 0);
+    return fuseRelevance(hits, admitVectorHits(vectorHits, hits, retriever, parsed.identifiers.length > 0), retriever, parsed.identifiers.length > 0);
+  }
 
+  /**
+   * The fused candidates' events plus the task's key events the query did not find; `candidates` counts both
+   * (the events of fused candidates that no longer load are counted but not pooled).
+   */
+  private async withKeyEvents(
+    fused: ReadonlyMap<string, { relevance: number; similarity: number | undefined }>,
+    keyIds: ReadonlySet<string>,
+    filter: EventFilter,
+  ): Promise<{ pool: Candidate[]; candidates: number }> {
     // Key events join the candidates whether or not the query matched them (Annex A.2b, C_ptr), so the
     // events the task depends on stay retrievable (§5.5); they obey the caller's filters like any other.
-    const keyIds = new Set<string>(o.taskState?.keyEvents ?? []);
     const extraKeyIds = [...keyIds].filter((id) => !fused.has(id)) as EventId[];
     const events = await this.store.getEvents([...(fused.keys() as Iterable<EventId>), ...extraKeyIds]);
     const byId = new Map(events.map((e) => [e.id as string, e]));
@@ -290,9 +325,14 @@ export class Recaller {
       }),
       ...keyOnly,
     ];
-    const candidates = fused.size + keyOnly.length;
-    if (pool.length === 0) return this.render(query, retriever, [], candidates, o.budgetTokens, false);
+    return { pool, candidates: fused.size + keyOnly.length };
+  }
 
+  /**
+   * Base score (relevance, recency; no exact-match boost yet) times the task-conditioned modifier, best first.
+   * A modifier of 0 drops the candidate.
+   */
+  private async score(pool: readonly Candidate[], keyIds: ReadonlySet<string>, o: ResolvedOptions): Promise<Ranked[]> {
     // One store query tells which candidates a later event superseded (Annex A.3, sup(e)).
     const superseding = await this.store.findSuperseding(pool.map((c) => c.event.id));
     const newestMs = Math.max(...pool.map((c) => Date.parse(c.event.ts)));
@@ -321,7 +361,11 @@ export class Recaller {
       ];
     });
     scored.sort(byScore);
+    return scored;
+  }
 
+  /** The head of the ranking with its full text read: the exact-identifier boost applied and excerpts cut, best first. */
+  private async detailHead(scored: readonly Ranked[], parsed: ParsedQuery, o: ResolvedOptions): Promise<Scored[]> {
     // Exact-match check and excerpts need the full text; load it only for the head of the ranking.
     const head = scored.slice(0, Math.min(scored.length, o.k * (o.useMmr ? DETAIL_PER_HIT_MMR : DETAIL_PER_HIT)));
     const needles = parsed.terms.map((t) => t.text);
@@ -343,12 +387,17 @@ export class Recaller {
       }),
     );
     detailed.sort(byScore);
+    return detailed;
+  }
 
-    // MMR on what the reader will see: near-identical excerpts (the same log repeated) are dropped and
-    // similar ones wait behind different evidence (§5.2). Novelty is measured on the events' vectors when
-    // the store has them, else on the excerpts' words.
+  /**
+   * MMR on what the reader will see: near-identical excerpts (the same log repeated) are dropped and
+   * similar ones wait behind different evidence (§5.2). Novelty is measured on the events' vectors when
+   * the store has them, else on the excerpts' words. Without MMR, the order is the score's.
+   */
+  private async orderByNovelty(detailed: Scored[], embedder: Embedder | null, o: ResolvedOptions): Promise<Scored[]> {
     const vectors = o.useMmr && embedder ? await this.store.getVectors(embedder.name, detailed.map((d) => d.event.id)) : new Map<EventId, Float32Array>();
-    const ordered = o.useMmr
+    return o.useMmr
       ? mmrSelect(
           detailed.map((d) => {
             const vector = vectors.get(d.event.id);
@@ -358,7 +407,10 @@ export class Recaller {
           { lambda: o.lambda },
         ).map((c) => c.d)
       : detailed;
+  }
 
+  /** Greedy packing under the token budget, at most k hits, within the per-kind quotas; events in `excluded` are skipped. */
+  private pack(query: string, ordered: readonly Scored[], excluded: ReadonlySet<string>, candidates: number, o: ResolvedOptions): RecallHit[] {
     // Reserve the header with the largest numbers it can show, so the final header always fits.
     const fresh = excluded.size > 0 ? ordered.filter((d) => !excluded.has(d.event.id)) : ordered;
     const { packed } = packUnderBudget(fresh, {
@@ -369,8 +421,7 @@ export class Recaller {
       kindOf: (d) => d.event.kind,
       measure: (d, position) => this.tokenizer.count(renderHit(toHit(d), position)),
     });
-    const out = packed.map(({ item, tokens }) => ({ ...toHit(item), tokens }));
-    return this.render(query, retriever, out, candidates, o.budgetTokens, out.length < candidates);
+    return packed.map(({ item, tokens }) => ({ ...toHit(item), tokens }));
   }
 
   /** The events of sessions `project` may read (all of them without a project). */
@@ -511,6 +562,16 @@ function combine(relevance: number, exactFraction: number, recency: number, rece
   const boosted = (relevance * (1 + EXACT_MATCH_BOOST * exactFraction)) / (1 + EXACT_MATCH_BOOST);
   return (1 - recencyWeight) * boosted + recencyWeight * recency;
 }
+
+/** A candidate event with its fused relevance (0 for a key event the query did not find). */
+interface Candidate {
+  event: EventRecord;
+  relevance: number;
+  similarity: number | undefined;
+}
+
+/** A scored candidate before its full text is read. */
+type Ranked = Omit<Scored, 'isExactMatch' | 'excerpt'>;
 
 interface Scored {
   event: EventRecord;
