@@ -336,7 +336,11 @@ export class Engram {
     return this.recaller.recallBatch(queries, options);
   }
 
-  /** Imports a transcript file (generic JSONL, OpenAI, Anthropic or Claude Code). */
+  /**
+   * Imports a transcript file (generic JSONL, OpenAI, Anthropic or Claude Code), all or nothing: in one store
+   * transaction, every problem named by file line and field (see runImport). Refused with INVALID_INPUT or
+   * IDEMPOTENCY_CONFLICT (`data.issues` lists the bad lines) unless `skipInvalid`, which skips and reports them.
+   */
   importFile(source: ImportSourceFile, options: ImportFileOptions = {}): Promise<ImportReport> {
     return runImport(this.ingestor, source, options);
   }
