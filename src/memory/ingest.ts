@@ -1,7 +1,7 @@
 import { EngramError, invalidInputFromZod } from '../errors.js';
 import type { ArtifactDraft } from '../model/artifact.js';
 import type { EventArtifactRef, InternalEventInput, ValidEventInput } from '../model/event.js';
-import { checkAppendSize, MAX_ARTIFACT_INDEXED_CHARS } from '../model/limits.js';
+import { artifactIndexChars, checkAppendSize, MAX_ARTIFACT_INDEXED_CHARS } from '../model/limits.js';
 import { eventInputSchema, internalEventInputSchema, sessionIdSchema, toEpochMs } from '../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
 import { artifactIdFromSha256, newEventId } from '../model/ids.js';
@@ -21,7 +21,8 @@ export interface IngestOptions {
   /**
    * Most characters of one artifact's text put in the full-text index. Beyond it the index keeps the
    * head (20 %) and the tail (80 %, where errors cluster); the full text stays stored and readable.
-   * Default {@link MAX_ARTIFACT_INDEXED_CHARS} (250,000; model/limits.ts says why).
+   * Default {@link MAX_ARTIFACT_INDEXED_CHARS} (2,000,000); text dense in distinct terms is indexed less, down to
+   * 250,000 characters, to bound the indexing work of one append (`artifactIndexChars`, model/limits.ts).
    */
   maxIndexedChars?: number;
   /** Longest preview kept inline, in characters. Default 1200. */
@@ -230,7 +231,7 @@ export class Ingestor {
       artifacts.set(id, { bytes, mediaType });
       artifact = { id, mediaType, sizeBytes: bytes.byteLength, previewKind: preview.kind };
       content = preview.text;
-      searchText = capForIndex(visible, this.opts.maxIndexedChars);
+      searchText = capForIndex(visible, artifactIndexChars(visible, this.opts.maxIndexedChars));
     }
 
     const draft: EventDraft = {

@@ -5,13 +5,14 @@ import type { EventRecord } from '../model/event.js';
 import type { ArtifactId, SessionId } from '../model/ids.js';
 import type { EventDraft, KeyedEvent, StorageBackend } from '../store/backend.js';
 import { decodeArtifact, sha256Hex } from './artifact-codec.js';
+import { artifactIndexChars } from '../model/limits.js';
 import { capForIndex, DEFAULT_MAX_INDEXED_CHARS, searchMetaFor } from './ingest.js';
 
 export interface CopyOptions {
   /** Events per transaction in the target. Default 500. */
   batchSize?: number;
   onProgress?: (progress: CopyProgress) => void;
-  /** Characters of each artifact indexed, as at ingest. Default the ingest default (250,000). */
+  /** Characters of each artifact indexed at most, as at ingest. Default the ingest default (2,000,000). */
   maxIndexedChars?: number;
 }
 
@@ -142,7 +143,10 @@ async function toDraft(e: KeyedEvent, from: StorageBackend, maxIndexedChars: num
   let searchText = r.content;
   if (r.artifact && r.artifact.previewKind !== 'binary') {
     const stored = await from.getArtifact(r.artifact.id as ArtifactId);
-    if (stored) searchText = capForIndex(decodeArtifact(stored.stored, stored.record.encoding).toString('utf8'), maxIndexedChars);
+    if (stored) {
+      const text = decodeArtifact(stored.stored, stored.record.encoding).toString('utf8');
+      searchText = capForIndex(text, artifactIndexChars(text, maxIndexedChars));
+    }
   }
   const draft: EventDraft = {
     id: r.id,

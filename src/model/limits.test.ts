@@ -5,6 +5,7 @@ import {
   findLoneSurrogate,
   jsonTextProblem,
   jsonValueProblem,
+  artifactIndexChars,
   MAX_ARTIFACT_INDEXED_CHARS,
   MAX_JSON_DEPTH,
   MAX_JSON_ENTRIES,
@@ -12,6 +13,7 @@ import {
   MAX_REQUEST_INDEXED_CHARS,
   MAX_REQUEST_JSON_DEPTH,
   MAX_REQUEST_JSON_VALUES,
+  MIN_ARTIFACT_INDEXED_CHARS,
   stringProblem,
 } from './limits.js';
 
@@ -113,10 +115,35 @@ describe('checkRequestIndexedChars', () => {
       expect.objectContaining({ code: 'INVALID_INPUT', data: expect.objectContaining({ field: 'events', limit: 'MAX_REQUEST_INDEXED_CHARS' }) }),
     );
     const big = { kind: 'tool_result', content: 'y'.repeat(3_000_000) };
-    expect(() => checkRequestIndexedChars([big, big])).toThrow(expect.objectContaining({ data: expect.objectContaining({ actual: 2 * MAX_ARTIFACT_INDEXED_CHARS }) }));
+    expect(() => checkRequestIndexedChars([big, big])).toThrow(expect.objectContaining({ data: expect.objectContaining({ actual: 2 * MIN_ARTIFACT_INDEXED_CHARS }) }));
   });
 
   it('ignores inputs the schema will refuse anyway', () => {
     expect(() => checkRequestIndexedChars([null, 3, { content: 7 }, { kind: 'user' }])).not.toThrow();
+  });
+});
+
+describe('artifactIndexChars', () => {
+  const log = (lines: number) => Array.from({ length: lines }, (_, i) => `[build] compiling module ${i} ... ok (${(i * 2654435761).toString(16)})`).join('\n');
+  const randomWords = (chars: number) => {
+    let s = '';
+    for (let i = 0; s.length < chars; i++) s += `${(i * 2654435761 % 1e9).toString(36)} `;
+    return s.slice(0, chars);
+  };
+
+  it('indexes small texts whole and never more than asked', () => {
+    expect(artifactIndexChars('short', MAX_ARTIFACT_INDEXED_CHARS)).toBe(5);
+    const text = log(100_000);
+    expect(artifactIndexChars(text, 1000)).toBe(1000);
+  });
+
+  it('indexes a log up to the maximum but text dense in distinct terms down to the minimum, the same each time', () => {
+    const logText = log(200_000);
+    expect(artifactIndexChars(logText, MAX_ARTIFACT_INDEXED_CHARS)).toBeGreaterThan(1_000_000);
+    const words = randomWords(8_000_000);
+    const indexed = artifactIndexChars(words, MAX_ARTIFACT_INDEXED_CHARS);
+    expect(indexed).toBeGreaterThanOrEqual(MIN_ARTIFACT_INDEXED_CHARS);
+    expect(indexed).toBeLessThan(600_000);
+    expect(artifactIndexChars(words, MAX_ARTIFACT_INDEXED_CHARS)).toBe(indexed);
   });
 });

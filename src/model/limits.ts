@@ -269,18 +269,30 @@ export const MAX_APPEND_EVENTS = 500;
 
 /**
  * Most characters of one tool result's text put in the full-text index (the ingestor's default `maxIndexedChars`):
- * its head (20 %) and tail (80 %, where errors cluster); the whole text stays stored and readable. SQLite's FTS5
- * indexes ~10-20 ms per million characters of prose or logs, but up to 145 ms per million of distinct random
- * words, inside the append's transaction (measured here, porter + unicode61); 250,000 characters bound that to
- * ~35 ms. The former 2,000,000 let one 8 MiB output hold the server for ~290 ms.
+ * its head (20 %) and tail (80 %, where errors cluster); the whole text stays stored and readable. How much of it
+ * is indexed also depends on how many distinct terms it holds ({@link ARTIFACT_INDEX_TERMS}).
  */
-export const MAX_ARTIFACT_INDEXED_CHARS = 250_000;
+export const MAX_ARTIFACT_INDEXED_CHARS = 2_000_000;
+
+/**
+ * Distinct terms (estimated from samples) one tool result may put in the full-text index. SQLite's FTS5 indexes
+ * inside the append's transaction, on the server's thread, and its cost follows the distinct terms: ~20 ms per
+ * million characters of a build log, 145 ms per million of distinct random words (measured here, porter +
+ * unicode61), at about 0.5-0.7 µs per distinct term. 60,000 terms is ~40 ms: a log is indexed up to
+ * {@link MAX_ARTIFACT_INDEXED_CHARS}, 8 MiB of random words only its {@link MIN_ARTIFACT_INDEXED_CHARS} (whole,
+ * it held the server ~290 ms).
+ */
+export const ARTIFACT_INDEX_TERMS = 60_000;
+
+/** Characters of a tool result indexed at least, however dense its terms: ~35 ms for the densest text. */
+export const MIN_ARTIFACT_INDEXED_CHARS = 250_000;
 
 /**
  * Most characters one request (HTTP, MCP) may put in the full-text index, for the same reason (at most ~60 ms of
- * indexing): one largest inline message, or one tool result's index with the events around it; several large
- * messages or outputs go in separate requests (8 MiB of prose in one body took 220 ms to index). The CLI and the
- * library are not bound by it: they serve no one else.
+ * indexing): one largest inline message, or one tool result with the events around it (a tool result counts as
+ * {@link MIN_ARTIFACT_INDEXED_CHARS}, the cost its index is held to); several large messages or outputs go in
+ * separate requests (8 MiB of prose in one body took 220 ms to index). The CLI and the library are not bound by it:
+ * they serve no one else.
  */
 export const MAX_REQUEST_INDEXED_CHARS = 400_000;
 
@@ -296,7 +308,7 @@ export function checkRequestIndexedChars(events: readonly unknown[]): void {
     if (e === null || typeof e !== 'object') continue;
     const { kind, content } = e as { kind?: unknown; content?: unknown };
     if (typeof content !== 'string') continue;
-    chars += kind === 'tool_result' ? Math.min(content.length, MAX_ARTIFACT_INDEXED_CHARS) : content.length;
+    chars += kind === 'tool_result' ? Math.min(content.length, MIN_ARTIFACT_INDEXED_CHARS) : content.length;
   }
   if (chars > MAX_REQUEST_INDEXED_CHARS) {
     throw new EngramError(
@@ -321,3 +333,29 @@ export function checkAppendSize(count: number): void {
     });
   }
 }
+
+/**
+ * Characters of a tool result's `text` to index, at most `maxChars` (see {@link ARTIFACT_INDEX_TERMS}): as many as
+ * keep the estimated distinct terms within budget, never fewer than {@link MIN_ARTIFACT_INDEXED_CHARS}. The density
+ * of distinct terms is sampled from 16 windows of 4 K characters across the text, so the estimate costs a few
+ * milliseconds and is the same for the same text (retries and `engram migrate` index alike).
+ */
+export function artifactIndexChars(text: string, maxChars: number): number {
+  if (text.length <= MIN_ARTIFACT_INDEXED_CHARS || maxChars <= MIN_ARTIFACT_INDEXED_CHARS) return Math.min(text.length, maxChars);
+  let distinct = 0;
+  let sampled = 0;
+  for (let k = 0; k < INDEX_SAMPLES; k++) {
+    const start = Math.floor(((text.length - INDEX_SAMPLE_CHARS) * k) / (INDEX_SAMPLES - 1));
+    const window = text.slice(start, start + INDEX_SAMPLE_CHARS).toLowerCase();
+    distinct += new Set(window.match(TERM) ?? []).size;
+    sampled += window.length;
+  }
+  const density = distinct / sampled;
+  const allowed = density > 0 ? Math.floor(ARTIFACT_INDEX_TERMS / density) : maxChars;
+  return Math.min(text.length, maxChars, Math.max(MIN_ARTIFACT_INDEXED_CHARS, allowed));
+}
+
+const INDEX_SAMPLES = 16;
+const INDEX_SAMPLE_CHARS = 4096;
+/** A term as the full-text tokenizers cut them, near enough for a density: a run of letters and digits. */
+const TERM = /[\p{L}\p{N}]+/gu;
