@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { isEngramError } from '../../src/errors.js';
-import { BACKEND_HARNESSES, useEngram } from './harnesses.js';
+import { runStorageContract, useEngram } from './harnesses.js';
 
 /**
  * Property tests of imports on every backend: whatever lines a JSONL transcript holds, a strict import stores
@@ -21,41 +21,39 @@ const badLine = fc.oneof(
 );
 const file = fc.array(fc.oneof({ weight: 3, arbitrary: goodLine }, { weight: 1, arbitrary: badLine }), { minLength: 1, maxLength: 25 });
 
-for (const [name, createHarness] of BACKEND_HARNESSES) {
-  describe(`imports under random lines: ${name}`, () => {
-    const ctx = useEngram(createHarness);
+runStorageContract('imports under random lines', ({ createHarness }) => {
+  const ctx = useEngram(createHarness);
 
-    it('store a strict file whole or not at all, and with skipInvalid exactly the lines they do not list', async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'engram-import-prop-'));
-      let run = 0;
-      try {
-        await fc.assert(
-          fc.asyncProperty(file, fc.boolean(), async (lines, skipInvalid) => {
-            const session = `prop-${run++}`;
-            const path = join(dir, `${session}.jsonl`);
-            writeFileSync(path, lines.join('\n'));
-            const before = (await ctx.mem.stats()).events;
-            try {
-              const report = await ctx.mem.importFile({ path }, { format: 'jsonl', sessionId: session, skipInvalid });
-              const after = (await ctx.mem.stats()).events;
-              expect(after - before).toBe(report.stored);
-              if (!skipInvalid) expect(report.issueCount).toBe(0);
-              // Every line is stored, a duplicate of a stored key, or listed: none is lost silently.
-              expect(report.stored + report.duplicates + report.issueCount + Object.values(report.skipped).reduce((a, b) => a + b, 0)).toBe(
-                lines.filter((l) => l.trim().length > 0).length,
-              );
-            } catch (err) {
-              if (!isEngramError(err) || !['INVALID_INPUT', 'IDEMPOTENCY_CONFLICT'].includes(err.code)) throw err;
-              expect(skipInvalid && err.code === 'INVALID_INPUT' && (err.data as { field?: string }).field !== 'file').toBe(false);
-              expect((await ctx.mem.stats()).events).toBe(before);
-              expect(err.message).toMatch(/:\d+/); // names the file's line
-            }
-          }),
-          { numRuns: 60 },
-        );
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
-    });
+  it('store a strict file whole or not at all, and with skipInvalid exactly the lines they do not list', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'engram-import-prop-'));
+    let run = 0;
+    try {
+      await fc.assert(
+        fc.asyncProperty(file, fc.boolean(), async (lines, skipInvalid) => {
+          const session = `prop-${run++}`;
+          const path = join(dir, `${session}.jsonl`);
+          writeFileSync(path, lines.join('\n'));
+          const before = (await ctx.mem.stats()).events;
+          try {
+            const report = await ctx.mem.importFile({ path }, { format: 'jsonl', sessionId: session, skipInvalid });
+            const after = (await ctx.mem.stats()).events;
+            expect(after - before).toBe(report.stored);
+            if (!skipInvalid) expect(report.issueCount).toBe(0);
+            // Every line is stored, a duplicate of a stored key, or listed: none is lost silently.
+            expect(report.stored + report.duplicates + report.issueCount + Object.values(report.skipped).reduce((a, b) => a + b, 0)).toBe(
+              lines.filter((l) => l.trim().length > 0).length,
+            );
+          } catch (err) {
+            if (!isEngramError(err) || !['INVALID_INPUT', 'IDEMPOTENCY_CONFLICT'].includes(err.code)) throw err;
+            expect(skipInvalid && err.code === 'INVALID_INPUT' && (err.data as { field?: string }).field !== 'file').toBe(false);
+            expect((await ctx.mem.stats()).events).toBe(before);
+            expect(err.message).toMatch(/:\d+/); // names the file's line
+          }
+        }),
+        { numRuns: 60 },
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
-}
+});
