@@ -1,4 +1,5 @@
 import { monotonicFactory } from 'ulid';
+import { stringProblem } from '../model/limits.js';
 import { EngramError } from '../errors.js';
 import type { EventId, SessionId } from '../model/ids.js';
 import type { KarmaRecord } from '../model/karma.js';
@@ -30,6 +31,9 @@ export class KarmaStore {
     if (trimmed.length === 0 || trimmed.length > MAX_KARMA_CHARS || trimmed.includes('\u0000')) {
       throw new EngramError('INVALID_INPUT', `text: a verified fact is 1-${MAX_KARMA_CHARS} characters of text`, { field: 'text' });
     }
+    // A lone surrogate would come back as U+FFFD from PostgreSQL and as invalid bytes from SQLite (model/limits.ts).
+    const problem = stringProblem(trimmed, false);
+    if (problem) throw new EngramError('INVALID_INPUT', `text: ${problem}`, { field: 'text' });
     const record: KarmaRecord = {
       id: `kar_${nextUlid().toLowerCase()}`,
       text: trimmed,

@@ -213,6 +213,12 @@ runStorageContract('input values', ({ createHarness }) => {
     expect(await ctx.mem.taskStates.get('s')).toBeNull();
   });
 
+  it('refuses a lone surrogate in a karma fact', async () => {
+    await expect(ctx.mem.karma.add('the port is 5433 \ud800')).rejects.toMatchObject({ code: 'INVALID_INPUT', data: { field: 'text' } });
+    const kept = await ctx.mem.karma.add('emoji 😀 and accents é stay');
+    expect((await ctx.mem.karma.list({})).find((k) => k.id === kept.id)?.text).toBe('emoji 😀 and accents é stay');
+  });
+
   it('refuses lone surrogates and NUL in an engram and in a query text of the bus', async () => {
     await ctx.mem.agents.add('writer', { role: 'programmer', project: 'shop' });
     const writer = await ctx.mem.busAgent('writer');
