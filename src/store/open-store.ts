@@ -3,7 +3,7 @@ import { EngramError } from '../errors.js';
 import type { StorageBackend } from './backend.js';
 // Types only: erased at run time, so naming the options loads neither driver.
 import type { PostgresBackendOptions } from './postgres/pg-connection.js';
-import type { SqliteBackendOptions } from './sqlite/sqlite-backend.js';
+import type { SqliteBackendOptions } from './sqlite/sqlite-connection.js';
 
 /** Where the embedded store lives when nothing else is said: relative to the working directory. */
 export const DEFAULT_DB_PATH = '.engram/engram.db';

@@ -1,5 +1,3 @@
-import { existsSync, mkdirSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { EngramError, isEngramError } from '../../errors.js';
 import { DEFAULT_PROJECT } from '../../model/access.js';
@@ -44,36 +42,15 @@ import { SqliteBus } from './sqlite-bus.js';
 import { SqlitePurge } from './sqlite-purge.js';
 import type { BusStorage } from '../bus-storage.js';
 import { eventFromColumns, eventFromDraft, type EventColumns } from '../event-record.js';
-import { startCheckpointer, type Checkpointer } from './checkpointer.js';
+import type { Checkpointer } from './checkpointer.js';
 import { Fts5Planner } from './fts5-planner.js';
-import { ENGRAM_APPLICATION_ID, LATEST_SQLITE_SCHEMA_VERSION, SQLITE_MIGRATIONS } from './migrations.js';
 import { chunks, translateSqliteError } from './sqlite-errors.js';
-import { loadVectorExtension, SqliteVectors } from './sqlite-vectors.js';
+import { openSqliteConnection, readVersion, startWalCheckpointer, type SqliteBackendOptions } from './sqlite-connection.js';
+import { SqliteVectors } from './sqlite-vectors.js';
 
 type Db = Database.Database;
 
-export interface SqliteBackendOptions {
-  /**
-   * `normal` (default): in WAL mode a commit survives a process crash or kill; a power loss may drop the last
-   * few commits but never corrupts the store. `full`: fsync on every commit, survives power loss too, slower.
-   */
-  durability?: 'normal' | 'full';
-  /** How long a writer waits for another process's lock before failing with STORAGE_ERROR. Default 5000 ms. */
-  busyTimeoutMs?: number;
-  /** Open without writing anything (no migrations); appends fail. */
-  readonly?: boolean;
-  /** Create the file when it does not exist. Default true; false fails with NOT_FOUND instead. */
-  create?: boolean;
-  /** Checkpoint the WAL on a worker thread instead of on commits (see checkpointer.ts). Default true. */
-  backgroundCheckpoint?: boolean;
-}
-
-// Safety net if the checkpoint worker cannot keep up or is disabled: the committing connection
-// checkpoints once the WAL holds this many pages (~40 MB), instead of SQLite's default 1,000.
-const FALLBACK_AUTOCHECKPOINT_PAGES = 10_000;
-
-// Another process (a CLI ingest while `engram serve` runs) may hold the write lock briefly.
-const DEFAULT_BUSY_TIMEOUT_MS = 5000;
+export type { SqliteBackendOptions } from './sqlite-connection.js';
 
 /** An events row as SQLite returns it: the shared columns, with tags and meta still JSON text. */
 type EventRow = Omit<EventColumns, 'tags' | 'meta'> & {
@@ -141,52 +118,11 @@ export class SqliteBackend implements StorageBackend {
   }
 
   static open(path: string, options: SqliteBackendOptions = {}): SqliteBackend {
-    const isMemory = path === ':memory:';
-    if (!isMemory) {
-      if (existsSync(path)) {
-        if (statSync(path).isDirectory()) {
-          throw new EngramError('INVALID_INPUT', `${path} is a directory, not a database file`, { field: 'db', path });
-        }
-        checkExistingFile(path);
-      } else {
-        if (options.readonly || options.create === false) {
-          throw new EngramError('NOT_FOUND', `no Engram store at ${path} (create one with: engram init, or engram ingest FILE)`, {
-            field: 'db',
-            path,
-          });
-        }
-        mkdirSync(dirname(path), { recursive: true });
-      }
-    }
-    let db: Db;
+    const db = openSqliteConnection(path, options);
     try {
-      db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
-    } catch (err) {
-      throw translateSqliteError(err, `cannot open ${path}`);
-    }
-    try {
-      const durability = options.durability ?? 'normal';
-      db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS}`);
-      if (!options.readonly) {
-        db.pragma('journal_mode = WAL');
-        db.pragma(`synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}`);
-      }
-      db.pragma('foreign_keys = ON');
-      db.pragma('cache_size = -65536'); // 64 MiB page cache
-      // Vector search reads every stored vector (100 MB at 100K events of 256 dimensions): memory-mapped reads
-      // skip the page cache's copies (measured with sqlite-vec at 100K: KNN 59 -> 38 ms).
-      db.pragma('mmap_size = 1073741824');
-      loadVectorExtension(db);
-      if (!options.readonly) migrate(db);
-      else if (readVersion(db) !== LATEST_SQLITE_SCHEMA_VERSION) {
-        throw new EngramError('STORAGE_ERROR', `store at ${path} needs a migration; open it once without readonly`, { path });
-      }
-      const backend = new SqliteBackend(db, path, durability);
+      const backend = new SqliteBackend(db, path, options.durability ?? 'normal');
       backend.openOptions = options;
-      if (!options.readonly && !isMemory && options.backgroundCheckpoint !== false) {
-        db.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
-        backend.checkpointer = startCheckpointer(path);
-      }
+      backend.checkpointer = startWalCheckpointer(db, path, options);
       return backend;
     } catch (err) {
       db.close();
@@ -777,70 +713,6 @@ function prepareStatements(db: Db) {
       'INSERT INTO recall_log (ts_ms, session_id, project, task_id, query, options, results, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     ),
   };
-}
-
-/**
- * Refuses, before anything is written, a file that is not an Engram store or was written by a newer
- * Engram. Opening read-only first matters: switching to WAL would already modify a foreign file.
- */
-function checkExistingFile(path: string): void {
-  if (statSync(path).size === 0) return; // an empty file is a new store
-  let db: Db | undefined;
-  try {
-    db = new Database(path, { readonly: true, fileMustExist: true });
-    const appId = db.pragma('application_id', { simple: true }) as number;
-    const version = db.pragma('user_version', { simple: true }) as number;
-    const tables = (db.prepare("SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number }).n;
-    if (appId !== ENGRAM_APPLICATION_ID && !(appId === 0 && tables === 0)) {
-      throw new EngramError('NOT_AN_ENGRAM_STORE', `${path} is a SQLite database but not an Engram store; nothing was changed`, {
-        path,
-        applicationId: appId,
-      });
-    }
-    if (version > LATEST_SQLITE_SCHEMA_VERSION) {
-      throw new EngramError(
-        'SCHEMA_TOO_NEW',
-        `${path} has schema version ${version}, newer than this Engram supports (${LATEST_SQLITE_SCHEMA_VERSION}); upgrade Engram to open it`,
-        { path, storeVersion: version, supportedVersion: LATEST_SQLITE_SCHEMA_VERSION },
-      );
-    }
-  } catch (err) {
-    if (isEngramError(err)) throw err;
-    const code = (err as { code?: string }).code;
-    if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
-      throw new EngramError('NOT_AN_ENGRAM_STORE', `${path} is not a SQLite database (and so not an Engram store); nothing was changed`, {
-        path,
-      });
-    }
-    throw translateSqliteError(err, `cannot read ${path}`);
-  } finally {
-    db?.close();
-  }
-}
-
-function readVersion(db: Db): number {
-  return db.pragma('user_version', { simple: true }) as number;
-}
-
-function migrate(db: Db): void {
-  const current = readVersion(db);
-  if (current > LATEST_SQLITE_SCHEMA_VERSION) {
-    throw new EngramError('SCHEMA_TOO_NEW', `store has schema version ${current}; this Engram supports ${LATEST_SQLITE_SCHEMA_VERSION}`, {
-      storeVersion: current,
-      supportedVersion: LATEST_SQLITE_SCHEMA_VERSION,
-    });
-  }
-  for (const m of SQLITE_MIGRATIONS) {
-    if (m.version <= current) continue;
-    db.transaction(() => {
-      db.exec(m.sql);
-      if (m.version === 1) {
-        db.pragma(`application_id = ${ENGRAM_APPLICATION_ID}`);
-        db.prepare('INSERT INTO store_meta (key, value) VALUES (?, ?)').run('created_at', new Date().toISOString());
-      }
-      db.pragma(`user_version = ${m.version}`);
-    }).immediate();
-  }
 }
 
 function rowToEvent(row: EventRow): EventRecord {
