@@ -1,7 +1,7 @@
 import type { ErrorCode } from '../../errors.js';
 
 /**
- * Exit codes of the `engram` CLI. Documented in the README; scripts and hooks rely on them, so a code's
+ * Exit codes of the `engram` CLI. Documented in docs/interfaces.md and docs/errors.md; scripts and hooks rely on them, so a code's
  * meaning never changes once released.
  */
 export const EXIT = {

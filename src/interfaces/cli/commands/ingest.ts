@@ -96,7 +96,7 @@ export function register(program: Command, context: CliContext): void {
     .description('import a transcript (generic JSONL, OpenAI messages, Anthropic messages, Claude Code session)')
     .argument('<file>', 'transcript file, or - for standard input')
     .option('-s, --session <id>', 'import into this session (default: the session ids in the file, else the file name)')
-    .option('-p, --project <name>', "the project new sessions belong to: its agents may read them (default: default; see the README's trust model)")
+    .option('-p, --project <name>', "the project new sessions belong to: its agents may read them (default: default; see docs/security.md)")
     .addOption(new Option('-f, --format <format>', 'input format (default: detected)').choices([...IMPORT_FORMATS]))
     .option('--skip-invalid', 'store the valid records and list invalid ones (default: reject the whole file)')
     .option('--no-embed', 'do not embed the new events now (they stay queued for `engram reindex` or `engram serve`)')
