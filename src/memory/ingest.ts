@@ -6,7 +6,7 @@ import { eventInputSchema, internalEventInputSchema, sessionIdSchema, toEpochMs 
 import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
 import { artifactIdFromSha256, newEventId } from '../model/ids.js';
 import type { AppendOptions, AppendOutcome, EventDraft, StorageBackend } from '../store/backend.js';
-import { sessionScopeDenied } from '../store/backend.js';
+import { isKeyedDuplicate, sessionScopeDenied } from '../store/backend.js';
 import { encodeArtifactAsync, sha256Hex } from './artifact-codec.js';
 import { previewArtifact } from './preview/index.js';
 import { RedactionPolicy, REDACTION_SECRET_NAME, type RedactionOptions, type RedactionReport } from './event-redaction.js';
@@ -141,14 +141,7 @@ export class Ingestor {
     const existing = new Map((await this.store.getEventsByKeys(sessionId, keys)).map((e) => [e.record.key!, e]));
     valid.forEach((v, i) => {
       const prior = v.key === undefined ? undefined : existing.get(v.key);
-      if (prior && prior.inputHash !== hashes[i]) {
-        // A key reused for other content is a caller bug, not a retry: refuse it loudly.
-        throw new EngramError(
-          'IDEMPOTENCY_CONFLICT',
-          `event key "${v.key}" was already used in session ${sessionId} for different content (event ${prior.record.id})`,
-          { field: `events[${i}].key`, key: v.key, existingEventId: prior.record.id },
-        );
-      }
+      if (prior) isKeyedDuplicate(sessionId, v.key!, hashes[i], { eventId: prior.record.id, inputHash: prior.inputHash }, `events[${i}].key`);
     });
 
     const nowMs = Date.now();

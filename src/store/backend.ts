@@ -258,6 +258,32 @@ export function recallLogLimit(query: RecallLogQuery): number {
   return limit;
 }
 
+/**
+ * The idempotency rule, in one place: an event whose key is already stored in the session is a duplicate when
+ * its input hash is the stored one (a retry: answered with the stored record), and an IDEMPOTENCY_CONFLICT
+ * otherwise (a key reused for other content is a caller bug, never a silent overwrite). The ingestor applies it
+ * before any work (so a retried write redoes no artifact compression, and an import's refusal comes before its
+ * transaction writes anything); every backend applies it again inside its append transaction, which is what
+ * makes it hold against a concurrent writer.
+ * @returns true for a duplicate; throws for a conflict.
+ */
+export function isKeyedDuplicate(
+  sessionId: string,
+  key: string,
+  inputHash: string | null | undefined,
+  prior: { eventId: string; inputHash: string | null },
+  field = 'key',
+): true {
+  if (prior.inputHash !== (inputHash ?? null)) {
+    throw new EngramError('IDEMPOTENCY_CONFLICT', `event key "${key}" was already used in session ${sessionId} for different content (event ${prior.eventId})`, {
+      field,
+      key,
+      existingEventId: prior.eventId,
+    });
+  }
+  return true;
+}
+
 /** The refusal of an append into a session owned by another project (see {@link AppendOptions.requireProject}). */
 export function sessionScopeDenied(sessionId: string, project: string): EngramError {
   return new EngramError('SCOPE_DENIED', `session ${sessionId} belongs to another project than ${project}: its agents may not write to it`, {

@@ -30,7 +30,7 @@ import type {
   PurgeLogRecord,
   PurgePlan,
 } from '../backend.js';
-import { DEFAULT_CAPABILITIES, recallLogLimit, sessionScopeDenied } from '../backend.js';
+import { DEFAULT_CAPABILITIES, isKeyedDuplicate, recallLogLimit, sessionScopeDenied } from '../backend.js';
 import { DEFAULT_PROJECT } from '../../model/access.js';
 import type { ContextStateRecord } from '../../model/context-state.js';
 import type { KarmaRecord } from '../../model/karma.js';
@@ -206,13 +206,7 @@ export class PostgresBackend implements StorageBackend {
         const key = d.key;
         const prior = key === undefined ? undefined : byKey.get(key);
         if (prior) {
-          if (prior.inputHash !== (d.inputHash ?? null)) {
-            throw new EngramError(
-              'IDEMPOTENCY_CONFLICT',
-              `event key "${key}" was already used in session ${sessionId} for different content (event ${prior.record.id})`,
-              { field: 'key', key, existingEventId: prior.record.id },
-            );
-          }
+          isKeyedDuplicate(sessionId, key!, d.inputHash, { eventId: prior.record.id, inputHash: prior.inputHash });
           outcomes.push({ record: prior.record, isDuplicate: true });
           return;
         }

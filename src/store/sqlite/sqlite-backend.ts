@@ -31,7 +31,7 @@ import type {
   PurgeLogRecord,
   PurgePlan,
 } from '../backend.js';
-import { DEFAULT_CAPABILITIES, recallLogLimit, sessionScopeDenied } from '../backend.js';
+import { DEFAULT_CAPABILITIES, isKeyedDuplicate, recallLogLimit, sessionScopeDenied } from '../backend.js';
 import type { ContextStateRecord } from '../../model/context-state.js';
 import type { KarmaRecord } from '../../model/karma.js';
 import { karmaFromColumns, type KarmaColumns } from '../karma-record.js';
@@ -155,13 +155,7 @@ export class SqliteBackend implements StorageBackend {
         if (d.key !== undefined) {
           const existing = s.eventByKey.get(sessionId, d.key) as EventRow | undefined;
           if (existing) {
-            if (existing.input_hash !== d.inputHash) {
-              throw new EngramError(
-                'IDEMPOTENCY_CONFLICT',
-                `event key "${d.key}" was already used in session ${sessionId} for different content (event ${existing.id})`,
-                { field: 'key', key: d.key, existingEventId: existing.id },
-              );
-            }
+            isKeyedDuplicate(sessionId, d.key, d.inputHash, { eventId: existing.id, inputHash: existing.input_hash });
             outcomes.push({ record: rowToEvent(existing), isDuplicate: true });
             continue;
           }
