@@ -202,6 +202,7 @@ export class Engram {
           return record && !record.revokedAt ? toBusAgent(record) : null;
         },
         children: async (id) => (await this.store.listAgents()).filter((a) => a.parentId === id && !a.revokedAt).map(toBusAgent),
+        agentNamed: (nameOrId) => this.busAgent(nameOrId),
         redact: (text) => this.ingestor.redaction.redactText(text),
       },
       this.busOptions,

@@ -104,7 +104,11 @@ export class BudgetEnforcer {
   /** Like {@link submitMessage}, but a rejection is thrown as BUDGET_EXCEEDED (for interfaces). */
   async requireMessage(agent: BusAgent, text: string, options: { direction?: AgentMessageDirection; grantedInlineCodeChars?: number } = {}) {
     const out = await this.submitMessage(agent, text, options);
-    if (!out.verdict.ok) throw toBudgetError(out.verdict);
+    if (!out.verdict.ok) {
+      // The turn the rejected message started, so the agent knows which budget its resend counts against.
+      const e = toBudgetError(out.verdict);
+      throw new EngramError(e.code, e.message, { ...e.data, turn: out.turn });
+    }
     return out;
   }
 

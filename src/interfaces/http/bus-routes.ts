@@ -10,7 +10,7 @@ import {
   derefAnswer,
   engramHit,
   ENGRAM_RUN_HEADER,
-  issueGrantTo,
+  issuedGrantAnswer,
   resolveRunId,
   runIdSchema,
   validateMessageFor,
@@ -290,12 +290,12 @@ export const BUS_ROUTES: readonly Route[] = [
     },
     errors: [400, 403, 404],
     handle: async ({ mem, agent, body }) => {
-      const out = await issueGrantTo(mem, agent, {
+      const out = issuedGrantAnswer(await mem.bus.issueGrantTo(agent, {
         child: body.child,
         pointer: body.pointer as Pointer | string,
         capTokens: body.cap_tokens,
         ...(body.ttl_seconds !== undefined ? { ttlSeconds: body.ttl_seconds } : {}),
-      });
+      }));
       return { status: 201, body: { budget_token: out.budget_token, grant: out.grant } };
     },
   }),

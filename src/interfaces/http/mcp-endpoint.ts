@@ -5,7 +5,7 @@ import type { AgentRecord } from '../../model/agent.js';
 import { createMcpServer } from '../mcp/server.js';
 import { jsonTextProblem } from '../../model/limits.js';
 import { agentPrincipal } from '../../model/access.js';
-import { ENGRAM_RUN_HEADER, hasChildren, resolveRunId } from '../shared/bus.js';
+import { ENGRAM_RUN_HEADER, resolveRunId } from '../shared/bus.js';
 
 /** Header naming the Engram session the MCP tools work for; `?session=` in the URL does the same. */
 export const ENGRAM_SESSION_HEADER = 'X-Engram-Session';
@@ -51,7 +51,7 @@ export async function handleMcpRequest(
     }
   }
   // The bus tools act as the authenticated agent; less_issue_grant is listed only to agents with children.
-  const canIssueGrants = await hasChildren(mem, agent.id);
+  const canIssueGrants = await mem.bus.hasChildren(agent.id);
   const { server, settled } = createMcpServer(mem, { sessionId, version: options.version, agent, runId, canIssueGrants, principal: agentPrincipal(agent) });
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,

@@ -10,7 +10,7 @@ import type { Pointer } from '../../model/pointer.js';
 import { ENGRAM_KINDS, ENGRAM_SCOPES, engramSchema } from '../../model/engram.js';
 import type { Engram } from '../../engine.js';
 import { EngramError } from '../../errors.js';
-import { derefAnswer, engramHit, issueGrantTo, requestDeref, type EngramHit } from '../shared/bus.js';
+import { derefAnswer, derefRequestAnswer, engramHit, issuedGrantAnswer, type EngramHit } from '../shared/bus.js';
 import type { ToolErrorOptions } from './errors.js';
 
 /** Who the bus tools act for, and in which run. */
@@ -193,7 +193,7 @@ export function registerBusTools(server: McpServer, mem: Engram, ctx: BusToolCon
     },
     (args) =>
       run(async () => {
-        const out = await requestDeref(mem, agent(), { pointer: toPointerOrRef(args.pointer), reason: args.reason });
+        const out = derefRequestAnswer(await mem.bus.requestDeref(agent(), { pointer: toPointerOrRef(args.pointer), reason: args.reason }));
         const text =
           out.remaining > 0
             ? `No grant needed: you have ${out.remaining} more ${out.pointer.type} deref(s) this turn (turn ${out.turn}). Call less_deref_pointer with this pointer.`
@@ -221,12 +221,12 @@ export function registerBusTools(server: McpServer, mem: Engram, ctx: BusToolCon
       },
       (args) =>
         run(async () => {
-          const out = await issueGrantTo(mem, agent(), {
+          const out = issuedGrantAnswer(await mem.bus.issueGrantTo(agent(), {
             child: args.child,
             pointer: toPointerOrRef(args.pointer),
             capTokens: args.cap_tokens,
             ...(args.ttl_seconds !== undefined ? { ttlSeconds: args.ttl_seconds } : {}),
-          });
+          }));
           const type = out.grant.pointer.slice(0, out.grant.pointer.indexOf(':'));
           const text = [
             `Grant ${out.grant.id} for ${out.child.name}: one deref of ${out.grant.pointer}, up to ${out.grant.cap_tokens} tokens, until ${out.grant.expires_at}.`,

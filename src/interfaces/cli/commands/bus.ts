@@ -86,13 +86,13 @@ export async function busCommand(mem: Engram, args: BusArgs, io: Io): Promise<nu
     case 'grant': {
       const parent = await needAgent();
       if (!args.child || !args.value) throw new EngramError('INVALID_INPUT', 'grant: give the pointer and --child AGENT', { field: args.child ? 'pointer' : 'child' });
-      const child = await mem.busAgent(args.child);
-      const r = await mem.bus.enforcer.issueGrant(parent, child, {
+      const r = await mem.bus.issueGrantTo(parent, {
+        child: args.child,
         pointer: args.value,
         capTokens: args.cap ? Number(args.cap) : 500,
-        ...(args.ttl ? { ttlMs: Number(args.ttl) * 1000 } : {}),
+        ...(args.ttl ? { ttlSeconds: Number(args.ttl) } : {}),
       });
-      return out(r, () => `grant ${r.grant.id} for ${child.name}, ${r.grant.capTokens} tokens, until ${new Date(r.grant.expiresMs).toISOString()}\n${r.token}`);
+      return out(r, () => `grant ${r.grant.id} for ${r.child.name}, ${r.grant.capTokens} tokens, until ${new Date(r.grant.expiresMs).toISOString()}\n${r.token}`);
     }
     case 'brief': {
       const parent = await needAgent();

@@ -6,7 +6,7 @@ import { EngramError } from '../../../errors.js';
 import { validateSessionId } from '../../../memory/ingest.js';
 import { createMcpServer } from '../../mcp/server.js';
 import { agentPrincipal } from '../../../model/access.js';
-import { hasChildren, resolveRunId } from '../../shared/bus.js';
+import { resolveRunId } from '../../shared/bus.js';
 import { EXIT } from '../exit-codes.js';
 import type { Io } from '../output.js';
 
@@ -33,7 +33,7 @@ export async function mcpCommand(mem: Engram, args: McpArgs, io: Io, version: st
   const agentName = args.agent || process.env.ENGRAM_AGENT;
   const agent = agentName ? await mem.busAgent(agentName) : undefined;
   const runId = resolveRunId(mem, args.run || process.env.ENGRAM_RUN, undefined);
-  const canIssueGrants = agent ? await hasChildren(mem, agent.id) : false;
+  const canIssueGrants = agent ? await mem.bus.hasChildren(agent.id) : false;
   // With --agent, the agent's access rules bound every tool (its project's sessions); without, stdio is the
   // local user's full-trust access, like the rest of the CLI.
   const { server, settled } = createMcpServer(mem, { sessionId, version, ...(agent ? { agent, principal: agentPrincipal(agent) } : {}), runId, canIssueGrants });
