@@ -106,7 +106,7 @@ export function createHttpApp(mem: Engram, options: HttpAppOptions): EngramHttpA
   for (const route of ROUTES) app.on(route.method.toUpperCase(), honoPath(route.path), (c) => serveRoute(mem, route, c));
   let openapi: Record<string, unknown> | undefined;
   app.get('/v1/openapi.json', (c) => c.json((openapi ??= buildOpenApiDocument(ROUTES, { version: options.version }))));
-  app.all('/mcp', (c) => handleMcpRequest(mem, c.get('agent'), c.req.raw, { version: options.version, maxBodyBytes }));
+  app.all('/mcp', (c) => handleMcpRequest(mem, c.get('agent'), c.req.raw, { version: options.version, maxBodyBytes, log }));
 
   app.notFound((c) => fail(c, new EngramError('NOT_FOUND', `no endpoint ${c.req.method} ${c.req.path}; see GET /v1/openapi.json`, { field: 'path' })));
   app.onError((err, c) => fail(c, err));

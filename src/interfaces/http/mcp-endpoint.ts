@@ -26,7 +26,7 @@ export async function handleMcpRequest(
   mem: Engram,
   agent: AgentRecord,
   request: Request,
-  options: { version: string; maxBodyBytes: number },
+  options: { version: string; maxBodyBytes: number; log?: (line: string) => void },
 ): Promise<Response> {
   if (request.method !== 'POST') {
     return Response.json(
@@ -52,7 +52,17 @@ export async function handleMcpRequest(
   }
   // The bus tools act as the authenticated agent; less_issue_grant is listed only to agents with children.
   const canIssueGrants = await mem.bus.hasChildren(agent.id);
-  const { server, settled } = createMcpServer(mem, { sessionId, version: options.version, agent, runId, canIssueGrants, principal: agentPrincipal(agent) });
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const { server, settled } = createMcpServer(mem, {
+    sessionId,
+    version: options.version,
+    agent,
+    runId,
+    canIssueGrants,
+    principal: agentPrincipal(agent),
+    // Remote callers get a server fault's code only, as on /v1; its details go to the server's log.
+    onServerFault: (e) => log(`engram serve: MCP tool call -> ${e.code}: ${e.message}`),
+  });
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
     enableJsonResponse: true,

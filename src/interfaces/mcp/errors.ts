@@ -53,6 +53,9 @@ function nextStep(e: EngramError, options: ToolErrorOptions): string {
         'a grant is single-use, covers one pointer and expires.'
       );
     case 'SCOPE_DENIED':
+      if (e.data.field === 'sessionId') {
+        return "This session belongs to another project (or is shared with yours read-only): you may not write to it. Do not retry; work in a session of your own project.";
+      }
       if (e.data.field === 'provenance.created_by') return 'Leave provenance out: the engine records you as the writer. Call again without it.';
       if (e.data.field === 'scope') return 'Write the engram with scope project or run; your parent promotes it wider when it holds up. Call again with a narrower scope.';
       return "The scope rules do not allow this (only a parent of an engram's writer promotes it, with enough confidence). Do not retry; tell your parent.";
@@ -70,6 +73,7 @@ function nextStep(e: EngramError, options: ToolErrorOptions): string {
     case 'NOT_AN_ENGRAM_STORE':
     case 'SCHEMA_TOO_NEW':
     case 'STORAGE_ERROR':
+      if (e.data.retryable === true) return 'The memory store is busy or briefly unreachable; retry this call in a few seconds.';
       return 'The memory store is unavailable; retrying will not help. Continue without memory and tell the user.';
     case 'INTERNAL':
       return 'This is a bug in Engram, not in your call; do not retry the same call. Tell the user.';
@@ -86,7 +90,16 @@ function resendStep(e: EngramError): string {
   );
 }
 
+/** Codes whose details (paths, SQL, URLs, stack traces) are the server's business, not the caller's. */
+const SERVER_FAULTS: readonly ErrorCode[] = ['STORAGE_ERROR', 'INTERNAL', 'NOT_AN_ENGRAM_STORE', 'SCHEMA_TOO_NEW'];
+
 export interface ToolErrorOptions {
+  /**
+   * Set by a server that answers remote callers (MCP over HTTP): server faults are handed here (for the
+   * server's log) and the caller gets the code without the message or data, as `/v1` answers them.
+   * Without it (stdio: the caller is the local user) every detail is shown.
+   */
+  onServerFault?: (e: EngramError) => void;
   /**
    * Engine field prefixes renamed to the tool's argument names, e.g. `{ taskState: 'update' }`: the engine
    * names `taskState.phase`, the model sent it as `update.phase`.
@@ -107,7 +120,12 @@ function argumentPath(field: string, prefixes: Record<string, string>): string {
  * Anything that is not an {@link EngramError} is reported as `INTERNAL`.
  */
 export function toolErrorResult(err: unknown, options: ToolErrorOptions = {}): CallToolResult {
-  const e = isEngramError(err) ? err : new EngramError('INTERNAL', err instanceof Error ? err.message : String(err));
+  let e = isEngramError(err) ? err : new EngramError('INTERNAL', err instanceof Error ? err.message : String(err));
+  if (options.onServerFault && SERVER_FAULTS.includes(e.code)) {
+    options.onServerFault(e);
+    const retryable = e.code === 'STORAGE_ERROR' && e.data.retryable === true;
+    e = new EngramError(e.code, retryable ? 'the store is temporarily unavailable; retry shortly' : 'internal error; see the server log', retryable ? { retryable } : {});
+  }
   return {
     isError: true,
     content: [{ type: 'text', text: `${e.code}: ${e.message}\n${nextStep(e, options)}` }],

@@ -1,4 +1,5 @@
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { EngramError } from '../../errors.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Engram } from '../../engine.js';
@@ -28,6 +29,11 @@ export interface EngramMcpServerOptions {
   runId?: string;
   /** List `less_issue_grant`: the agent has children. Default false. */
   canIssueGrants?: boolean;
+  /**
+   * For servers that answer remote callers: server faults go here (the server's log) and the caller gets only
+   * their code (see ToolErrorOptions.onServerFault). Default: every detail in the tool result (stdio).
+   */
+  onServerFault?: (e: EngramError) => void;
   /**
    * Whose access rules bound every tool and resource (model/access.ts): the authenticated agent over HTTP,
    * the `--agent` on stdio. Default: the local, full-trust principal (stdio without `--agent`).
@@ -96,7 +102,7 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
   const server = new McpServer({ name: 'engram', version: options.version });
   const inFlight = new Set<Promise<unknown>>();
   const run = (fn: () => Promise<CallToolResult>, errorOptions: ToolErrorOptions = {}): Promise<CallToolResult> => {
-    const call = fn().catch((err: unknown) => toolErrorResult(err, errorOptions));
+    const call = fn().catch((err: unknown) => toolErrorResult(err, { ...errorOptions, ...(options.onServerFault ? { onServerFault: options.onServerFault } : {}) }));
     inFlight.add(call);
     void call.finally(() => inFlight.delete(call));
     return call;
