@@ -30,6 +30,11 @@ import { machineLine, round } from './lib/stats.js';
 export interface AdversarialArgs {
   /** Times each input is sent (fresh session each time); the report keeps the worst. */
   repeats: number;
+  /**
+   * Redaction of credentials on ingest, as `engram serve` does by default. `false` (`--no-redact`) serves with it off
+   * and writes `adversarial-no-redact.{md,json}`: what redaction's scan adds to each request.
+   */
+  redact: boolean;
 }
 
 /** The done-when of issue 12. */
@@ -78,7 +83,7 @@ export async function runAdversarialBench(args: AdversarialArgs): Promise<void> 
   let poller: ChildProcess | undefined;
   try {
     console.error(`== starting engram serve on ${db}`);
-    const started = await startServer(db);
+    const started = await startServer(db, args.redact);
     server = started.child;
     const { url } = started;
     const admin = started.adminToken;
@@ -166,6 +171,7 @@ export async function runAdversarialBench(args: AdversarialArgs): Promise<void> 
       loadAverageAtStart,
       config: {
         repeats: args.repeats,
+        redact: args.redact,
         backend: 'sqlite',
         pollIntervalMs: POLL_INTERVAL_MS,
         maxHealthzGapMs: MAX_HEALTHZ_GAP_MS,
@@ -179,8 +185,9 @@ export async function runAdversarialBench(args: AdversarialArgs): Promise<void> 
       failures: failures.map((f) => f.name),
     };
     mkdirSync('bench/results', { recursive: true });
-    writeFileSync('bench/results/adversarial.json', JSON.stringify(report, null, 2) + '\n');
-    writeFileSync('bench/results/adversarial.md', renderReport(report));
+    const out = args.redact ? 'bench/results/adversarial' : 'bench/results/adversarial-no-redact';
+    writeFileSync(`${out}.json`, JSON.stringify(report, null, 2) + '\n');
+    writeFileSync(`${out}.md`, renderReport(report));
     console.error(`== ${rows.length} inputs; ${failures.length} over ${MAX_HEALTHZ_GAP_MS} ms or unexpected: ${failures.map((f) => f.name).join(', ') || 'none'}`);
   } finally {
     poller?.kill();
@@ -195,6 +202,8 @@ export async function runAdversarialBench(args: AdversarialArgs): Promise<void> 
 // ---------------------------------------------------------------------------------------------------------
 
 const KB = 1000;
+/** The largest message one request may carry: the inline limit, or the request's indexed limit with room for one more event. */
+const HTTP_MAX_MESSAGE = Math.min(MAX_INLINE_CONTENT_BYTES, MAX_REQUEST_INDEXED_CHARS - 1000);
 
 /** Text of about `bytes` UTF-8 bytes in a given shape: the runs without word breaks that made counting quadratic. */
 const SHAPES: Record<string, (bytes: number, prng: Prng) => string> = {
@@ -256,7 +265,7 @@ function buildInputs(repeat: number): Input[] {
   // 1. Long messages without word breaks, then the context pack that counts their tokens (issue 12: 300 KB took 81 s).
   for (const [size, label] of [
     [300 * KB, '300 KB'],
-    [MAX_INLINE_CONTENT_BYTES, `${MAX_INLINE_CONTENT_BYTES / 1024 / 1024} MiB (limit)`],
+    [HTTP_MAX_MESSAGE, `${Math.round(HTTP_MAX_MESSAGE / 1000)} KB (limit over HTTP)`],
   ] as const) {
     for (const [shape, make] of Object.entries(SHAPES)) {
       const sessionId = `msg-${repeat}-${shape.replace(/\W+/g, '-')}-${size}`;
@@ -332,7 +341,7 @@ function buildInputs(repeat: number): Input[] {
   const fitting = Math.floor(MAX_REQUEST_INDEXED_CHARS / perMessage);
   const runs = [
     ...Array.from({ length: fitting }, (_, i) => ({ kind: 'user', content: `${i} ${randomFrom('abcdefghijklmnopqrstuvwxyz', perMessage - 8, prng)}` })),
-    ...Array.from({ length: 50 }, (_, i) => ({ kind: 'assistant', content: `step ${i}: ${randomWords(2000, prng)}` })),
+    ...Array.from({ length: 30 }, (_, i) => ({ kind: 'assistant', content: `step ${i}: ${randomWords(2000, prng)}` })),
   ];
   const words = Array.from({ length: 5000 }, () => randomFrom('abcdefghijklmnopqrstuvwxyz', prng.int(3, 9), prng));
   const prose = (chars: number): string => {
@@ -464,7 +473,8 @@ let stopping = false;
 process.stdin.on('end', () => { stopping = true; });
 process.stdin.resume();
 function poll() {
-  if (stopping) { process.stdout.write(JSON.stringify(polls)); process.exit(0); }
+  // Exit once the output is flushed: a pipe write is asynchronous, and exiting at once can cut it.
+  if (stopping) { process.stdout.write(JSON.stringify(polls), () => process.exit(0)); return; }
   const sent = now();
   const next = (status) => { const answered = now(); polls.push([sent, answered, status]); setTimeout(poll, Math.max(0, ${POLL_INTERVAL_MS} - (answered - sent))); };
   http.get(target, { agent }, (res) => { res.resume(); res.on('end', () => next(res.statusCode)); }).on('error', () => next(0));
@@ -500,8 +510,9 @@ function healthzWindow(polls: Poll[], t0: number, t1: number): { gapMs: number; 
   return { gapMs, latencyMs };
 }
 
-async function startServer(db: string): Promise<{ child: ChildProcess; url: string; adminToken: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/lib/serve-child.ts', 'serve', '--db', db, '--port', '0', '--json', '--embedder', 'none'], {
+async function startServer(db: string, redact: boolean): Promise<{ child: ChildProcess; url: string; adminToken: string }> {
+  const flags = ['serve', '--db', db, '--port', '0', '--json', '--embedder', 'none', ...(redact ? [] : ['--no-redact'])];
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/lib/serve-child.ts', ...flags], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, ENGRAM_DB: '', ENGRAM_PG_URL: '' },
   });
@@ -527,7 +538,7 @@ interface Report {
   memGiB: number;
   loadAverage: number[];
   loadAverageAtStart: number[];
-  config: { repeats: number; pollIntervalMs: number; maxHealthzGapMs: number; contextWindow: number; limits: Record<string, number> };
+  config: { repeats: number; redact: boolean; pollIntervalMs: number; maxHealthzGapMs: number; contextWindow: number; limits: Record<string, number> };
   healthzPolls: number;
   healthzFailures: number;
   rows: Array<{ group: string; name: string; requestBytes: number; status: number; expected: boolean; errorCode?: string; latencyMs: number; healthzGapMs: number; healthzLatencyMs: number }>;
@@ -546,7 +557,7 @@ function renderReport(r: Report): string {
     `${r.loadAverageAtStart.join(', ')} when it started and ${r.loadAverage.join(', ')} when it ended; the server, the poller and the client share these`,
     'cores, and other work on the machine lengthens every gap). Code: `bench/adversarial.ts`.',
     '',
-    "**Setup.** `engram serve` in its own process on a fresh SQLite store, bound to 127.0.0.1. A second process polls `/healthz`",
+    `**Setup.** \`engram serve\`${r.config.redact ? '' : ' --no-redact'} in its own process on a fresh SQLite store, bound to 127.0.0.1 (redaction of credentials on ingest ${r.config.redact ? 'on, the default' : 'off'}). A second process polls \`/healthz\``,
     `every ${r.config.pollIntervalMs} ms over a keep-alive connection (the next poll ${r.config.pollIntervalMs} ms after the previous one was sent, or as soon as it`,
     'is answered when that took longer). The client sends each input below once the poller has settled, waits for the whole answer,',
     `and repeats the list ${r.config.repeats} time(s) on fresh sessions, keeping the worst, after one unmeasured warm-up pass over the whole list`,

@@ -27,7 +27,7 @@ const USAGE = `usage:
   npm run bench -- recall-vectors [--sizes 10000,100000] [--queries 300] [--backends sqlite,postgres]
   npm run bench -- bus [--engrams 100000] [--queries 500] [--backends sqlite,postgres] [--pg-engrams 10000]
   npm run bench -- locomo [--data FILE] [--k 5,10,25,50] [--retriever fts,vector,hybrid] [--json] [--ablation] [--out locomo]
-  npm run bench -- adversarial [--repeats 1]
+  npm run bench -- adversarial [--repeats 1] [--no-redact]
   npm run bench -- needle [--quick] [--seed 1,2] [--window 32000] [--cycles 1,3,5] [--json] [--out DIR] [--replay FILE [--format F] [--session S]]`;
 
 const [name, ...rest] = process.argv.slice(2);
@@ -66,6 +66,7 @@ const { values } = parseArgs({
     profile: { type: 'boolean', default: false },
     engrams: { type: 'string', default: '100000' },
     repeats: { type: 'string', default: '1' },
+    'no-redact': { type: 'boolean', default: false },
     'pg-engrams': { type: 'string', default: '10000' },
     // needle (bench/needle.ts parses its own flags again; these only keep this parser from refusing them)
     quick: { type: 'boolean' },
@@ -153,7 +154,7 @@ switch (name) {
   case 'adversarial': {
     const repeats = Number(values.repeats);
     if (!Number.isInteger(repeats) || repeats < 1 || repeats > 5) fail('--repeats: expected an integer from 1 to 5');
-    await runAdversarialBench({ repeats });
+    await runAdversarialBench({ repeats, redact: !values['no-redact'] });
     break;
   }
   case 'embedder':

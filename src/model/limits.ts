@@ -19,7 +19,7 @@ const MIB = 1024 * KIB;
  * append's transaction and token-counted for context packs, so its size is work on the server's thread: indexing
  * 512 KiB of distinct random words took 90 ms. 384 KiB is ~100,000 tokens of prose, more than a message to a model
  * holds (the 300 KB pasted message of issue 12 fits); anything larger is a file to attach as a tool result or
- * binary. It fits {@link MAX_REQUEST_INDEXED_CHARS}.
+ * binary. Over HTTP and MCP, {@link MAX_REQUEST_INDEXED_CHARS} also applies (a message of up to 320,000 characters).
  */
 export const MAX_INLINE_CONTENT_BYTES = 384 * KIB;
 
@@ -288,13 +288,14 @@ export const ARTIFACT_INDEX_TERMS = 60_000;
 export const MIN_ARTIFACT_INDEXED_CHARS = 250_000;
 
 /**
- * Most characters one request (HTTP, MCP) may put in the full-text index, for the same reason (at most ~60 ms of
- * indexing): one largest inline message, or one tool result with the events around it (a tool result counts as
- * {@link MIN_ARTIFACT_INDEXED_CHARS}, the cost its index is held to); several large messages or outputs go in
- * separate requests (8 MiB of prose in one body took 220 ms to index). The CLI and the library are not bound by it:
- * they serve no one else.
+ * Most characters one request (HTTP, MCP) may put in the full-text index, for the same reason: at most ~45 ms of
+ * indexing for the costliest text (through the server, 384 KiB of distinct random words in one request left
+ * `/healthz` unanswered for 105-137 ms). One 300 KB message fits, or one tool result with the events around it (a
+ * tool result counts as {@link MIN_ARTIFACT_INDEXED_CHARS}, the cost its index is held to); larger messages, several
+ * large ones, or several outputs go in separate requests or through the CLI, which serves no one else and is not
+ * bound by it.
  */
-export const MAX_REQUEST_INDEXED_CHARS = 400_000;
+export const MAX_REQUEST_INDEXED_CHARS = 320_000;
 
 /**
  * Refuses a request's events whose indexed text would exceed {@link MAX_REQUEST_INDEXED_CHARS}: inline content
@@ -357,5 +358,8 @@ export function artifactIndexChars(text: string, maxChars: number): number {
 
 const INDEX_SAMPLES = 16;
 const INDEX_SAMPLE_CHARS = 4096;
-/** A term as the full-text tokenizers cut them, near enough for a density: a run of letters and digits. */
-const TERM = /[\p{L}\p{N}]+/gu;
+/**
+ * A term as the full-text tokenizers cut them, near enough for a density: a run of letters and digits, or one
+ * character of a script written without spaces (indexing random CJK costs like random words, not like one word).
+ */
+const TERM = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]|[\p{L}\p{N}]+/gu;

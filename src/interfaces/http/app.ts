@@ -138,6 +138,9 @@ function parse(schema: ZodType, value: unknown): unknown {
   return parsed.data;
 }
 
+/** Bodies longer than this (characters) give way to other requests once parsed. */
+const LARGE_BODY_CHARS = 256 * 1024;
+
 /** A body sent as text (an agent message in YAML or JSON, as written) rather than as a JSON request object. */
 function isTextBody(c: Context): boolean {
   const type = (c.req.header('Content-Type') ?? '').split(';')[0]!.trim().toLowerCase();
@@ -163,7 +166,11 @@ async function readJson(c: Context): Promise<unknown> {
   const problem = jsonTextProblem(text);
   if (problem) throw new EngramError('INVALID_INPUT', `body: ${problem.message}`, { field: 'body', ...problem.params });
   try {
-    return JSON.parse(text) as unknown;
+    const value = JSON.parse(text) as unknown;
+    // Reading and parsing a large body is one block of work; validating and storing it another: let other
+    // requests run in between (bench/results/adversarial.md).
+    if (text.length > LARGE_BODY_CHARS) await new Promise((resolve) => setImmediate(resolve));
+    return value;
   } catch (err) {
     throw new EngramError('INVALID_INPUT', `body: malformed JSON (${(err as Error).message})`, { field: 'body' });
   }
