@@ -573,6 +573,10 @@ function renderReport(r: Report): string {
     `**Result: ${r.passed ? `every input answered as expected and no gap exceeded ${r.config.maxHealthzGapMs} ms` : `over ${r.config.maxHealthzGapMs} ms or unexpected: ${r.failures.join('; ')}`}.**`,
     `${fmt(r.healthzPolls)} /healthz polls, ${r.healthzFailures} failed.`,
     '',
+    r.config.redact
+      ? 'The same inputs served without redaction (`--no-redact`) are in `bench/results/adversarial-no-redact.md`: the difference between the two is the cost of scanning every appended character for credentials.'
+      : 'Redaction of credentials is off in this run (`--no-redact`); `bench/results/adversarial.md` has the default.',
+    '',
   ];
   for (const group of groups) {
     lines.push(`## ${group}`, '', '| input | request | status | latency ms | /healthz gap ms | slowest /healthz ms |', '| --- | ---: | --- | ---: | ---: | ---: |');

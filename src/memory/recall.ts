@@ -1,7 +1,8 @@
 import { EngramError, invalidInputFromZod, isEngramError } from '../errors.js';
 import type { EventKind, EventRecord } from '../model/event.js';
 import { STORED_EVENT_KINDS } from '../model/event.js';
-import { checkQuery } from '../model/limits.js';
+import { checkQuery, MAX_ARTIFACT_INDEXED_CHARS } from '../model/limits.js';
+import { capForIndex } from './ingest.js';
 import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
 import type { TaskState } from '../model/task-state.js';
 import { taskStateSchema } from '../model/task-state.js';
@@ -473,7 +474,9 @@ export class Recaller {
   /** The text excerpts are cut from and exact matches checked in: private spans hidden (private-spans.ts). */
   private async fullText(event: EventRecord): Promise<string> {
     if (!event.artifact || !isTextMedia(event.artifact.mediaType)) return maskPrivate(event.content);
-    return maskPrivate(await this.readArtifactText(event.artifact.id));
+    // The part the full-text index holds (its head and tail, ingest.ts) is where a match was found: reading only it
+    // bounds the excerpt's work (an 8 MiB log cost two copies of 8 MiB per candidate: bench/results/adversarial.md).
+    return capForIndex(maskPrivate(await this.readArtifactText(event.artifact.id)), MAX_ARTIFACT_INDEXED_CHARS);
   }
 
   private header(query: string, hits: number, candidates: number): string {
