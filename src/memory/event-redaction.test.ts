@@ -50,3 +50,25 @@ describe('event redaction', () => {
     expect(await off.redactText(GH)).toBe(GH);
   });
 });
+
+describe('event redaction of large content', () => {
+  it('redacts a multi-megabyte tool output in steps, with its meta, as one whole scan would', async () => {
+    const log = Array.from({ length: 80_000 }, (_, i) => `[build] step ${i} ok`).join('\n');
+    const input = {
+      kind: 'tool_result',
+      toolName: 'Bash',
+      content: `${log}\nexport GITHUB_TOKEN=ghp_${'a1B2'.repeat(9)}\n${log}`,
+      tags: [],
+      meta: { password: 'hunter2hunter2' },
+    } as unknown as ValidEventInput;
+    const policy = new RedactionPolicy(async () => 'k');
+    const [stepped] = await policy.redactEvents([input]);
+    const whole = redactEventInput(input, 'k');
+    expect(stepped).toEqual(whole);
+    expect(stepped!.report.count).toBe(2);
+    expect(stepped!.input.content).not.toContain('ghp_a1B2');
+    const clean = { ...input, content: log + log, meta: {} } as unknown as ValidEventInput;
+    const [same] = await policy.redactEvents([clean]);
+    expect(same!.input).toBe(clean);
+  });
+});

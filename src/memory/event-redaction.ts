@@ -1,7 +1,7 @@
 import type { ValidEventInput } from '../model/event.js';
 import { isUtf8Text } from '../util/is-utf8-text.js';
 import type { SecretKind } from './redaction.js';
-import { isSecretKeyValue, redactionPlaceholder, redactText, secretKindOfKey } from './redaction.js';
+import { isSecretKeyValue, REDACT_STEP_CHARS, redactionPlaceholder, redactText, redactTextInSteps, secretKindOfKey } from './redaction.js';
 
 /**
  * How an engine redacts credentials before they are stored (see redaction.ts for what is found). On by default
@@ -54,7 +54,21 @@ export class RedactionPolicy {
   async redactEvents(inputs: readonly ValidEventInput[]): Promise<Array<{ input: ValidEventInput; report: RedactionReport }>> {
     if (!this.isEnabled) return inputs.map((input) => ({ input, report: { count: 0, byKind: {} } }));
     const key = await this.hashKey();
-    return inputs.map((input) => redactEventInput(input, key));
+    const out: Array<{ input: ValidEventInput; report: RedactionReport }> = [];
+    for (const input of inputs) {
+      if (input.content.length <= REDACT_STEP_CHARS) {
+        out.push(redactEventInput(input, key));
+        continue;
+      }
+      // A large content (a tool output of megabytes) is scanned in steps that let other requests run: whole,
+      // an 8 MiB output held the server ~110 ms (bench/results/adversarial.md). The rest of the event as usual.
+      const content = await redactTextInSteps(input.content, key);
+      const rest = redactEventInput({ ...input, content: '' }, key);
+      const report = { count: rest.report.count, byKind: { ...rest.report.byKind } };
+      merge(report, content.byKind);
+      out.push({ input: report.count > 0 ? { ...rest.input, content: content.text } : input, report });
+    }
+    return out;
   }
 
   /** `text` with its secrets replaced (for recall queries written to the log). Unchanged when disabled. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { findSecrets, PLACEHOLDER_PATTERN, redactionPlaceholder, redactText, type SecretKind } from './redaction.js';
+import { findSecrets, PLACEHOLDER_PATTERN, REDACT_STEP_CHARS, redactionPlaceholder, redactText, redactTextInSteps, type SecretKind } from './redaction.js';
 
 const KEY = 'test-store-secret';
 
@@ -220,5 +220,52 @@ describe('redaction: linear time on adversarial input', () => {
     ['emoji', fill('😀')],
   ])('%s', (_name, line) => {
     expect(Array.isArray(findSecrets(line))).toBe(true);
+  });
+});
+
+describe('redactTextInSteps', () => {
+  const KEY = 'k';
+  const pem = ['-----BEGIN RSA PRIVATE KEY-----', ...Array.from({ length: 40 }, (_, i) => `MIIEowIBAAKCAQEA${String(i).padStart(4, '0')}abcdefghijklmnopqrstuvwxyz0123456789+/AB`), '-----END RSA PRIVATE KEY-----'].join('\n');
+  const filler = (n: number) => Array.from({ length: n }, (_, i) => `[build] compiling module ${i} ... ok`).join('\n');
+
+  it('gives what redactText gives on a long text, with secrets on both sides of every step and a key block across one', async () => {
+    const lines = filler(40_000);
+    // Place the key block so that it straddles the first step boundary.
+    const head = lines.slice(0, REDACT_STEP_CHARS - 500);
+    const text = `${head}\npassword=hunter2hunter2\n${pem}\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n${lines}\n${lines}\nghp_${'a1B2'.repeat(9)}\n`;
+    expect(text.length).toBeGreaterThan(2 * REDACT_STEP_CHARS);
+    let yields = 0;
+    const stepped = await redactTextInSteps(text, KEY, async () => {
+      yields++;
+    });
+    const whole = redactText(text, KEY);
+    expect(stepped).toEqual(whole);
+    expect(yields).toBeGreaterThan(0);
+    expect(stepped.byKind['private-key']).toBe(1);
+    expect(stepped.text).not.toContain('MIIEowIBAAKCAQEA0000');
+  });
+
+  it('scans a key block with no END line to the end of the text in one step', async () => {
+    const text = `${filler(30_000)}\n${pem.split('\n').slice(0, -1).join('\n')}\n${filler(40_000)}`;
+    const stepped = await redactTextInSteps(text, KEY, async () => {});
+    expect(stepped).toEqual(redactText(text, KEY));
+  });
+});
+
+describe('redactTextInSteps on texts without line breaks', () => {
+  it('cuts inside long runs of letters or backslashes only, finding the secrets around them as a whole scan does', async () => {
+    let seed = 7;
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const letters = Array.from({ length: 3 * REDACT_STEP_CHARS }, () => 'abcdefghijklmnopqrstuvwxyz'[Math.floor(rand() * 26)]).join('');
+    const text = `token=ghp_${'a1B2'.repeat(9)} ${letters} password=hunter2hunter2 ${'\\'.repeat(2 * REDACT_STEP_CHARS)} sk-ant-${'x9Y8'.repeat(10)}`;
+    let yields = 0;
+    const stepped = await redactTextInSteps(text, 'k', async () => {
+      yields++;
+    });
+    expect(yields).toBeGreaterThan(1);
+    expect(stepped.count).toBe(redactText(text, 'k').count);
+    expect(stepped.text).not.toContain('ghp_a1B2');
+    expect(stepped.text).not.toContain('hunter2hunter2');
+    expect(stepped.text).not.toContain('sk-ant-x9Y8');
   });
 });

@@ -82,6 +82,77 @@ export function redactText(text: string, key: string | Uint8Array): RedactionRes
   return { text: parts.join(''), count: matches.length, byKind };
 }
 
+/** Characters scanned per step by {@link redactTextInSteps}: ~15 ms of scanning (8 MiB took ~110 ms whole). */
+export const REDACT_STEP_CHARS = 1 << 20;
+
+/**
+ * {@link redactText} for long texts, in steps of about {@link REDACT_STEP_CHARS} that let other work run between
+ * them (`yieldNow`, default `setImmediate`), so a large tool output does not hold a server's thread for the
+ * whole scan. Steps end at a line break outside any PEM block: every other format is found within one line, and
+ * a private-key block is always scanned whole (one with no END line runs to the end of the text). The result
+ * is the one {@link redactText} gives.
+ */
+export async function redactTextInSteps(
+  text: string,
+  key: string | Uint8Array,
+  yieldNow: () => Promise<void> = () => new Promise((resolve) => setImmediate(resolve)),
+): Promise<RedactionResult> {
+  if (text.length <= REDACT_STEP_CHARS) return redactText(text, key);
+  const parts: string[] = [];
+  const byKind: Partial<Record<SecretKind, number>> = {};
+  let count = 0;
+  for (let start = 0; start < text.length; ) {
+    const end = stepEnd(text, start);
+    const r = redactText(text.slice(start, end), key);
+    parts.push(r.text);
+    count += r.count;
+    for (const [kind, n] of Object.entries(r.byKind) as Array<[SecretKind, number]>) byKind[kind] = (byKind[kind] ?? 0) + n;
+    start = end;
+    if (start < text.length) await yieldNow();
+  }
+  return { text: parts.join(''), count, byKind };
+}
+
+/**
+ * A stretch of letters, digits and backslashes this long holds no secret boundary: every format's value is at
+ * most 8,192 characters of one run, and keys, URLs and PEM headers need other characters.
+ */
+const SAFE_RUN_CHARS = 32_768;
+
+/** Whether text[from, to) is all letters, digits and backslashes. */
+function isSafeRun(text: string, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) {
+    const c = text.charCodeAt(i);
+    const ok = (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x5c;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/**
+ * Where a step starting at `start` ends: after a line break past the step size that is outside a PEM block, or,
+ * in a text without line breaks there, inside a long run of letters, digits or backslashes (see SAFE_RUN_CHARS);
+ * else at the end of the text.
+ */
+function stepEnd(text: string, start: number): number {
+  let cut = text.indexOf('\n', start + REDACT_STEP_CHARS);
+  if (cut < 0 || cut > start + 2 * REDACT_STEP_CHARS) {
+    for (let c = start + REDACT_STEP_CHARS; c + 1 < text.length && (cut < 0 || c < cut); c += SAFE_RUN_CHARS) {
+      if (isSafeRun(text, c - SAFE_RUN_CHARS, c) && text.lastIndexOf(PEM_BEGIN, c) <= text.lastIndexOf(PEM_END, c)) return c;
+    }
+    if (cut < 0) return text.length;
+  }
+  for (;;) {
+    const begin = text.lastIndexOf(PEM_BEGIN, cut);
+    if (begin < start || text.lastIndexOf(PEM_END, cut) > begin) return cut + 1;
+    // Inside a block: end the step after the block's END line, or take the rest of the text.
+    const endMark = text.indexOf(PEM_END, begin);
+    if (endMark < 0) return text.length;
+    cut = text.indexOf('\n', endMark);
+    if (cut < 0) return text.length;
+  }
+}
+
 /**
  * Every credential in `text`, in order, without overlaps. Where two detectors claim overlapping text, the one
  * starting first wins, then the more specific one (a `ghp_` token in `GITHUB_TOKEN=ghp_...` is a github-token).
