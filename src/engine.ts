@@ -240,6 +240,9 @@ export class Engram {
       artifacts: {
         getArtifact: async (nameOrId, _digest, scope) => {
           if (!nameOrId.startsWith(ARTIFACT_ID_PREFIX)) return null;
+          // A bounded reader names artifacts by their full id: resolving a prefix among every artifact could answer
+          // AMBIGUOUS_ID with another project's ids.
+          if (scope?.visibleToProject !== undefined && nameOrId.length !== ARTIFACT_ID_PREFIX.length + 64) return null;
           try {
             if (!(await this.scopeView(scope).mayReadArtifact((await this.resolveId('artifact', nameOrId)) as ArtifactId))) return null;
             const { record, bytes } = await this.readArtifact(nameOrId);
