@@ -112,16 +112,8 @@ export function issuedGrantAnswer(out: Awaited<ReturnType<Engram['bus']['issueGr
   return { budget_token: out.token, grant: grantAnswer(out.grant), child: { id: out.child.id, name: out.child.name } };
 }
 
-/** What a child's grant request answers, on the wire (see {@link Bus.requestDeref}). */
-export interface DerefRequestAnswer {
-  pointer: Pointer;
-  reason: string;
-  parent: { id: string; name: string; role: string };
-  turn: number;
-  usage: DerefUsage;
-  remaining: number;
-  deref_request_yaml: string;
-}
+/** What a child's grant request answers, on the wire (see {@link Bus.requestDeref}): the seed's snake_case name. */
+export type DerefRequestAnswer = Omit<DerefGrantRequest, 'derefRequestYaml'> & { deref_request_yaml: string };
 
 export function derefRequestAnswer(r: DerefGrantRequest): DerefRequestAnswer {
   const { derefRequestYaml, ...rest } = r;
