@@ -39,6 +39,28 @@ describe('detectFormat', () => {
     expect(detectFormat(JSON.stringify([{ role: 'user', content: 'x' }, { role: 'assistant', content: 'y' }]))).toBe('openai');
   });
 
+  it('detects a Codex rollout, with or without the envelope, and when its first line is longer than the chunk', () => {
+    const meta = { timestamp: '2025-10-14T09:12:03.481Z', type: 'session_meta', payload: { id: 's', cwd: '/r', base_instructions: { text: 'x'.repeat(100) } } };
+    const item = { timestamp: '2025-10-14T09:12:04.000Z', type: 'response_item', payload: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] } };
+    expect(detectFormat(jsonl(meta, item))).toBe('codex');
+    // The session_meta line cut off inside its base instructions, as a 64 KiB chunk cuts a long one.
+    expect(detectFormat(JSON.stringify(meta).slice(0, 150))).toBe('codex');
+    const legacy = jsonl(
+      { id: '5973b6c0', timestamp: '2025-06-02T17:24:21.000Z', instructions: null },
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] },
+    );
+    expect(detectFormat(legacy)).toBe('codex');
+    expect(detectFormat(jsonl({ type: 'function_call', name: 'shell', arguments: '{}', call_id: 'c1' }))).toBe('codex');
+  });
+
+  it('keeps detecting the older formats as before next to Codex-like lines', () => {
+    // An Engram JSONL line with a Codex-like `type` field is still Engram JSONL, a Claude Code record still Claude Code.
+    expect(detectFormat(jsonl({ kind: 'note', content: 'x', type: 'response_item', payload: {} }))).toBe('jsonl');
+    expect(detectFormat(jsonl({ type: 'assistant', uuid: 'u', sessionId: 's', message: { type: 'message', role: 'assistant', content: [] } }))).toBe('claude-code');
+    // Chat Completions messages are not bare Codex items: their content parts are `text`, not `input_text`.
+    expect(detectFormat(jsonl({ type: 'message', role: 'user', content: [{ type: 'text', text: 'x' }] }))).toBeNull();
+  });
+
   it('returns null for what it does not recognise', () => {
     expect(detectFormat('')).toBeNull();
     expect(detectFormat('hello world')).toBeNull();

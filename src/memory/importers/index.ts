@@ -1,5 +1,6 @@
 import { parseAnthropic } from './anthropic-importer.js';
 import { parseClaudeCode } from './claude-code-importer.js';
+import { parseCodex } from './codex-importer.js';
 import { isRecord } from './import-item.js';
 import { parseJsonl } from './jsonl-importer.js';
 import { parseOpenAi } from './openai-importer.js';
@@ -11,12 +12,19 @@ export { parseJsonl } from './jsonl-importer.js';
 export { parseOpenAi } from './openai-importer.js';
 export { parseAnthropic } from './anthropic-importer.js';
 export { parseClaudeCode } from './claude-code-importer.js';
+export { parseCodex } from './codex-importer.js';
 
 /** How much of the start of a file {@link detectFormat} wants to see, in bytes. */
 export const DETECT_FORMAT_BYTES = 64 * 1024;
 
 const CLAUDE_CODE_TYPES = new Set(['user', 'assistant', 'summary', 'system']);
 const CLAUDE_CODE_ID_FIELDS = ['uuid', 'sessionId', 'leafUuid'];
+const CODEX_LINE_TYPES = new Set(['session_meta', 'response_item', 'event_msg', 'turn_context', 'compacted']);
+/**
+ * The start of a Codex rollout as Codex serializes it (timestamp, type, payload, in that order), looked for in raw
+ * text because the first line, the session_meta with the built-in instructions, can be longer than the chunk.
+ */
+const CODEX_ROLLOUT_START = /^\{\s*"timestamp"\s*:\s*"[^"\\]*"\s*,\s*"type"\s*:\s*"(?:session_meta|response_item|event_msg|turn_context|compacted)"\s*,\s*"payload"\s*:/;
 /** JSONL lines looked at before giving up. */
 const DETECT_FORMAT_MAX_LINES = 50;
 
@@ -41,10 +49,14 @@ const ANTHROPIC_HINTS = [
  * Guesses the format from the start of a file (pass at least the first DETECT_FORMAT_BYTES, decoded).
  * Returns null when nothing fits.
  *
+ * - A Codex rollout line at the start (`{"timestamp": ..., "type": "session_meta", "payload": ...}`, as Codex
+ *   writes it) → `codex`, even when that first line is cut off by the end of the chunk.
  * - JSON Lines (the first line parses as an object on its own, without `messages` or `traj`): the first
  *   line with a string `kind` → `jsonl`; with a string `type` of `user`, `assistant`, `summary` or `system`
- *   and a `uuid`, `sessionId` or `leafUuid` → `claude-code`. Lines that fit neither (newer Claude Code
- *   files can start with `file-history-snapshot` records) are passed over, up to 50 lines.
+ *   and a `uuid`, `sessionId` or `leafUuid` → `claude-code`; a Codex rollout line (`type` and `payload`), or a
+ *   bare Codex response item of an older rollout (a message with `input_`/`output_` content parts, a function
+ *   call or output with a `call_id`) → `codex`. Lines that fit none (newer Claude Code files can start with
+ *   `file-history-snapshot` records, older Codex rollouts with a session header) are passed over, up to 50 lines.
  * - A JSON document (starts with `[` or `{` but the first line is not a complete object): an OpenAI or
  *   Anthropic chat if the text mentions `messages`, `role` or `traj`. Shape hints decide which: OpenAI
  *   has `tool_calls`, `role: "tool"`, `tool_call_id`, system/developer roles, `traj`; Anthropic has
@@ -59,6 +71,7 @@ const ANTHROPIC_HINTS = [
 export function detectFormat(firstChunk: string): ImportFormat | null {
   const text = firstChunk.replace(/^\uFEFF/, '').trimStart();
   if (text === '') return null;
+  if (CODEX_ROLLOUT_START.test(text)) return 'codex';
   if (text.startsWith('{')) {
     const lines = text.split('\n');
     const first = parseObject(lines[0]!);
@@ -85,7 +98,24 @@ function jsonlFormatOf(record: Record<string, unknown>): ImportFormat | null {
   if (typeof record.kind === 'string') return 'jsonl';
   if (typeof record.type !== 'string') return null;
   const hasId = CLAUDE_CODE_ID_FIELDS.some((f) => typeof record[f] === 'string');
-  return CLAUDE_CODE_TYPES.has(record.type) && hasId ? 'claude-code' : null;
+  if (CLAUDE_CODE_TYPES.has(record.type) && hasId) return 'claude-code';
+  return isCodexLine(record, record.type) ? 'codex' : null;
+}
+
+/**
+ * A Codex rollout line: `{ type, payload }` with a rollout line type, or (older rollouts, which have no envelope)
+ * a bare response item in the shape only Codex writes to a file of its own: a message with a role and an array of
+ * typed content parts, or a function call or its output with a `call_id`.
+ */
+function isCodexLine(record: Record<string, unknown>, type: string): boolean {
+  if (CODEX_LINE_TYPES.has(type)) return isRecord(record.payload);
+  if (type === 'message') {
+    const parts = record.content;
+    return typeof record.role === 'string' && Array.isArray(parts) && parts.length > 0 && parts.every((p) => isRecord(p) && typeof p.type === 'string' && /^(?:input|output)_/.test(p.type));
+  }
+  if (type === 'function_call') return typeof record.call_id === 'string' && typeof record.name === 'string';
+  if (type === 'function_call_output' || type === 'local_shell_call') return typeof record.call_id === 'string';
+  return false;
 }
 
 function parseObject(line: string): Record<string, unknown> | null {
@@ -126,5 +156,7 @@ export function parseImport(source: ImportSource, format: ImportFormat, options:
       return parseAnthropic(source, options);
     case 'claude-code':
       return parseClaudeCode(source, options);
+    case 'codex':
+      return parseCodex(source, options);
   }
 }

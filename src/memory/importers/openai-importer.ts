@@ -248,7 +248,7 @@ function convertToolCall(call: unknown, field: string, ctx: MessageContext, push
 }
 
 /** `data:<mediaType>;base64,<data>` split into parts; null for any other URL. */
-function parseBase64DataUrl(url: string): { base64: string; mediaType: string } | null {
+export function parseBase64DataUrl(url: string): { base64: string; mediaType: string } | null {
   if (!url.startsWith('data:')) return null;
   const comma = url.indexOf(',');
   if (comma === -1) return null;

@@ -1,6 +1,7 @@
-import { createReadStream, existsSync, statSync } from 'node:fs';
+import { closeSync, createReadStream, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { DETECT_FORMAT_BYTES, detectFormat } from './index.js';
 import { collect } from './test-support.js';
 import type { Collected } from './test-support.js';
 import type { ImportFormat, ImportOptions } from './types.js';
@@ -32,7 +33,25 @@ function countBy<T>(items: readonly T[], keyOf: (item: T) => readonly string[]):
   return counts;
 }
 
+/** The start of a sample as the importer sniffs it: the first DETECT_FORMAT_BYTES, decoded. */
+function firstChunk(file: string): string {
+  const path = resolve(TRANSCRIPTS, file);
+  expect(existsSync(path), `sample transcript not found: looked for ${path}`).toBe(true);
+  const fd = openSync(path, 'r');
+  try {
+    const buf = Buffer.alloc(DETECT_FORMAT_BYTES);
+    return buf.subarray(0, readSync(fd, buf, 0, DETECT_FORMAT_BYTES, 0)).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
 describe('shared sample transcripts', () => {
+  it('are detected as their formats from their first 64 KiB, whatever other formats the importers know', () => {
+    expect(detectFormat(firstChunk('claude-code-viewer-sample-fe5e1c67.jsonl'))).toBe('claude-code');
+    expect(detectFormat(firstChunk('tau-bench-gpt-4o-airline.json'))).toBe('openai');
+  });
+
   it('imports the Claude Code sample: 167 tool calls and results, no issues', async () => {
     const { events, issues, skips, bytesRead, sizeBytes } = await importSample('claude-code-viewer-sample-fe5e1c67.jsonl', 'claude-code');
     expect(issues).toEqual([]);
