@@ -53,9 +53,41 @@ describe('detectFormat', () => {
     expect(detectFormat(jsonl({ type: 'function_call', name: 'shell', arguments: '{}', call_id: 'c1' }))).toBe('codex');
   });
 
+  it('detects an OpenHands event stream as a JSON array (cut off mid-document) or as JSON Lines', () => {
+    const events = [
+      { id: 0, timestamp: '2025-05-21T14:03:01.002117', source: 'agent', message: 'sys', action: 'system', args: { content: 'You are OpenHands agent' } },
+      {
+        id: 5,
+        source: 'agent',
+        action: 'run',
+        tool_call_metadata: { function_name: 'execute_bash', tool_call_id: 't1', model_response: { choices: [{ message: { role: 'assistant', content: 'x' } }] } },
+        args: { command: 'ls' },
+      },
+      { id: 6, source: 'agent', cause: 5, observation: 'run', content: 'a.txt', extras: {} },
+    ];
+    const pretty = JSON.stringify(events, null, 2);
+    expect(detectFormat(pretty)).toBe('openhands');
+    expect(detectFormat(pretty.slice(0, pretty.length - 40))).toBe('openhands');
+    expect(detectFormat(jsonl(...events))).toBe('openhands');
+    // A stream that starts with an observation (an event file of a session directory) is still OpenHands.
+    expect(detectFormat(jsonl(events[2]))).toBe('openhands');
+  });
+
+  it('keeps detecting chats as chats when their text mentions OpenHands-like fields', () => {
+    const chat = [
+      { role: 'user', content: 'run it' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'c', content: 'ok', source: 'agent', action: 'run' },
+    ];
+    expect(detectFormat(JSON.stringify(chat, null, 2))).toBe('openai');
+    const anthropic = [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: 'x' }], source: 'user', observation: 'run' }];
+    expect(detectFormat(JSON.stringify(anthropic))).toBe('anthropic');
+  });
+
   it('keeps detecting the older formats as before next to Codex-like lines', () => {
     // An Engram JSONL line with a Codex-like `type` field is still Engram JSONL, a Claude Code record still Claude Code.
     expect(detectFormat(jsonl({ kind: 'note', content: 'x', type: 'response_item', payload: {} }))).toBe('jsonl');
+    expect(detectFormat(jsonl({ kind: 'note', content: 'x', source: 'user', action: 'message' }))).toBe('jsonl');
     expect(detectFormat(jsonl({ type: 'assistant', uuid: 'u', sessionId: 's', message: { type: 'message', role: 'assistant', content: [] } }))).toBe('claude-code');
     // Chat Completions messages are not bare Codex items: their content parts are `text`, not `input_text`.
     expect(detectFormat(jsonl({ type: 'message', role: 'user', content: [{ type: 'text', text: 'x' }] }))).toBeNull();

@@ -4,6 +4,7 @@ import { parseCodex } from './codex-importer.js';
 import { isRecord } from './import-item.js';
 import { parseJsonl } from './jsonl-importer.js';
 import { parseOpenAi } from './openai-importer.js';
+import { parseOpenHands } from './openhands-importer.js';
 import type { ImportFormat, ImportItem, ImportOptions, ImportSource } from './types.js';
 
 export { IMPORT_FORMATS, MAX_DOCUMENT_BYTES, MAX_TOOL_USE_RESULT_BYTES, CONVERSATION_SESSION_SEPARATOR } from './types.js';
@@ -13,6 +14,7 @@ export { parseOpenAi } from './openai-importer.js';
 export { parseAnthropic } from './anthropic-importer.js';
 export { parseClaudeCode } from './claude-code-importer.js';
 export { parseCodex } from './codex-importer.js';
+export { parseOpenHands } from './openhands-importer.js';
 
 /** How much of the start of a file {@link detectFormat} wants to see, in bytes. */
 export const DETECT_FORMAT_BYTES = 64 * 1024;
@@ -25,6 +27,7 @@ const CODEX_LINE_TYPES = new Set(['session_meta', 'response_item', 'event_msg', 
  * text because the first line, the session_meta with the built-in instructions, can be longer than the chunk.
  */
 const CODEX_ROLLOUT_START = /^\{\s*"timestamp"\s*:\s*"[^"\\]*"\s*,\s*"type"\s*:\s*"(?:session_meta|response_item|event_msg|turn_context|compacted)"\s*,\s*"payload"\s*:/;
+const OPENHANDS_SOURCES = new Set(['user', 'agent', 'environment']);
 /** JSONL lines looked at before giving up. */
 const DETECT_FORMAT_MAX_LINES = 50;
 
@@ -55,8 +58,11 @@ const ANTHROPIC_HINTS = [
  *   line with a string `kind` → `jsonl`; with a string `type` of `user`, `assistant`, `summary` or `system`
  *   and a `uuid`, `sessionId` or `leafUuid` → `claude-code`; a Codex rollout line (`type` and `payload`), or a
  *   bare Codex response item of an older rollout (a message with `input_`/`output_` content parts, a function
- *   call or output with a `call_id`) → `codex`. Lines that fit none (newer Claude Code files can start with
+ *   call or output with a `call_id`) → `codex`; an event with a `source` of user, agent or environment and an
+ *   `action` or `observation` → `openhands`. Lines that fit none (newer Claude Code files can start with
  *   `file-history-snapshot` records, older Codex rollouts with a session header) are passed over, up to 50 lines.
+ * - A JSON array whose text names an OpenHands event `source` and an `action` or `observation` before any `role`,
+ *   `messages` or `traj` key → `openhands`.
  * - A JSON document (starts with `[` or `{` but the first line is not a complete object): an OpenAI or
  *   Anthropic chat if the text mentions `messages`, `role` or `traj`. Shape hints decide which: OpenAI
  *   has `tool_calls`, `role: "tool"`, `tool_call_id`, system/developer roles, `traj`; Anthropic has
@@ -87,6 +93,8 @@ export function detectFormat(firstChunk: string): ImportFormat | null {
     }
   } else if (!text.startsWith('[')) {
     return null;
+  } else if (isOpenHandsArray(text)) {
+    return 'openhands';
   }
   if (!/"(?:messages|role|traj)"\s*:/.test(text)) return null;
   const openAiAt = earliest(text, OPENAI_HINTS);
@@ -96,10 +104,30 @@ export function detectFormat(firstChunk: string): ImportFormat | null {
 
 function jsonlFormatOf(record: Record<string, unknown>): ImportFormat | null {
   if (typeof record.kind === 'string') return 'jsonl';
-  if (typeof record.type !== 'string') return null;
-  const hasId = CLAUDE_CODE_ID_FIELDS.some((f) => typeof record[f] === 'string');
-  if (CLAUDE_CODE_TYPES.has(record.type) && hasId) return 'claude-code';
-  return isCodexLine(record, record.type) ? 'codex' : null;
+  if (typeof record.type === 'string') {
+    const hasId = CLAUDE_CODE_ID_FIELDS.some((f) => typeof record[f] === 'string');
+    if (CLAUDE_CODE_TYPES.has(record.type) && hasId) return 'claude-code';
+    if (isCodexLine(record, record.type)) return 'codex';
+  }
+  return isOpenHandsEvent(record) ? 'openhands' : null;
+}
+
+/** An OpenHands event: a `source` of user, agent or environment, and an action or an observation type. */
+function isOpenHandsEvent(record: Record<string, unknown>): boolean {
+  return typeof record.source === 'string' && OPENHANDS_SOURCES.has(record.source) && (typeof record.action === 'string' || typeof record.observation === 'string');
+}
+
+/**
+ * A JSON array of OpenHands events, judged from raw text (the chunk ends mid-document): an event `source` and an
+ * `action` or `observation` type, with the source before any `role`, `messages` or `traj` key. OpenHands writes an
+ * event's `source` before its `tool_call_metadata`, whose LLM response holds roles; a chat document's first
+ * message starts with its role.
+ */
+function isOpenHandsArray(text: string): boolean {
+  const sourceAt = text.search(/"source"\s*:\s*"(?:user|agent|environment)"/);
+  if (sourceAt === -1 || !/"(?:action|observation)"\s*:\s*"/.test(text)) return false;
+  const chatAt = text.search(/"(?:role|messages|traj)"\s*:/);
+  return chatAt === -1 || sourceAt < chatAt;
 }
 
 /**
@@ -158,5 +186,7 @@ export function parseImport(source: ImportSource, format: ImportFormat, options:
       return parseClaudeCode(source, options);
     case 'codex':
       return parseCodex(source, options);
+    case 'openhands':
+      return parseOpenHands(source, options);
   }
 }

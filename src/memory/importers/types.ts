@@ -1,12 +1,13 @@
 import type { EventInput } from '../../model/event.js';
 
 /** Transcript formats the importers read. */
-export const IMPORT_FORMATS = ['jsonl', 'openai', 'anthropic', 'claude-code', 'codex'] as const;
+export const IMPORT_FORMATS = ['jsonl', 'openai', 'anthropic', 'claude-code', 'codex', 'openhands'] as const;
 export type ImportFormat = (typeof IMPORT_FORMATS)[number];
 
 /**
- * Largest whole-JSON document (openai, anthropic) read into memory, in bytes. Those formats are one JSON
- * value, so they cannot be streamed line by line; past this size the importer refuses with an issue.
+ * Largest whole-JSON document (openai, anthropic, an OpenHands event array, a SWE-agent trajectory) read into
+ * memory, in bytes. Those are one JSON value, so they cannot be streamed line by line; past this size the importer
+ * refuses with an issue.
  */
 export const MAX_DOCUMENT_BYTES = 256 * 1024 * 1024;
 

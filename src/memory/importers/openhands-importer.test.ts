@@ -1,0 +1,203 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { jsonl, parseText } from './test-support.js';
+
+const FIXTURES = resolve(process.cwd(), 'test/fixtures/transcripts');
+const fixture = (name: string): string => readFileSync(resolve(FIXTURES, name), 'utf8');
+
+const ts = (seconds: string): string => `2025-05-21T14:03:${seconds}`;
+const skipsOfFixture = [
+  "OpenHands action 'recall' is not imported",
+  "OpenHands observation 'agent_state_changed' is not imported",
+  "OpenHands observation 'recall' is not imported",
+  "OpenHands observation 'think' is not imported",
+  "OpenHands observation 'agent_state_changed' is not imported",
+];
+
+describe('openhands importer', () => {
+  it('maps a saved trajectory: messages, thoughts, tool calls paired with their observations by cause', async () => {
+    const { events, issues, skips } = await parseText(fixture('openhands-trajectory.json'), 'openhands');
+    expect(issues).toEqual([]);
+    expect(skips.map((s) => s.reason)).toEqual(skipsOfFixture);
+    expect(events.every((e) => e.sessionId === undefined)).toBe(true);
+    expect(events.map((e) => e.event)).toEqual([
+      {
+        kind: 'system',
+        content: expect.stringMatching(/^You are OpenHands agent/),
+        key: 'oh:0:0',
+        ts: ts('01.002117'),
+        meta: { agentClass: 'CodeActAgent', openhandsVersion: '0.39.1' },
+      },
+      { kind: 'user', content: 'Add a --dry-run flag to scripts/rotate_logs.py that lists what would be deleted.', key: 'oh:1:0', ts: ts('01.310554') },
+      { kind: 'assistant', content: 'Let me see how the script parses its arguments.', key: 'oh:5:0', ts: ts('06.120443') },
+      {
+        kind: 'tool_call',
+        content: JSON.stringify({
+          command: 'grep -n "argparse\\|add_argument" scripts/rotate_logs.py',
+          is_input: false,
+          blocking: false,
+          is_static: false,
+          cwd: null,
+          hidden: false,
+          confirmation_state: 'confirmed',
+        }),
+        key: 'oh:5:1',
+        ts: ts('06.120443'),
+        toolName: 'execute_bash',
+        toolCallId: 'toolu_01Rq8sVfXb2Lm',
+        meta: { action: 'run' },
+      },
+      {
+        kind: 'tool_result',
+        content: expect.stringContaining('parser.add_argument("--days", type=int, default=14)'),
+        key: 'oh:6:0',
+        ts: ts('06.845930'),
+        toolName: 'execute_bash',
+        toolCallId: 'toolu_01Rq8sVfXb2Lm',
+        meta: { observation: 'run', exitCode: 0 },
+      },
+      {
+        kind: 'tool_call',
+        content: expect.stringContaining('"command":"str_replace"'),
+        key: 'oh:7:1',
+        ts: ts('12.402118'),
+        toolName: 'str_replace_editor',
+        toolCallId: 'toolu_02Kp4wNz7Hc',
+        meta: { action: 'edit' },
+      },
+      {
+        kind: 'tool_result',
+        content: expect.stringContaining('has been edited'),
+        key: 'oh:8:0',
+        ts: ts('12.530074'),
+        toolName: 'str_replace_editor',
+        toolCallId: 'toolu_02Kp4wNz7Hc',
+        meta: { observation: 'edit', path: '/workspace/scripts/rotate_logs.py' },
+      },
+      { kind: 'assistant', content: 'Is there a test file?', key: 'oh:9:0', ts: ts('15.004551') },
+      {
+        kind: 'tool_call',
+        content: '{"path":"/workspace/tests/test_rotate_logs.py","start":0,"end":-1,"impl_source":"oh_aci","view_range":null}',
+        key: 'oh:9:1',
+        ts: ts('15.004551'),
+        toolName: 'str_replace_editor',
+        toolCallId: 'toolu_03Zt6yGm1Qd',
+        meta: { action: 'read' },
+      },
+      {
+        kind: 'tool_result',
+        content: expect.stringContaining('does not exist'),
+        key: 'oh:10:0',
+        ts: ts('15.088127'),
+        toolName: 'str_replace_editor',
+        toolCallId: 'toolu_03Zt6yGm1Qd',
+        tags: ['error'],
+        meta: { observation: 'error', isError: true },
+      },
+      { kind: 'assistant', content: expect.stringContaining('skip os.remove'), key: 'oh:11:0', ts: ts('18.771903'), tags: ['thinking'] },
+      {
+        kind: 'assistant',
+        content: expect.stringMatching(/^Added --dry-run/),
+        key: 'oh:13:0',
+        ts: ts('25.310006'),
+        tags: ['finish'],
+        meta: { taskCompleted: 'true' },
+      },
+    ]);
+  });
+
+  it('gives each event the line where it starts in the array', async () => {
+    const text = fixture('openhands-trajectory.json');
+    const lines = text.split('\n');
+    const { events } = await parseText(text, 'openhands');
+    for (const e of events) expect(lines[e.line - 1]).toBe('  {');
+    // The line after the opening brace (lines is 0-based, line numbers 1-based).
+    expect(lines[events.find((e) => e.event.key === 'oh:6:0')?.line ?? 0]).toBe('    "id": 6,');
+  });
+
+  it('reads the same events from JSON Lines, one event per line', async () => {
+    const fromArray = await parseText(fixture('openhands-trajectory.json'), 'openhands');
+    const fromLines = await parseText(fixture('openhands-events.jsonl'), 'openhands');
+    expect(fromLines.issues).toEqual([]);
+    expect(fromLines.events.map((e) => e.event)).toEqual(fromArray.events.map((e) => e.event));
+    expect(fromLines.skips.map((s) => s.reason)).toEqual(skipsOfFixture);
+    expect(fromLines.events.map((e) => e.line)).toEqual([1, 2, 6, 6, 7, 8, 9, 10, 10, 11, 12, 14]);
+  });
+
+  it("uses the caller's session", async () => {
+    const { events } = await parseText(fixture('openhands-events.jsonl'), 'openhands', { sessionId: 'oh-run-1' });
+    expect(new Set(events.map((e) => e.sessionId))).toEqual(new Set(['oh-run-1']));
+  });
+
+  it('pairs by cause without LLM metadata, keeps images of a message and maps uncaused observations', async () => {
+    const text = jsonl(
+      { id: 1, source: 'user', action: 'message', args: { content: 'see screenshot', image_urls: ['data:image/png;base64,iVBORw0KGgo=', 'https://example.com/a.png'] } },
+      { id: 2, source: 'user', action: 'run', args: { command: 'ls', thought: '' } },
+      { id: 3, source: 'environment', cause: 2, observation: 'run', content: 'a.txt', extras: { command: 'ls', exit_code: 2 } },
+      { id: 4, source: 'user', observation: 'chat', content: 'old-style user chat' },
+      { id: 5, source: 'environment', observation: 'error', content: 'runtime lost' },
+      { id: 6, source: 'agent', action: 'condensation', args: { forgotten_event_ids: [1, 2], summary: 'User wants ls output.' } },
+      { id: 7, source: 'agent', observation: 'run', content: 'orphan' },
+      { source: 'agent', action: 'change_agent_state', args: { agent_state: 'paused' } },
+    );
+    const { events, issues, skips } = await parseText(text, 'openhands');
+    expect(issues).toEqual([]);
+    expect(events.map((e) => e.event)).toEqual([
+      { kind: 'user', content: 'see screenshot', key: 'oh:1:0' },
+      { kind: 'user', content: '[image: image/png, 8 B]', key: 'oh:1:1', binary: { base64: 'iVBORw0KGgo=', mediaType: 'image/png' } },
+      { kind: 'user', content: '[image: https://example.com/a.png]', key: 'oh:1:2', meta: { url: 'https://example.com/a.png' } },
+      { kind: 'tool_call', content: '{"command":"ls"}', key: 'oh:2:1', toolName: 'run', toolCallId: 'oh-2', meta: { action: 'run', source: 'user' } },
+      { kind: 'tool_result', content: 'a.txt', key: 'oh:3:0', toolName: 'run', toolCallId: 'oh-2', meta: { observation: 'run', exitCode: 2 } },
+      { kind: 'user', content: 'old-style user chat', key: 'oh:4:0' },
+      { kind: 'system', content: 'runtime lost', key: 'oh:5:0', tags: ['error'], meta: { observation: 'error' } },
+      { kind: 'note', content: 'User wants ls output.', key: 'oh:6:0', tags: ['summary'] },
+    ]);
+    expect(skips).toEqual([
+      { line: 7, reason: "OpenHands observation 'run' without a matching action is not imported" },
+      { line: 8, reason: "OpenHands action 'change_agent_state' is not imported" },
+    ]);
+  });
+
+  it('names the line and field of bad events and reads on', async () => {
+    const text = jsonl(
+      { id: 1, source: 'user', action: 'message', args: { content: 'ok' } },
+      { id: 2, source: 'user' },
+      { id: 3, source: 'robot', action: 'message', args: { content: 'x' } },
+      { id: 4, source: 'agent', action: 'message', args: { text: 'x' } },
+      { id: 5, source: 'agent', action: 'run', args: 'ls' },
+      { id: 6, source: 'agent', observation: 'run', content: { stdout: 'x' } },
+      '{"id": 7, "source": ',
+      'null',
+    );
+    const { events, issues } = await parseText(text, 'openhands');
+    expect(events.map((e) => e.line)).toEqual([1]);
+    expect(issues.map((i) => [i.line, i.field ?? null])).toEqual([
+      [2, 'action'],
+      [3, 'source'],
+      [4, 'args.content'],
+      [5, 'args'],
+      [6, 'content'],
+      [7, null],
+      [8, null],
+    ]);
+    expect(issues[0]?.message).toBe('action: an OpenHands event needs a string action or observation');
+    expect(issues[1]?.message).toBe('source: expected user, agent or environment, got "robot"');
+  });
+
+  it('names the array element of a bad event, and refuses a document that is not an array of events', async () => {
+    const text = JSON.stringify([{ id: 0, source: 'user', action: 'message', args: { content: 'ok' } }, 'oops', { id: 2, source: 'agent' }], null, 2);
+    const { issues } = await parseText(text, 'openhands');
+    expect(issues).toEqual([
+      { line: 10, message: '[1]: an OpenHands event must be an object', field: '[1]' },
+      { line: 11, message: '[2].action: an OpenHands event needs a string action or observation', field: '[2].action' },
+    ]);
+    expect((await parseText('[\n  {"id": 1,\n', 'openhands')).issues).toEqual([{ line: 3, message: expect.stringMatching(/^malformed JSON/) }]);
+    expect((await parseText('[]', 'openhands')).issues).toEqual([{ line: 1, message: 'the document holds no events' }]);
+  });
+
+  it('reports an empty file', async () => {
+    expect(await parseText('', 'openhands')).toEqual({ events: [], skips: [], issues: [{ line: 0, message: 'the file is empty' }] });
+    expect((await parseText(' \n\n', 'openhands')).issues).toEqual([{ line: 0, message: 'the file is empty' }]);
+  });
+});
