@@ -73,7 +73,17 @@ describe('detectFormat', () => {
     expect(detectFormat(jsonl(events[2]))).toBe('openhands');
   });
 
-  it('keeps detecting chats as chats when their text mentions OpenHands-like fields', () => {
+  it('detects a SWE-agent trajectory: pretty-printed and cut off, on one line, from 0.x, of a retrying agent', () => {
+    const step = { action: 'ls -F\n', observation: 'src/', response: 'r', thought: 't', execution_time: 0.1, state: {}, query: [{ role: 'system', content: 's' }] };
+    const doc = { trajectory: [step], history: [{ role: 'system', content: 's' }], info: { exit_status: 'submitted' } };
+    const pretty = JSON.stringify(doc, null, 2);
+    expect(detectFormat(pretty.slice(0, 120))).toBe('swe-agent');
+    expect(detectFormat(JSON.stringify(doc))).toBe('swe-agent');
+    expect(detectFormat(JSON.stringify({ environment: 'swe_main', ...doc }, null, 2))).toBe('swe-agent');
+    expect(detectFormat(JSON.stringify({ attempts: [doc], ...doc }, null, 2))).toBe('swe-agent');
+  });
+
+  it('keeps detecting chats as chats when their text mentions OpenHands or SWE-agent fields', () => {
     const chat = [
       { role: 'user', content: 'run it' },
       { role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }] },
@@ -82,6 +92,8 @@ describe('detectFormat', () => {
     expect(detectFormat(JSON.stringify(chat, null, 2))).toBe('openai');
     const anthropic = [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: 'x' }], source: 'user', observation: 'run' }];
     expect(detectFormat(JSON.stringify(anthropic))).toBe('anthropic');
+    // A chat whose messages come before a `trajectory` key stays a chat.
+    expect(detectFormat(JSON.stringify({ messages: [{ role: 'user', content: 'x' }], trajectory: [] }, null, 2))).toBe('openai');
   });
 
   it('keeps detecting the older formats as before next to Codex-like lines', () => {

@@ -5,6 +5,7 @@ import { isRecord } from './import-item.js';
 import { parseJsonl } from './jsonl-importer.js';
 import { parseOpenAi } from './openai-importer.js';
 import { parseOpenHands } from './openhands-importer.js';
+import { parseSweAgent } from './swe-agent-importer.js';
 import type { ImportFormat, ImportItem, ImportOptions, ImportSource } from './types.js';
 
 export { IMPORT_FORMATS, MAX_DOCUMENT_BYTES, MAX_TOOL_USE_RESULT_BYTES, CONVERSATION_SESSION_SEPARATOR } from './types.js';
@@ -15,6 +16,7 @@ export { parseAnthropic } from './anthropic-importer.js';
 export { parseClaudeCode } from './claude-code-importer.js';
 export { parseCodex } from './codex-importer.js';
 export { parseOpenHands } from './openhands-importer.js';
+export { parseSweAgent } from './swe-agent-importer.js';
 
 /** How much of the start of a file {@link detectFormat} wants to see, in bytes. */
 export const DETECT_FORMAT_BYTES = 64 * 1024;
@@ -63,6 +65,8 @@ const ANTHROPIC_HINTS = [
  *   `file-history-snapshot` records, older Codex rollouts with a session header) are passed over, up to 50 lines.
  * - A JSON array whose text names an OpenHands event `source` and an `action` or `observation` before any `role`,
  *   `messages` or `traj` key → `openhands`.
+ * - A JSON object with a `trajectory` array, on one line or whose text names the `trajectory` key before any
+ *   `role`, `messages` or `traj` key → `swe-agent`.
  * - A JSON document (starts with `[` or `{` but the first line is not a complete object): an OpenAI or
  *   Anthropic chat if the text mentions `messages`, `role` or `traj`. Shape hints decide which: OpenAI
  *   has `tool_calls`, `role: "tool"`, `tool_call_id`, system/developer roles, `traj`; Anthropic has
@@ -81,6 +85,8 @@ export function detectFormat(firstChunk: string): ImportFormat | null {
   if (text.startsWith('{')) {
     const lines = text.split('\n');
     const first = parseObject(lines[0]!);
+    // A SWE-agent trajectory written on one line.
+    if (first !== null && typeof first.kind !== 'string' && Array.isArray(first.trajectory)) return 'swe-agent';
     if (first !== null && !('messages' in first) && !('traj' in first)) {
       // JSON Lines. Records of other types (a Claude Code file-history-snapshot) may come first: look on.
       for (const line of lines.slice(0, DETECT_FORMAT_MAX_LINES)) {
@@ -91,6 +97,7 @@ export function detectFormat(firstChunk: string): ImportFormat | null {
       }
       return null;
     }
+    if (first === null && isSweAgentDocument(text)) return 'swe-agent';
   } else if (!text.startsWith('[')) {
     return null;
   } else if (isOpenHandsArray(text)) {
@@ -128,6 +135,18 @@ function isOpenHandsArray(text: string): boolean {
   if (sourceAt === -1 || !/"(?:action|observation)"\s*:\s*"/.test(text)) return false;
   const chatAt = text.search(/"(?:role|messages|traj)"\s*:/);
   return chatAt === -1 || sourceAt < chatAt;
+}
+
+/**
+ * A SWE-agent trajectory, judged from raw text: a `trajectory` array key before any `role`, `messages` or `traj`
+ * key. SWE-agent writes `trajectory` first (0.x after `environment`, a retrying agent after `attempts`, whose
+ * first element starts with its own trajectory); its steps' message lists and the `history` come after it.
+ */
+function isSweAgentDocument(text: string): boolean {
+  const trajectoryAt = text.search(/"trajectory"\s*:\s*\[/);
+  if (trajectoryAt === -1) return false;
+  const chatAt = text.search(/"(?:role|messages|traj)"\s*:/);
+  return chatAt === -1 || trajectoryAt < chatAt;
 }
 
 /**
@@ -188,5 +207,7 @@ export function parseImport(source: ImportSource, format: ImportFormat, options:
       return parseCodex(source, options);
     case 'openhands':
       return parseOpenHands(source, options);
+    case 'swe-agent':
+      return parseSweAgent(source, options);
   }
 }

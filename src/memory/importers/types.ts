@@ -1,7 +1,7 @@
 import type { EventInput } from '../../model/event.js';
 
 /** Transcript formats the importers read. */
-export const IMPORT_FORMATS = ['jsonl', 'openai', 'anthropic', 'claude-code', 'codex', 'openhands'] as const;
+export const IMPORT_FORMATS = ['jsonl', 'openai', 'anthropic', 'claude-code', 'codex', 'openhands', 'swe-agent'] as const;
 export type ImportFormat = (typeof IMPORT_FORMATS)[number];
 
 /**
