@@ -1,0 +1,86 @@
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runEngram } from '../fixtures/cli.js';
+
+const TRANSCRIPTS = resolve('test/fixtures/transcripts');
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'engram-cli-ingest-formats-'));
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The CLI without embedding: these tests are about what is read and stored, not about vectors. */
+function engram(args: string[]) {
+  return runEngram([...args, '--embedder', 'none'], { cwd: dir });
+}
+
+/** Copies a fixture into the test's directory under the name a user's file would have. */
+function place(fixture: string, as = fixture): string {
+  copyFileSync(join(TRANSCRIPTS, fixture), join(dir, as));
+  return as;
+}
+
+function ingestJson(args: string[]): Record<string, unknown> & { stored: number; format: string } {
+  const r = engram(['ingest', ...args, '--json']);
+  expect(r.code, r.stderr).toBe(0);
+  return JSON.parse(r.stdout);
+}
+
+describe('engram ingest of agent transcript formats', () => {
+  it('detects a Codex rollout, stores it in the rollout session once, and recalls its tool output', () => {
+    const file = place('codex-rollout.jsonl', 'rollout-2025-10-14T09-12-03-0199a6f1-3c2e-7d40-9b1a-5e8f2c7d4a10.jsonl');
+    const report = ingestJson([file]);
+    expect(report.format).toBe('codex');
+    expect(report.stored).toBe(8);
+    expect(report.sessions).toEqual([{ id: '0199a6f1-3c2e-7d40-9b1a-5e8f2c7d4a10', stored: 8, duplicates: 0 }]);
+    expect(report.skipped).toEqual({
+      "Codex event_msg 'user_message' is not imported (response items hold the conversation)": 1,
+      "Codex event_msg 'agent_reasoning' is not imported (response items hold the conversation)": 1,
+      "Codex event_msg 'token_count' is not imported (response items hold the conversation)": 1,
+      "Codex event_msg 'agent_message' is not imported (response items hold the conversation)": 1,
+    });
+
+    const recall = engram(['recall', 'AssertionError', '--kind', 'tool_result', '--json']);
+    expect(recall.code, recall.stderr).toBe(0);
+    const hit = JSON.parse(recall.stdout).hits[0];
+    expect(hit).toMatchObject({ sessionId: '0199a6f1-3c2e-7d40-9b1a-5e8f2c7d4a10', kind: 'tool_result', toolName: 'shell' });
+
+    // Codex appends to the same file: the same file again stores nothing new.
+    const again = ingestJson([file, '--format', 'codex']);
+    expect(again.stored).toBe(0);
+    expect(again.duplicates).toBe(8);
+  });
+
+  it('prints the skipped Codex records by reason in the text report', () => {
+    const r = engram(['ingest', place('codex-rollout.jsonl')]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/format\s+codex/);
+    expect(r.stdout).toContain("skipped records: 1 Codex event_msg 'user_message' is not imported");
+  });
+
+  it('imports an OpenHands trajectory and a SWE-agent trajectory into sessions named after their files', () => {
+    const openhands = ingestJson([place('openhands-trajectory.json')]);
+    expect(openhands.format).toBe('openhands');
+    expect(openhands.stored).toBe(12);
+    const swe = ingestJson([place('swe-agent-textkit__textkit-231.traj')]);
+    expect(swe.format).toBe('swe-agent');
+    expect(swe.stored).toBe(17);
+    expect(swe.sessions).toEqual([{ id: 'swe-agent-textkit__textkit-231', stored: 17, duplicates: 0 }]);
+
+    const hit = JSON.parse(engram(['recall', 'rocknroll', '--kind', 'tool_result', '--json']).stdout).hits[0];
+    expect(hit).toMatchObject({ sessionId: 'swe-agent-textkit__textkit-231', toolName: 'bash' });
+  });
+
+  it('rejects a Codex rollout with a bad line, naming the line and field, and stores nothing', () => {
+    const line = JSON.stringify({ timestamp: '2025-10-14T09:00:00Z', type: 'response_item', payload: { type: 'function_call', name: 'shell', arguments: '{}' } });
+    const r = runEngram(['ingest', '-', '--format', 'codex', '--session', 'piped', '--embedder', 'none'], { cwd: dir, input: `${line}\n` });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('stdin:1: payload.call_id: missing; a function_call item needs a call id');
+    expect(r.stderr).toContain('nothing was imported');
+  });
+});
