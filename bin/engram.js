@@ -7,7 +7,8 @@ main(process.argv).then(
     process.exitCode = code;
   },
   (err) => {
+    // main maps every error itself; reaching here is a bug (exit 1, as the documented table says).
     console.error(err);
-    process.exitCode = 70;
+    process.exitCode = 1;
   },
 );

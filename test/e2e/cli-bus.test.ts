@@ -55,7 +55,7 @@ describe('engram bus (CLI)', () => {
     const messagePath = join(dir, 'message.yaml');
     writeFileSync(messagePath, `ROLE: programmer\nTASK_STATUS: done\nOUTPUT:\n  summary: "${'pasted log line '.repeat(400)}"\n  next: review\n`);
     const rejected = engram(['bus', 'validate-message', '--as', 'alice', `@${messagePath}`]);
-    expect(rejected.code).toBe(7);
+    expect(rejected.code).toBe(6);
     expect(rejected.stdout).toContain('MAX_INLINE_TOKENS');
 
     const brief = engram(['bus', 'brief', '--as', 'lead']);

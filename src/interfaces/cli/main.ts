@@ -51,6 +51,7 @@ const COMMANDS: readonly RegisterCommands[] = [
  * so pending writes finish and the store closes cleanly.
  */
 export async function main(argv: string[], io: Io = processIo): Promise<number> {
+  const asJson = argv.includes('--json');
   let exitCode: number = EXIT.OK;
   let mem: Engram | undefined;
   const withStore = <A extends GlobalOptions>(
@@ -92,7 +93,8 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     )
     .option('--repo <path>', 'the git repository that repo: and diff: pointers address (default: $ENGRAM_REPO, else the working directory)')
     .option('--no-redact', 'store credentials verbatim instead of replacing them with [REDACTED:kind:hash] (default: redact; $ENGRAM_REDACT=off)')
-    .configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, '')), writeErr: (s) => io.err(s.replace(/\n$/, '')) })
+    // With --json, a parser error is reported once, as the JSON error object reportError prints.
+    .configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, '')), writeErr: (s) => (asJson ? undefined : io.err(s.replace(/\n$/, ''))) })
     .exitOverride()
     .showHelpAfterError('(run engram --help for usage)');
 
@@ -114,7 +116,7 @@ Examples:
   try {
     await program.parseAsync(argv);
   } catch (err) {
-    exitCode = reportError(err, io, argv.includes('--json'));
+    exitCode = reportError(err, io, asJson);
   } finally {
     await mem?.close();
   }
@@ -163,12 +165,22 @@ function positionalArgs(cmd: Command, values: unknown[]): Record<string, unknown
   return out;
 }
 
+/**
+ * Said after an unknown option: the token may be a value that starts with "-" (a query like --max-retries=7);
+ * `recall` takes those as they are, other commands need them after "--".
+ */
+const DASH_VALUE_HINT = 'engram: a value that starts with "-" goes after "--", e.g. engram karma add -- "--force is never used on main"';
+
 /** Prints an error and returns its exit code. The one place CLI errors are mapped. */
 function reportError(err: unknown, io: Io, asJson: boolean): number {
   if (err instanceof CommanderError) {
     // Help and version "errors" are normal exits; commander already printed the message.
     if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return EXIT.OK;
-    return EXIT.INVALID_INPUT;
+    // Commander printed its message (in text mode); an argument the parser refused is invalid input.
+    const message = err.message.replace(/^error: /, '');
+    if (asJson) io.err(JSON.stringify({ error: new EngramError('INVALID_INPUT', message, { parserCode: err.code }).toJSON() }));
+    else if (err.code === 'commander.unknownOption') io.err(DASH_VALUE_HINT);
+    return exitCodeFor('INVALID_INPUT');
   }
   const e = isEngramError(err) ? err : new EngramError('INTERNAL', err instanceof Error ? (err.stack ?? err.message) : String(err));
   if (asJson) io.err(JSON.stringify({ error: e.toJSON() }));

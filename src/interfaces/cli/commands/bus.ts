@@ -4,7 +4,8 @@ import { readFileSync } from 'node:fs';
 import type { Engram } from '../../../engine.js';
 import { EngramError } from '../../../errors.js';
 import type { EngramKind, EngramScope } from '../../../model/engram.js';
-import { EXIT } from '../exit-codes.js';
+import { EXIT, exitCodeFor } from '../exit-codes.js';
+import { toBudgetError } from '../../../bus/messages/message-validator.js';
 import type { Io } from '../output.js';
 import { formatPairs, printJson } from '../output.js';
 
@@ -104,13 +105,18 @@ export async function busCommand(mem: Engram, args: BusArgs, io: Io): Promise<nu
       const text = readTextArg(args.value, 'message');
       const direction = args.direction as 'child-to-parent' | 'parent-to-child' | undefined;
       const { verdict, turn } = await mem.bus.enforcer.submitMessage(agent, text, direction ? { direction } : {});
-      if (args.json) printJson(io, { ...verdict, turn });
-      else if (verdict.ok) io.out(`ok: ${verdict.usage.inlineTokens} inline tokens, ${verdict.usage.engrams} engrams (turn ${turn})`);
-      else {
-        io.out(`BUDGET_EXCEEDED (turn ${turn}); resend as engrams and pointers:`);
+      // The verdict is the answer (stdout). A rejection is also the refusal HTTP and MCP answer with
+      // (BUDGET_EXCEEDED, or POINTER_INVALID when only pointers are malformed): its exit code and, with --json,
+      // its error object on stderr, as every refused command reports it.
+      const refusal = verdict.ok ? undefined : toBudgetError(verdict);
+      if (args.json) {
+        printJson(io, { ...verdict, turn });
+        if (refusal) io.err(JSON.stringify({ error: { ...refusal.toJSON(), data: { ...refusal.data, turn } } }));
+      } else if (!verdict.ok && refusal) {
+        io.out(`${refusal.code} (turn ${turn}); resend as engrams and pointers:`);
         for (const v of verdict.violations) io.out(`  - ${v.seedName} ${v.field}: ${v.measured} > ${v.allowed} ${v.unit}. ${v.instruction}`);
-      }
-      return verdict.ok ? EXIT.OK : EXIT.PARTIAL;
+      } else io.out(`ok: ${verdict.usage.inlineTokens} inline tokens, ${verdict.usage.engrams} engrams (turn ${turn})`);
+      return refusal ? exitCodeFor(refusal.code) : EXIT.OK;
     }
     case 'metrics': {
       const r = await mem.bus.metrics(args.since ? { sinceMs: Date.parse(args.since) } : {});

@@ -71,7 +71,9 @@ export async function reindexCommand(mem: Engram, args: ReindexArgs, io: Io): Pr
       ]),
     );
   }
-  return stats.failed > 0 || stats.pending > 0 ? EXIT.PARTIAL : EXIT.OK;
+  // Events the embedder failed on (now or in earlier runs) are the provider failing: exit 8. Events still queued
+  // without a failure are another worker's (a running `engram serve` holds their lease): reported, not an error.
+  return stats.failed > 0 || (stats.pending > 0 && mem.indexer.error !== undefined) ? EXIT.PROVIDER : EXIT.OK;
 }
 
 /** `engram reindex`. */

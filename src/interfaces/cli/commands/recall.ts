@@ -77,6 +77,9 @@ export function register(program: Command, context: CliContext): void {
     .option('-b, --budget <tokens>', 'token budget of the pack (default 2000)')
     .option('--ignore-task', "with one --session: do not condition on that session's task card")
     .addOption(new Option('--retriever <name>', 'fts, vector or hybrid (default: hybrid when the store has vectors of the embedder)').choices(['fts', 'vector', 'hybrid']))
+    // A query may be an identifier that looks like an option (`engram recall --max-retries=7`): a token that is
+    // not one of recall's options is part of the query, in order. recall's own options still parse anywhere.
+    .allowUnknownOption()
     .action(
       context.withStore(
         async (m, args: RecallArgs & GlobalOptions) => {
