@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -54,6 +54,23 @@ describe('engram ingest of agent transcript formats', () => {
     const again = ingestJson([file, '--format', 'codex']);
     expect(again.stored).toBe(0);
     expect(again.duplicates).toBe(8);
+  });
+
+  it('stores a large Codex tool output as an artifact and still finds a line deep inside it', () => {
+    const at = (s: number) => `2025-10-14T09:13:${String(s).padStart(2, '0')}.000Z`;
+    const log = Array.from({ length: 400 }, (_, i) => `[build] compiling module ${i} of 400 ... ok`);
+    log.push('error[E0308]: mismatched types in src/ledger/rounding.rs:88 (zebrafinch)');
+    const lines = [
+      { timestamp: at(0), type: 'session_meta', payload: { id: 'big-output-session', cwd: '/r', cli_version: '0.46.0' } },
+      { timestamp: at(1), type: 'response_item', payload: { type: 'function_call', name: 'shell', arguments: '{"command":["cargo","build"]}', call_id: 'call_big' } },
+      { timestamp: at(9), type: 'response_item', payload: { type: 'function_call_output', call_id: 'call_big', output: log.join('\n') } },
+    ];
+    writeFileSync(join(dir, 'big.jsonl'), lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+    expect(ingestJson(['big.jsonl']).stored).toBe(2);
+    const hit = JSON.parse(engram(['recall', 'zebrafinch', '--json']).stdout).hits[0];
+    expect(hit).toMatchObject({ sessionId: 'big-output-session', kind: 'tool_result', toolName: 'shell' });
+    expect(hit.artifactId).toMatch(/^art_/);
+    expect(hit.excerpt).toContain('zebrafinch');
   });
 
   it('prints the skipped Codex records by reason in the text report', () => {

@@ -70,7 +70,7 @@ export interface ImportOptions {
   onBytes?: (bytesRead: number) => void;
   /**
    * The session to import into. It overrides the session ids named in the source (Claude Code
-   * `sessionId`, a JSONL line's `sessionId`). For a document holding an array of conversations it is the
+   * `sessionId`, a Codex rollout's id, a JSONL line's `sessionId`). For a document holding an array of conversations it is the
    * base: conversation `i` goes to `<sessionId>:<i>` (see CONVERSATION_SESSION_SEPARATOR), and such a
    * document cannot be imported without it.
    */
