@@ -186,9 +186,9 @@ function earliest(text: string, patterns: readonly RegExp[]): number {
 /**
  * Reads a transcript as a stream of items: events to append, issues (what could not be read, with the
  * line) and skips (what was recognised and deliberately not stored). JSONL formats are read line by
- * line; whole-JSON formats (openai, anthropic) are read whole, up to MAX_DOCUMENT_BYTES. Every event
- * carries a deterministic idempotency key, so importing the same file again, or after it grew, stores
- * each event once.
+ * line; whole-JSON formats (openai, anthropic, swe-agent, an OpenHands array) are read whole, up to
+ * MAX_DOCUMENT_BYTES. Every event carries a deterministic idempotency key, so importing the same file again,
+ * or after it grew, stores each event once.
  *
  * Iterating may throw EngramError INVALID_INPUT for bad options (see {@link ImportOptions.sessionId});
  * I/O errors of the source are thrown as they come.
