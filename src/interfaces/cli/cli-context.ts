@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { Engram } from '../../engine.js';
+import type { StoreLocation } from '../../store/open-store.js';
 import type { Io } from './output.js';
 
 /** The program's own options, merged into every command's arguments (`--db`, `--json` may stand anywhere). */
@@ -39,6 +40,13 @@ export interface CliContext {
   ): CommandAction;
   /** An action that touches no store of the user's (migrate names its own, bench makes temporary ones). */
   withoutStore<A extends GlobalOptions>(run: (args: A) => Promise<number>): CommandAction;
+  /**
+   * Opens the store as {@link withStore} does, for an action that maps its own errors (`hooks run`); `main`
+   * closes it. Defaults: no create, no embedder.
+   */
+  openStore<A extends GlobalOptions>(args: A, options?: { create?: boolean; vectors?: VectorUse }): Promise<Engram>;
+  /** The store the global options name (`--pg`, `--db`, `$ENGRAM_PG_URL`, `$ENGRAM_DB`, else the default file), SQLite paths absolute. */
+  storeLocation(args: GlobalOptions): StoreLocation;
 }
 
 /** Each file under commands/ exports one: it adds its commands to the program. */

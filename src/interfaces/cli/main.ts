@@ -12,6 +12,7 @@ import * as bench from './commands/bench.js';
 import * as bus from './commands/bus.js';
 import * as context from './commands/context.js';
 import * as embedding from './commands/embedding.js';
+import * as hooks from './commands/hooks.js';
 import * as ingest from './commands/ingest.js';
 import * as init from './commands/init.js';
 import * as karma from './commands/karma.js';
@@ -41,6 +42,7 @@ const COMMANDS: readonly RegisterCommands[] = [
   agent.register,
   serve.register,
   mcp.register,
+  hooks.register,
   migrate.register,
   bench.register,
 ];
@@ -54,6 +56,21 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   const asJson = argv.includes('--json');
   let exitCode: number = EXIT.OK;
   let mem: Engram | undefined;
+  const openStore = async <A extends GlobalOptions>(args: A, options: { create?: boolean; vectors?: VectorUse } = {}): Promise<Engram> => {
+    const create = options.create ?? false;
+    const vectors = options.vectors ?? 'none';
+    // Only verbs that embed or search vectors load an embedder (the built-in one costs ~100 ms and 130 MB).
+    const embedder = vectors === 'none' ? null : await createEmbedderFromSpec(parseEmbedderSpec(args.embedder || process.env.ENGRAM_EMBEDDER || DEFAULT_EMBEDDER_SPEC));
+    mem = await openEngram({
+      ...storeLocation(args),
+      sqlite: { create },
+      postgres: { create },
+      ...(embedder ? { embedder, indexing: { background: vectors === 'background' } } : {}),
+      ...busRepo(args),
+      ingest: { redact: redactSetting(args) },
+    });
+    return mem;
+  };
   const withStore = <A extends GlobalOptions>(
     run: (mem: Engram, args: A) => Promise<number>,
     createStore: boolean | ((args: A) => boolean) = false,
@@ -62,23 +79,13 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     merged(async (args: A): Promise<void> => {
       // Only writing verbs create a store; read verbs on a missing store fail with NOT_FOUND.
       const create = typeof createStore === 'function' ? createStore(args) : createStore;
-      // Only verbs that embed or search vectors load an embedder (the built-in one costs ~100 ms and 130 MB).
-      const embedder = vectors === 'none' ? null : await createEmbedderFromSpec(parseEmbedderSpec(args.embedder || process.env.ENGRAM_EMBEDDER || DEFAULT_EMBEDDER_SPEC));
-      mem = await openEngram({
-        ...storeLocation(args),
-        sqlite: { create },
-        postgres: { create },
-        ...(embedder ? { embedder, indexing: { background: vectors === 'background' } } : {}),
-        ...busRepo(args),
-        ingest: { redact: redactSetting(args) },
-      });
-      exitCode = await run(mem, args);
+      exitCode = await run(await openStore(args, { create, vectors }), args);
     });
   const withoutStore = <A extends GlobalOptions>(run: (args: A) => Promise<number>): CommandAction =>
     merged(async (args: A): Promise<void> => {
       exitCode = await run(args);
     });
-  const cliContext: CliContext = { io, version: PACKAGE_VERSION, withStore, withoutStore };
+  const cliContext: CliContext = { io, version: PACKAGE_VERSION, withStore, withoutStore, openStore, storeLocation };
 
   const program = new Command()
     .name('engram')

@@ -1,0 +1,189 @@
+import type { Command } from 'commander';
+import { homedir } from 'node:os';
+import { basename, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { EngramError, isEngramError } from '../../../errors.js';
+import { DEFAULT_DB_PATH } from '../../../store/open-store.js';
+import { validateSessionId } from '../../../memory/ingest.js';
+import { HOOK_EVENT_NAMES, MCP_SERVER_NAME, type EntryChange, type HookEventName } from '../../claude-code/claude-settings.js';
+import { DEFAULT_HOOK_MAX_CHARS, DEFAULT_HOOK_WINDOW_TOKENS, parseHookInput, runClaudeCodeHook } from '../../claude-code/hook-handlers.js';
+import { applyChanges, claudeCodeLocations, isChanged, planInstall, planUninstall, type ClaudeCodeLocations, type EngramLaunch, type FileChange } from '../../claude-code/install.js';
+import { diffLines } from '../../claude-code/settings-file.js';
+import type { CliContext, GlobalOptions } from '../cli-context.js';
+import { EXIT } from '../exit-codes.js';
+import type { Io } from '../output.js';
+import { printJson } from '../output.js';
+import { parseInteger } from './recall.js';
+
+export interface HooksSetupArgs extends GlobalOptions {
+  claudeCode?: boolean;
+  /** A Claude Code project directory: its `.claude/settings.json` and `.mcp.json` instead of the user's files. */
+  project?: string;
+  /** The session the MCP tools work for. */
+  session?: string;
+  dryRun?: boolean;
+}
+
+export interface HooksRunArgs extends GlobalOptions {
+  event: string;
+  window?: string;
+  maxChars?: string;
+}
+
+/** The MCP server's session when neither --session nor a project names one. */
+const USER_MCP_SESSION = 'claude-code';
+/** Largest hook input read from stdin (a UserPromptSubmit carries the prompt, which may hold a pasted log). */
+const MAX_HOOK_INPUT_BYTES = 32 * 1024 * 1024;
+
+/** `engram hooks install|uninstall --claude-code`: adds (or removes) Engram's hooks and MCP server in Claude Code's settings. */
+export function setupCommand(action: 'install' | 'uninstall', args: HooksSetupArgs, io: Io, context: CliContext): number {
+  if (!args.claudeCode) throw new EngramError('INVALID_INPUT', '--claude-code: name the agent host to connect (Claude Code is the one supported)', { field: 'claude-code' });
+  const locations = claudeCodeLocations({ projectDir: args.project, home: homedir(), configDir: process.env.CLAUDE_CONFIG_DIR });
+  const store = action === 'install' ? storeArgs(args, context) : undefined;
+  const changes = store ? planInstall(locations, launchFor(args, store.args)) : planUninstall(locations);
+  if (!args.dryRun) applyChanges(changes);
+
+  if (args.json) {
+    printJson(io, {
+      action,
+      scope: locations.scope,
+      dryRun: args.dryRun === true,
+      ...(store ? { store: store.described } : {}),
+      files: changes.map((c) => ({ path: c.path, file: fileAction(c), ...(c.hooks ? { hooks: c.hooks } : {}), ...(c.mcp ? { mcp: c.mcp } : {}) })),
+    });
+    return EXIT.OK;
+  }
+  io.out(`Claude Code, ${locations.scope === 'user' ? 'user settings' : `project ${resolve(args.project!)}`}${store ? `; store: ${store.described}` : ''}`);
+  for (const change of changes) {
+    const what = change.hooks
+      ? `hooks: ${Object.entries(change.hooks).map(([event, c]) => `${event} ${c}`).join(', ')}`
+      : `MCP server ${MCP_SERVER_NAME}: ${change.mcp}`;
+    const done = fileAction(change);
+    io.out(`${args.dryRun ? `would ${done === 'unchanged' ? 'leave' : verb(done)}` : done} ${change.path} (${what})`);
+    if (args.dryRun && isChanged(change)) io.out(diffLines(change.before ?? '', change.after ?? ''));
+  }
+  for (const note of notes(action, locations, changes, args.dryRun === true)) io.out(note);
+  return EXIT.OK;
+}
+
+/**
+ * `engram hooks run EVENT`: one Claude Code hook, its JSON on stdin. Claude Code reads a hook's exit code 2 as
+ * "block" (a prompt is refused, a Stop turns into another turn), so a failure here is reported on stderr with
+ * exit 1, which Claude Code shows and passes over; the documented codes do not apply to this verb.
+ */
+export async function runCommand(args: HooksRunArgs, io: Io, context: CliContext): Promise<number> {
+  try {
+    const event = hookEvent(args.event);
+    const input = parseHookInput(await readStdin());
+    const mem = await context.openStore(args, { create: true });
+    const outcome = await runClaudeCodeHook(mem, event, input, {
+      windowTokens: args.window !== undefined ? parseInteger(args.window, 'window') : DEFAULT_HOOK_WINDOW_TOKENS,
+      maxChars: args.maxChars !== undefined ? parseInteger(args.maxChars, 'max-chars') : DEFAULT_HOOK_MAX_CHARS,
+    });
+    if (outcome.stdout !== undefined) io.out(outcome.stdout);
+    const issues = outcome.imported?.issueCount ?? 0;
+    if (issues > 0) io.err(`engram hooks run ${event}: ${issues} line(s) of ${input.transcript_path} left out (${outcome.imported!.issues[0]?.message ?? 'see engram ingest'})`);
+    return EXIT.OK;
+  } catch (err) {
+    const e = isEngramError(err) ? err : new EngramError('INTERNAL', err instanceof Error ? (err.stack ?? err.message) : String(err));
+    io.err(`engram hooks run ${args.event}: ${e.code}: ${e.message}`);
+    return EXIT.FAILURE;
+  }
+}
+
+/** The options that name the store in the installed commands, and how to describe it. */
+function storeArgs(args: HooksSetupArgs, context: CliContext): { args: string[]; described: string } {
+  if (args.pg) return { args: ['--pg', args.pg], described: 'PostgreSQL (--pg; the URL is written into the files)' };
+  if (!args.db && !process.env.ENGRAM_DB && process.env.ENGRAM_PG_URL) return { args: [], described: "PostgreSQL at $ENGRAM_PG_URL of Claude Code's environment" };
+  // An explicit store wins; else the project's own store, else the one engram uses in this directory.
+  const db = args.db || process.env.ENGRAM_DB ? context.storeLocation(args).db! : resolve(args.project ?? '.', DEFAULT_DB_PATH);
+  return { args: ['--db', db], described: db };
+}
+
+function launchFor(args: HooksSetupArgs, store: string[]): EngramLaunch {
+  return {
+    node: process.execPath,
+    // bin/engram.js of this package: four folders up from commands/ under dist/ (or src/ under vitest).
+    bin: fileURLToPath(new URL('../../../../bin/engram.js', import.meta.url)),
+    storeArgs: store,
+    mcpSession: validateSessionId(args.session ?? (args.project !== undefined ? sessionFromDirectory(args.project) : USER_MCP_SESSION), 'session'),
+    ...(args.embedder ? { mcpArgs: ['--embedder', args.embedder] } : {}),
+  };
+}
+
+/** The project directory's name as a session id (letters, digits and ._:@-, starting with a letter or digit). */
+function sessionFromDirectory(dir: string): string {
+  const name = basename(resolve(dir)).replace(/[^A-Za-z0-9._:@-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 128);
+  return name === '' ? USER_MCP_SESSION : name;
+}
+
+function fileAction(change: FileChange): 'created' | 'changed' | 'removed' | 'unchanged' {
+  if (!isChanged(change)) return 'unchanged';
+  if (change.before === undefined) return 'created';
+  return change.after === undefined ? 'removed' : 'changed';
+}
+
+function verb(action: 'created' | 'changed' | 'removed'): string {
+  return { created: 'create', changed: 'change', removed: 'remove' }[action];
+}
+
+function notes(action: 'install' | 'uninstall', locations: ClaudeCodeLocations, changes: FileChange[], isDryRun: boolean): string[] {
+  const out: string[] = [];
+  const mcp = changes.find((c) => c.mcp !== undefined)?.mcp as EntryChange;
+  if (mcp === 'kept-foreign') {
+    out.push(`note: ${locations.mcpPath} already has an MCP server named "${MCP_SERVER_NAME}" that this command did not write; it is kept as it is.`);
+  }
+  if (isDryRun) out.push('Dry run: nothing was written.');
+  else if (changes.some(isChanged)) {
+    out.push(`Restart Claude Code to ${action === 'install' ? 'load' : 'drop'} the hooks and the MCP server.`);
+    if (action === 'install' && locations.scope === 'project') {
+      out.push('The project files name absolute paths on this machine; Claude Code asks once before it starts a server from .mcp.json.');
+    }
+  }
+  return out;
+}
+
+function hookEvent(value: string): HookEventName {
+  if ((HOOK_EVENT_NAMES as string[]).includes(value)) return value as HookEventName;
+  throw new EngramError('INVALID_INPUT', `event: unknown "${value}"; expected one of ${HOOK_EVENT_NAMES.join(', ')}`, { field: 'event' });
+}
+
+async function readStdin(): Promise<string> {
+  if (process.stdin.isTTY) throw new EngramError('INVALID_INPUT', "stdin: hooks run reads the hook's JSON from standard input, as Claude Code sends it", { field: 'stdin' });
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of process.stdin) {
+    bytes += (chunk as Buffer).length;
+    if (bytes > MAX_HOOK_INPUT_BYTES) throw new EngramError('INVALID_INPUT', `stdin: the hook input is over ${MAX_HOOK_INPUT_BYTES} bytes`, { field: 'stdin' });
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** `engram hooks`. */
+export function register(program: Command, context: CliContext): void {
+  const { io } = context;
+  const hooks = program.command('hooks').description('connect an agent host to Engram in one command: Claude Code hooks and MCP server');
+  for (const action of ['install', 'uninstall'] as const) {
+    const cmd = hooks
+      .command(action)
+      .description(
+        action === 'install'
+          ? "add Engram's hooks (SessionStart pack, transcript import, compaction record) and MCP server to Claude Code's settings, keeping the rest"
+          : 'remove exactly what install added, keeping the rest of the settings',
+      )
+      .option('--claude-code', 'the agent host: Claude Code (~/.claude/settings.json and ~/.claude.json)')
+      .option('--project <dir>', "a project's .claude/settings.json and .mcp.json instead of the user's files")
+      .option('--dry-run', 'print what would change (a diff per file) and write nothing');
+    if (action === 'install') cmd.option('--session <name>', 'the session the MCP tools work for (default: the project directory\'s name, else claude-code)');
+    cmd.action(context.withoutStore(async (args: HooksSetupArgs) => setupCommand(action, args, io, context)));
+  }
+  hooks
+    .command('run')
+    .description("run one Claude Code hook with its JSON on stdin (install writes these commands); exits 0, or 1 on a failure (never 2, which Claude Code reads as 'block')")
+    .argument('<event>', HOOK_EVENT_NAMES.join(' | '))
+    .option('--window <tokens>', `session-start: the window the pack is built for (default ${DEFAULT_HOOK_WINDOW_TOKENS})`)
+    .option('--max-chars <n>', `session-start: the pack's character cap (default ${DEFAULT_HOOK_MAX_CHARS})`)
+    .action(context.withoutStore((args: HooksRunArgs) => runCommand(args, io, context)));
+}
+
