@@ -101,9 +101,13 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     .option('--repo <path>', 'the git repository that repo: and diff: pointers address (default: $ENGRAM_REPO, else the working directory)')
     .option('--no-redact', 'store credentials verbatim instead of replacing them with [REDACTED:kind:hash] (default: redact; $ENGRAM_REDACT=off)')
     // With --json, a parser error is reported once, as the JSON error object reportError prints.
-    .configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, '')), writeErr: (s) => (asJson ? undefined : io.err(s.replace(/\n$/, ''))) })
+    .configureOutput({
+      writeOut: (s) => io.out(s.replace(/\n$/, '')),
+      writeErr: (s) => io.err(s.replace(/\n$/, '')),
+      outputError: (s, write) => (asJson ? undefined : write(s)),
+    })
     .exitOverride()
-    .showHelpAfterError('(run engram --help for usage)');
+    .showHelpAfterError(asJson ? false : '(run engram --help for usage)');
 
   for (const register of COMMANDS) register(program, cliContext);
 
