@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { openEngram } from '../engine.js';
 import { EngramError } from '../errors.js';
-import { RETRIEVERS, type Retriever } from '../memory/recall.js';
+import { MAX_APPEND_EVENTS } from '../model/limits.js';
+import { RETRIEVERS, type RecallOptions, type Retriever } from '../memory/recall.js';
 import type { Embedder } from '../providers/embedder.js';
 import { LOCOMO_CATEGORIES, turnText, type LocomoCategory, type LocomoConversation } from './locomo-data.js';
 
@@ -42,6 +43,12 @@ export interface LocomoEvalOptions {
    * conversations' stores and not closed here.
    */
   embedder: Embedder | null;
+  /** Ranking options given to every recall call (an ablation's or a cross-validation's settings). Default none. */
+  recallOptions?: Pick<RecallOptions, 'vectorWeight' | 'contextWeight' | 'speakerBoost' | 'recencyWeight' | 'useMmr'>;
+  /** Earlier turns each turn is indexed with (IngestOptions.turnContextEvents). Default the engine's. */
+  turnContextEvents?: number;
+  /** Record each turn's speaker in `meta.speaker`, as a chat import would. Default true. */
+  recordSpeakers?: boolean;
   /** Keep every question's ranked turns and recall in the report (`questionResults`). Default false. */
   keepQuestions?: boolean;
   /** Called as turns are embedded and questions asked; `done` and `total` count both, over all conversations. */
@@ -120,13 +127,24 @@ export async function evaluateLocomo(conversations: readonly LocomoConversation[
   for (const conv of conversations) {
     const dir = mkdtempSync(join(tmpdir(), 'engram-locomo-'));
     try {
-      const mem = await openEngram({ db: join(dir, 'locomo.db'), ...(borrowed ? { embedder: borrowed, indexing: { background: false } } : {}) });
+      const mem = await openEngram({
+        db: join(dir, 'locomo.db'),
+        ...(options.turnContextEvents !== undefined ? { ingest: { turnContextEvents: options.turnContextEvents } } : {}),
+        ...(borrowed ? { embedder: borrowed, indexing: { background: false } } : {}),
+      });
       try {
         const t0 = performance.now();
-        const outcomes = await mem.append(
-          SESSION_ID,
-          conv.turns.map((t) => ({ kind: 'user' as const, content: turnText(t), key: t.diaId, ts: t.tsMs, meta: { diaId: t.diaId } })),
-        );
+        const recordSpeakers = options.recordSpeakers ?? true;
+        const drafts = conv.turns.map((t) => ({
+          kind: 'user' as const,
+          content: turnText(t),
+          key: t.diaId,
+          ts: t.tsMs,
+          meta: recordSpeakers ? { diaId: t.diaId, speaker: t.speaker } : { diaId: t.diaId },
+        }));
+        // In batches an append accepts (MAX_APPEND_EVENTS): a conversation may hold more turns than one append.
+        const outcomes = [];
+        for (let i = 0; i < drafts.length; i += MAX_APPEND_EVENTS) outcomes.push(...(await mem.append(SESSION_ID, drafts.slice(i, i + MAX_APPEND_EVENTS))));
         timings.append += performance.now() - t0;
         const diaIdOf = new Map(outcomes.map((o, i) => [o.record.id as string, conv.turns[i]!.diaId]));
 
@@ -149,7 +167,7 @@ export async function evaluateLocomo(conversations: readonly LocomoConversation[
           const recall: LocomoQuestionResult['recall'] = {};
           for (const k of ks) {
             const t2 = performance.now();
-            const result = await mem.recall(q.question, { retriever, k, budgetTokens: UNLIMITED_BUDGET_TOKENS, logRecall: false, sessionIds: [SESSION_ID] });
+            const result = await mem.recall(q.question, { ...options.recallOptions, retriever, k, budgetTokens: UNLIMITED_BUDGET_TOKENS, logRecall: false, sessionIds: [SESSION_ID] });
             queryMs.push(performance.now() - t2);
             ranked[k] = result.hits.map((h) => ({ diaId: diaIdOf.get(h.eventId)!, score: h.score }));
             recall[k] = evidenceRecall(q.evidence, ranked[k].map((h) => h.diaId));

@@ -2,15 +2,16 @@ import { EngramError, invalidInputFromZod } from '../errors.js';
 import type { ArtifactDraft } from '../model/artifact.js';
 import type { EventArtifactRef, InternalEventInput, ValidEventInput } from '../model/event.js';
 import { artifactIndexChars, checkAppendSize, MAX_ARTIFACT_INDEXED_CHARS } from '../model/limits.js';
-import { eventInputSchema, internalEventInputSchema, sessionIdSchema, toEpochMs } from '../model/event.js';
+import { EVENT_KINDS, eventInputSchema, internalEventInputSchema, sessionIdSchema, toEpochMs } from '../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
 import { artifactIdFromSha256, newEventId } from '../model/ids.js';
-import type { AppendOptions, AppendOutcome, EventDraft, StorageBackend } from '../store/backend.js';
+import type { AppendOptions, AppendOutcome, EventDraft, KeyedEvent, StorageBackend } from '../store/backend.js';
 import { isKeyedDuplicate, sessionScopeDenied } from '../store/backend.js';
 import { encodeArtifactAsync, sha256Hex } from './artifact-codec.js';
 import { previewArtifact } from './preview/index.js';
 import { RedactionPolicy, REDACTION_SECRET_NAME, type RedactionOptions, type RedactionReport } from './event-redaction.js';
 import { maskPrivate } from './private-spans.js';
+import { hasTurnContext, TURN_CONTEXT_EVENTS, turnContext, type ContextSource } from './turn-context.js';
 
 export interface IngestOptions {
   /**
@@ -32,6 +33,11 @@ export interface IngestOptions {
    * content verbatim.
    */
   redact?: boolean | RedactionOptions;
+  /**
+   * Earlier events of the session each event is indexed with, at a lower weight (turn-context.ts). Default
+   * {@link TURN_CONTEXT_EVENTS} (2); 0 indexes every event on its own words only (the ablation's baseline).
+   */
+  turnContextEvents?: number;
 }
 
 /** An append's outcome with what redaction replaced in the event (absent when nothing was, and for duplicates). */
@@ -46,6 +52,7 @@ const DEFAULTS = {
   artifactThresholdBytes: 4096,
   maxIndexedChars: DEFAULT_MAX_INDEXED_CHARS,
   previewMaxChars: 1200,
+  turnContextEvents: TURN_CONTEXT_EVENTS,
 } as const;
 
 /**
@@ -154,6 +161,8 @@ export class Ingestor {
       draftIndex.push(i);
     });
 
+    await this.addTurnContext(sessionId, valid, drafts, draftIndex, existing);
+
     const already = await this.store.hasArtifacts([...artifacts.keys()]);
     const artifactDrafts: ArtifactDraft[] = [];
     for (const [id, a] of artifacts) {
@@ -248,6 +257,43 @@ export class Ingestor {
     return draft;
   }
 
+  /**
+   * Indexes every new event with the end of the events before it in the session (turn-context.ts): the inputs
+   * before it in this call and, before those, the session's last stored events (one read, only when something
+   * new is written). Writers racing on one session may see older earlier events: context only ranks.
+   */
+  private async addTurnContext(
+    sessionId: SessionId,
+    valid: readonly ValidEventInput[],
+    drafts: EventDraft[],
+    draftIndex: readonly number[],
+    existing: ReadonlyMap<string, KeyedEvent>,
+  ): Promise<void> {
+    const depth = this.opts.turnContextEvents;
+    if (drafts.length === 0 || depth <= 0) return;
+    const draftOf = new Map(draftIndex.map((inputIndex, j) => [inputIndex, drafts[j]!]));
+    /** The text input `i` shows as context, or undefined when it takes no part in context. */
+    const sourceOf = (i: number): ContextSource | undefined => {
+      const v = valid[i]!;
+      if (!hasTurnContext(v.kind)) return undefined;
+      const d = draftOf.get(i);
+      // A new event's index text is masked already; an artifact's preview is what a reader sees of it.
+      if (d) return d.artifact ? { text: d.content, isMasked: false } : { text: d.searchText, isMasked: true };
+      return { text: existing.get(v.key!)!.record.content, isMasked: false };
+    };
+    // Stored events are needed only until the call's own inputs fill the window.
+    const firstNew = draftIndex[0]!;
+    const stored =
+      firstNew < depth ? (await this.store.listEvents({ sessionId, order: 'desc', limit: depth, kinds: [...EVENT_KINDS] })).reverse() : [];
+    let window: ContextSource[] = stored.map((e) => ({ text: e.content, isMasked: false }));
+    for (let i = 0; i < valid.length; i++) {
+      const d = draftOf.get(i);
+      if (d && hasTurnContext(d.kind)) d.searchMeta = searchMetaFor(d.kind, d.toolName, d.tags, turnContext(window));
+      const source = sourceOf(i);
+      if (source) window = [...window, source].slice(-depth);
+    }
+  }
+
   private async checkSupersedes(valid: ValidEventInput[]): Promise<void> {
     const ids = [...new Set(valid.flatMap((v) => (v.supersedes ? [v.supersedes as EventId] : [])))];
     if (ids.length === 0) return;
@@ -275,9 +321,13 @@ function stableStringify(value: unknown): string {
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableStringify(v)}`).join(',')}}`;
 }
 
-/** Words indexed beside the text, with a lower weight: the kind, the tool name and the tags. */
-export function searchMetaFor(kind: string, toolName: string | undefined, tags: readonly string[]): string {
-  return [kind.replace('_', ' '), toolName ?? '', ...tags].join(' ').trim();
+/**
+ * Words indexed beside the text, with a lower weight: the kind, the tool name, the tags, and the end of the
+ * previous event in the session (turn-context.ts).
+ */
+export function searchMetaFor(kind: string, toolName: string | undefined, tags: readonly string[], context = ''): string {
+  const labels = [kind.replace('_', ' '), toolName ?? '', ...tags].join(' ').trim();
+  return context.length > 0 ? `${labels}\n${context}` : labels;
 }
 
 /** The artifact text put in the full-text index: whole, or its head (20 %) and tail (80 %) past `maxChars`. */

@@ -139,10 +139,11 @@ describe('redundancy and quotas', () => {
 
   it('caps tool results at half the budget while a decision competes for the room', async () => {
     const lines = (i: number) => Array.from({ length: 12 }, (_, j) => `deploy step ${i}.${j}: rollout of service-${i}-${j} finished`).join('\n');
-    for (let i = 0; i < 6; i++) await add({ kind: 'tool_result', content: lines(i), toolName: 'Bash' });
     // As large as a tool result's excerpt, so that it cannot slip into the room the tool results leave over.
+    // Stored first, so no tool result is in its indexed context (turn-context.ts).
     const why = 'Fridays and Mondays had the most incidents, the on-call rotation changes on Wednesdays, and the release train ends on Thursdays. ';
     const decision = await add({ kind: 'decision', content: `We deploy on Tuesdays only. ${why.repeat(4)}`, ts: 1 });
+    for (let i = 0; i < 6; i++) await add({ kind: 'tool_result', content: lines(i), toolName: 'Bash' });
     const withQuota = await mem.recall('deploy rollout service finished', { budgetTokens: 700 });
     expect(withQuota.hits.map((h) => h.eventId)).toContain(decision);
     const noQuota = await mem.recall('deploy rollout service finished', { budgetTokens: 700, typeQuotas: {} });

@@ -36,7 +36,7 @@ export interface RecallOptions {
   k?: number;
   /** Token budget of the rendered pack (counted with the engine's tokenizer). Default 2000. */
   budgetTokens?: number;
-  /** Weight of recency in the score, 0..1. Default 0.15: relevance decides, recency breaks near-ties. */
+  /** Weight of recency in the score, 0..1. Default 0.05: relevance decides, recency breaks near-ties. */
   recencyWeight?: number;
   /** Age at which the recency factor halves, relative to the newest candidate. Default 7 days. */
   recencyHalfLifeMs?: number;
@@ -68,6 +68,18 @@ export interface RecallOptions {
    * `vector` or `hybrid` without one is INVALID_INPUT.
    */
   retriever?: Retriever;
+  /**
+   * Share of vector similarity in `hybrid` relevance, 0..1 (the rest is full-text). Default
+   * {@link HYBRID_VECTOR_WEIGHT}, {@link HYBRID_VECTOR_WEIGHT_WITH_IDENTIFIERS} when the query names identifiers.
+   */
+  vectorWeight?: number;
+  /** Weight of the indexed context column against an event's own words, 0..1 (store/backend.ts DEFAULT_CONTEXT_WEIGHT). */
+  contextWeight?: number;
+  /**
+   * How much an event said by a speaker the query names is preferred, as a factor on the relevance of the
+   * other candidates: 1 / (1 + speakerBoost). Default {@link SPEAKER_BOOST}; 0 switches it off.
+   */
+  speakerBoost?: number;
 }
 
 export const RETRIEVERS = ['fts', 'vector', 'hybrid'] as const;
@@ -153,16 +165,27 @@ export interface RecallResult {
 /** Reads an artifact's full text (decompressed); the engine supplies it with a cache. */
 export type ArtifactTextReader = (id: ArtifactId) => Promise<string>;
 
+/**
+ * When a query names the speaker of some candidates (`meta.speaker`, e.g. "what did Melanie paint?"), the
+ * others' relevance is divided by 1 + this. Soft, because a question may name one person and be answered by
+ * another (LoCoMo's adversarial questions swap the speaker on purpose): at 0.25 categories 1-4 gained and the
+ * adversarial ones lost less than the others gained; at 0.5 the loss grew (bench/results/locomo.md).
+ */
+export const SPEAKER_BOOST = 0.25;
+
 const DEFAULTS = {
   k: 10,
   budgetTokens: 2000,
-  recencyWeight: 0.15,
+  // Relevance is normalised to the best candidate (1); at 0.15 a candidate 15 % less relevant but new outranked
+  // an old exact answer, which cost 2 points of LoCoMo recall@10 against 0.05 (bench/results/locomo.md).
+  recencyWeight: 0.05,
   recencyHalfLifeMs: 7 * 24 * 3600 * 1000,
   maxExcerptChars: 600,
   useMmr: true,
   lambda: MMR_DEFAULTS.lambda as number,
   typeQuotas: DEFAULT_TYPE_QUOTAS as TypeQuotas,
   logRecall: true,
+  speakerBoost: SPEAKER_BOOST,
 };
 type ResolvedOptions = typeof DEFAULTS & RecallOptions;
 /** Full-text candidates examined per requested hit: enough for re-ranking, few enough to stay fast. */
@@ -180,19 +203,21 @@ export const MIN_RECALL_BUDGET_TOKENS = 64;
 const EXACT_MATCH_BOOST = 0.6;
 /**
  * Hybrid fusion: relevance = (1 - w) x full-text / best full-text + w x min-max normalised cosine, then over
- * the best candidate. w = 0.5 measured best of the simple fusions on LoCoMo (bench/results/locomo.md, engine
- * path: +3.3 recall@10 over full-text on categories 1-4; reciprocal rank fusion +2.5). A query naming
- * identifiers (a hash, an error code, a path) asks for those exact strings, so vectors get less say there:
- * prose that is merely about the same thing must not outrank the event that holds the string.
+ * the best candidate. w is chosen by leave-one-conversation-out cross-validation on the LoCoMo development
+ * split (bench/results/locomo.md: every held-out conversation picked 0.2 or 0.3 from 0-0.5, and hybrid at 0.2
+ * is above full-text at every k there). It was 0.5 when full-text indexed turns alone; with context-aware
+ * units full-text is much stronger and the built-in word vectors' share smaller. A query naming identifiers
+ * (a hash, an error code, a path) asks for those exact strings, so vectors get less say there: prose that is
+ * merely about the same thing must not outrank the event that holds the string.
  */
-export const HYBRID_VECTOR_WEIGHT = 0.5;
+export const HYBRID_VECTOR_WEIGHT = 0.2;
 /**
  * Least cosine similarity of a vector-only candidate. The built-in embedder scores unrelated texts near 0 and
  * paraphrases from about 0.2 (src/providers/glove/sentence-encoder.ts); other models run higher, so this only
  * keeps out what is plainly unrelated.
  */
 export const MIN_VECTOR_SIMILARITY = 0.1;
-export const HYBRID_VECTOR_WEIGHT_WITH_IDENTIFIERS = 0.2;
+export const HYBRID_VECTOR_WEIGHT_WITH_IDENTIFIERS = 0.1;
 
 /**
  * The recall tool (ENGRAM Annex A.2b): full-text (BM25) candidates plus the task state's key events; a base
@@ -269,13 +294,13 @@ export class Recaller {
     const filter = toFilter(o);
     const candidateLimit = Math.max(MIN_CANDIDATES, o.k * CANDIDATES_PER_HIT);
     const { retriever, embedder } = await this.chooseRetriever(o.retriever);
-    const fused = await this.retrieveCandidates(query, parsed, filter, candidateLimit, retriever, embedder);
+    const fused = await this.retrieveCandidates(query, parsed, filter, candidateLimit, retriever, embedder, o);
     const keyIds = new Set<string>(o.taskState?.keyEvents ?? []);
     const { pool, candidates } = await this.withKeyEvents(fused, keyIds, filter);
     if (pool.length === 0) return this.render(query, retriever, [], candidates, o.budgetTokens, false);
 
-    const scored = await this.score(pool, keyIds, o);
-    const detailed = await this.detailHead(scored, parsed, o);
+    const scored = await this.score(pool, keyIds, o, queryWords(query));
+    const detailed = ownMatchesOnly(await this.detailHead(scored, parsed, o), parsed);
     const ordered = await this.orderByNovelty(detailed, embedder, o);
     const out = this.pack(query, ordered, excluded, candidates, o);
     return this.render(query, retriever, out, candidates, o.budgetTokens, out.length < candidates);
@@ -289,15 +314,19 @@ export class Recaller {
     candidateLimit: number,
     retriever: Retriever,
     embedder: Embedder | null,
+    o: ResolvedOptions,
   ): Promise<Map<string, { relevance: number; similarity: number | undefined }>> {
     const hits =
-      retriever !== 'vector' && parsed.terms.length > 0 ? await this.store.searchText({ terms: parsed.terms, filter, limit: candidateLimit }) : [];
+      retriever !== 'vector' && parsed.terms.length > 0
+        ? await this.store.searchText({ terms: parsed.terms, filter, limit: candidateLimit, ...(o.contextWeight !== undefined ? { contextWeight: o.contextWeight } : {}) })
+        : [];
     // A fixed vector depth, so an event's normalised similarity does not depend on k (bench/results/locomo.md:
     // depth max(40, 4k) cost 1.3 recall@10 and 3.6 @5 against depth 100).
     const vectorHits = embedder
       ? await this.store.searchVectors({ vector: (await embedder.embed([query]))[0]!, model: embedder.name, filter, limit: Math.max(MIN_VECTOR_CANDIDATES, candidateLimit) })
       : [];
-    return fuseRelevance(hits, admitVectorHits(vectorHits, hits, retriever, parsed.identifiers.length > 0), retriever, parsed.identifiers.length > 0);
+    const hasIdentifiers = parsed.identifiers.length > 0;
+    return fuseRelevance(hits, admitVectorHits(vectorHits, hits, retriever, hasIdentifiers), retriever, hasIdentifiers, o.vectorWeight);
   }
 
   /**
@@ -333,17 +362,21 @@ export class Recaller {
    * Base score (relevance, recency; no exact-match boost yet) times the task-conditioned modifier, best first.
    * A modifier of 0 drops the candidate.
    */
-  private async score(pool: readonly Candidate[], keyIds: ReadonlySet<string>, o: ResolvedOptions): Promise<Ranked[]> {
+  private async score(pool: readonly Candidate[], keyIds: ReadonlySet<string>, o: ResolvedOptions, words: ReadonlySet<string>): Promise<Ranked[]> {
     // One store query tells which candidates a later event superseded (Annex A.3, sup(e)).
     const superseding = await this.store.findSuperseding(pool.map((c) => c.event.id));
     const newestMs = Math.max(...pool.map((c) => Date.parse(c.event.ts)));
     const modifierOptions: ModifierOptions = { ...o.modifierOptions, ...(o.disableFactors ? { disable: o.disableFactors } : {}) };
+    // Speakers the query names, among the candidates' (query-terms.ts keeps names as ordinary words).
+    const named = new Set(pool.map((c) => speakerOf(c.event)).filter((s): s is string => s !== undefined && words.has(s)));
+    const otherSpeaker = 1 / (1 + o.speakerBoost);
     const scored = pool.flatMap((c) => {
       const supersededBy = superseding.get(c.event.id);
       const tm = taskModifier(c.event, o.taskState, { isSuperseded: supersededBy !== undefined }, modifierOptions);
       // A modifier of 0 (a factor tuned to 0) removes the event, as A.3 line 2 does for unrelated tasks.
       if (tm.modifier <= 0) return [];
-      const relevance = c.relevance;
+      const speaker = named.size > 0 ? speakerOf(c.event) : undefined;
+      const relevance = named.size > 0 && !(speaker !== undefined && named.has(speaker)) ? c.relevance * otherSpeaker : c.relevance;
       const recency = Math.pow(2, -(newestMs - Date.parse(c.event.ts)) / o.recencyHalfLifeMs);
       const baseScore = combine(relevance, 0, recency, o.recencyWeight);
       return [
@@ -376,10 +409,14 @@ export class Recaller {
         const text = await this.fullText(s.event);
         const lower = text.toLowerCase();
         const present = ids.filter((id) => lower.includes(id)).length;
+        // A tool name or tag is the event's own too (indexed with its labels), unlike the context of earlier events.
+        const labels = [s.event.toolName ?? '', ...s.event.tags].join('\n').toLowerCase();
+        const holdsIdentifier = present > 0 || ids.some((id) => labels.includes(id));
         const exact = ids.length > 0 ? present / ids.length : 0;
         const baseScore = combine(s.relevance, exact, s.recency, o.recencyWeight);
         return {
           ...s,
+          holdsIdentifier,
           isExactMatch: ids.length > 0 && present === ids.length,
           baseScore,
           score: baseScore * s.modifier,
@@ -526,8 +563,10 @@ export function fuseRelevance(
   vector: ReadonlyArray<{ eventId: string; similarity: number }>,
   retriever: Retriever,
   hasIdentifiers: boolean,
+  vectorWeight?: number,
 ): Map<string, { relevance: number; similarity: number | undefined }> {
-  const w = retriever === 'fts' ? 0 : retriever === 'vector' ? 1 : hasIdentifiers ? HYBRID_VECTOR_WEIGHT_WITH_IDENTIFIERS : HYBRID_VECTOR_WEIGHT;
+  const hybrid = vectorWeight ?? (hasIdentifiers ? HYBRID_VECTOR_WEIGHT_WITH_IDENTIFIERS : HYBRID_VECTOR_WEIGHT);
+  const w = retriever === 'fts' ? 0 : retriever === 'vector' ? 1 : hybrid;
   const out = fuseScores(text, vector, w);
   // The best candidate scores 1, as with full-text alone, so the recency weight means the same under every
   // retriever (a fused best of 0.7 would have let recency count for more).
@@ -561,6 +600,21 @@ export function fuseScores(
   return out;
 }
 
+/**
+ * Who said an event, lower-cased: `meta.speaker` when the writer recorded it (chat imports, multi-party
+ * transcripts); undefined otherwise.
+ */
+export function speakerOf(e: EventRecord): string | undefined {
+  const s = e.meta?.['speaker'];
+  return typeof s === 'string' && s.trim().length > 0 ? s.trim().toLowerCase() : undefined;
+}
+
+/** The query's words and two-word runs, lower-cased, to match speakers ("Melanie", "Dr Smith") against. */
+function queryWords(query: string): Set<string> {
+  const words = query.toLowerCase().split(/[^\p{L}\p{N}'-]+/u).filter(Boolean).map((w) => w.replace(/'s$/, ''));
+  return new Set([...words, ...words.slice(1).map((w, i) => `${words[i]} ${w}`)]);
+}
+
 function combine(relevance: number, exactFraction: number, recency: number, recencyWeight: number): number {
   const boosted = (relevance * (1 + EXACT_MATCH_BOOST * exactFraction)) / (1 + EXACT_MATCH_BOOST);
   return (1 - recencyWeight) * boosted + recencyWeight * recency;
@@ -574,7 +628,7 @@ interface Candidate {
 }
 
 /** A scored candidate before its full text is read. */
-type Ranked = Omit<Scored, 'isExactMatch' | 'excerpt'>;
+type Ranked = Omit<Scored, 'isExactMatch' | 'holdsIdentifier' | 'excerpt'>;
 
 interface Scored {
   event: EventRecord;
@@ -588,7 +642,24 @@ interface Scored {
   isKeyEvent: boolean;
   score: number;
   isExactMatch: boolean;
+  /** The event's own text holds at least one of the query's identifiers. */
+  holdsIdentifier: boolean;
   excerpt: string;
+}
+
+/**
+ * A query of nothing but identifiers (a hash, a flag, an error code) asks for the events that hold those exact
+ * strings (in their text, tool name or tags). When some candidates do, the others are padding and are dropped;
+ * when none does, the nearest spellings by vector stay (`ECONNRESET` for `ECONNREFUSED`), but not events that
+ * full-text found only through the context of the events before them. The task's key events always stay.
+ * Other queries keep every candidate, context matches included.
+ */
+function ownMatchesOnly(detailed: Scored[], parsed: ParsedQuery): Scored[] {
+  const ids = new Set(parsed.identifiers);
+  const isIdentifierOnly = ids.size > 0 && parsed.terms.every((t) => ids.has(t.text));
+  if (!isIdentifierOnly) return detailed;
+  const anyHolds = detailed.some((d) => d.holdsIdentifier);
+  return detailed.filter((d) => d.isKeyEvent || (anyHolds ? d.holdsIdentifier : d.similarity !== undefined));
 }
 
 function byScore(a: { score: number; event: EventRecord }, b: { score: number; event: EventRecord }): number {
@@ -690,6 +761,9 @@ function validateOptions(query: string, o: ResolvedOptions): void {
     if (typeof value !== 'number' || !(value >= 0) || !Number.isFinite(value)) bad(`modifierOptions.${name}`, 'must be a finite number of at least 0');
   }
   if (!(o.lambda >= 0 && o.lambda <= 1)) bad('lambda', 'must be between 0 and 1');
+  if (o.vectorWeight !== undefined && !(o.vectorWeight >= 0 && o.vectorWeight <= 1)) bad('vectorWeight', 'must be between 0 and 1');
+  if (o.contextWeight !== undefined && !(o.contextWeight >= 0 && o.contextWeight <= 1)) bad('contextWeight', 'must be between 0 and 1');
+  if (!(o.speakerBoost >= 0 && Number.isFinite(o.speakerBoost))) bad('speakerBoost', 'must be a finite number of at least 0');
   validateTypeQuotas(o.typeQuotas);
 }
 

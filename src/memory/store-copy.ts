@@ -7,6 +7,8 @@ import type { EventDraft, KeyedEvent, StorageBackend } from '../store/backend.js
 import { decodeArtifact, sha256Hex } from './artifact-codec.js';
 import { artifactIndexChars } from '../model/limits.js';
 import { capForIndex, DEFAULT_MAX_INDEXED_CHARS, searchMetaFor } from './ingest.js';
+import { maskPrivate } from './private-spans.js';
+import { hasTurnContext, TURN_CONTEXT_EVENTS, turnContext, type ContextSource } from './turn-context.js';
 
 export interface CopyOptions {
   /** Events per transaction in the target. Default 500. */
@@ -57,11 +59,17 @@ export async function copyStore(from: StorageBackend, to: StorageBackend, option
     let done = await resumePoint(from, to, session.id);
     report.eventsAlreadyThere += done;
     eventsDone += done;
+    // The earlier events each copied event is indexed with, as ingest indexed it (turn-context.ts).
+    let window: ContextSource[] = (await from.exportEvents(session.id, Math.max(0, done - TURN_CONTEXT_EVENTS), TURN_CONTEXT_EVENTS)).flatMap(contextSourceOf);
     for (;;) {
       const batch = await from.exportEvents(session.id, done, batchSize);
       if (batch.length === 0) break;
       const artifacts = await missingArtifacts(from, to, batch);
       const drafts = await Promise.all(batch.map((e) => toDraft(e, from, maxIndexedChars)));
+      drafts.forEach((d, j) => {
+        if (hasTurnContext(d.kind)) d.searchMeta = searchMetaFor(d.kind, d.toolName, d.tags, turnContext(window));
+        window = [...window, ...contextSourceOf(batch[j]!)].slice(-TURN_CONTEXT_EVENTS);
+      });
       const outcomes = await to.appendEvents(session.id, drafts, artifacts, { project: session.project });
       outcomes.forEach((o, j) => {
         const source = batch[j]!.record;
@@ -138,13 +146,19 @@ async function missingArtifacts(from: StorageBackend, to: StorageBackend, batch:
   return out;
 }
 
+/** What an event shows as context to the events after it (none for internal kinds). */
+function contextSourceOf(e: KeyedEvent): ContextSource[] {
+  return hasTurnContext(e.record.kind) ? [{ text: e.record.content, isMasked: false }] : [];
+}
+
 async function toDraft(e: KeyedEvent, from: StorageBackend, maxIndexedChars: number): Promise<EventDraft> {
   const r = e.record;
-  let searchText = r.content;
+  // Private spans are stored, never indexed: the same text as ingest indexed (ingest.ts `draft`).
+  let searchText = maskPrivate(r.content);
   if (r.artifact && r.artifact.previewKind !== 'binary') {
     const stored = await from.getArtifact(r.artifact.id as ArtifactId);
     if (stored) {
-      const text = decodeArtifact(stored.stored, stored.record.encoding).toString('utf8');
+      const text = maskPrivate(decodeArtifact(stored.stored, stored.record.encoding).toString('utf8'));
       searchText = capForIndex(text, artifactIndexChars(text, maxIndexedChars));
     }
   }

@@ -30,7 +30,7 @@ import type {
   PurgeLogRecord,
   PurgePlan,
 } from '../backend.js';
-import { DEFAULT_CAPABILITIES, isKeyedDuplicate, recallLogLimit, sessionScopeDenied } from '../backend.js';
+import { contextWeightOf, DEFAULT_CAPABILITIES, isKeyedDuplicate, recallLogLimit, sessionScopeDenied } from '../backend.js';
 import { DEFAULT_PROJECT } from '../../model/access.js';
 import type { ContextStateRecord } from '../../model/context-state.js';
 import type { KarmaRecord } from '../../model/karma.js';
@@ -395,10 +395,11 @@ export class PostgresBackend implements StorageBackend {
     // 2. those are re-scored with ts_rank_cd (cover density), which counts a phrase term (--max-retries=7)
     //    only where the phrase matched, not its loose words, and an event takes its best chunk's score.
     // Normalization 1 divides by 1 + log(chunk length), so a 24 KB log chunk that mentions a word once does
-    // not outrank a message about it. Weights {D, C, B, A}: body (A) 1.0, meta words (D) 0.25, as in the
-    // SQLite index. Unlike bm25 neither has inverse document frequency; recall's exact-identifier boost covers
-    // the case where that matters most. Events are joined before ranking only when a filter needs them.
-    const weights = `'{0.25, 0.25, 0.25, 1.0}'`;
+    // not outrank a message about it. Weights {D, C, B, A}: body (A) 1.0, the context column (D: kind, tool,
+    // tags, earlier events) contextWeight, as in the SQLite index. Unlike bm25 neither has inverse document
+    // frequency; recall's exact-identifier boost covers the case where that matters most. Events are joined
+    // before ranking only when a filter needs them.
+    const weights = `'{${contextWeightOf(query).toFixed(4)}, 0.25, 0.25, 1.0}'`;
     const candidates = `SELECT c.event_pk, c.tsv, ts_rank(${weights}, c.tsv, q.q, 1) AS r
         FROM ${s}.event_text c ${filters.length > 0 ? `JOIN ${s}.events e ON e.pk = c.event_pk` : ''}, q
         WHERE c.tsv @@ q.q ${filters.map((w) => `AND ${w}`).join(' ')}

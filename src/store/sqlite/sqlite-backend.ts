@@ -31,7 +31,7 @@ import type {
   PurgeLogRecord,
   PurgePlan,
 } from '../backend.js';
-import { DEFAULT_CAPABILITIES, isKeyedDuplicate, recallLogLimit, sessionScopeDenied } from '../backend.js';
+import { contextWeightOf, DEFAULT_CAPABILITIES, isKeyedDuplicate, recallLogLimit, sessionScopeDenied } from '../backend.js';
 import type { ContextStateRecord } from '../../model/context-state.js';
 import type { KarmaRecord } from '../../model/karma.js';
 import { karmaFromColumns, type KarmaColumns } from '../karma-record.js';
@@ -404,14 +404,16 @@ export class SqliteBackend implements StorageBackend {
       where.push('e.task_id = ?');
       params.push(f.taskId);
     }
-    // bm25 is lower-is-better in FTS5; the body column weighs 4x the kind/tool/tags column. Without filters
+    // bm25 is lower-is-better in FTS5; the body column weighs 1, the context column (kind, tool, tags, earlier
+    // events) contextWeight, inlined as a checked number (FTS5 reads auxiliary arguments as values). Without filters
     // the top rows are picked inside FTS5 before joining events: joining every match first doubled latency.
+    const weight = contextWeightOf(query).toFixed(4);
     const sql =
       where.length === 0
         ? `SELECT e.id AS id, f.score AS score FROM
-             (SELECT rowid, bm25(events_fts, 1.0, 0.25) AS score FROM events_fts WHERE events_fts MATCH ? ORDER BY score LIMIT ?) f
+             (SELECT rowid, bm25(events_fts, 1.0, ${weight}) AS score FROM events_fts WHERE events_fts MATCH ? ORDER BY score LIMIT ?) f
            JOIN events e ON e.rowid = f.rowid ORDER BY f.score`
-        : `SELECT e.id AS id, bm25(events_fts, 1.0, 0.25) AS score
+        : `SELECT e.id AS id, bm25(events_fts, 1.0, ${weight}) AS score
            FROM events_fts JOIN events e ON e.rowid = events_fts.rowid
            WHERE events_fts MATCH ? AND ${where.join(' AND ')}
            ORDER BY score LIMIT ?`;

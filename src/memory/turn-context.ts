@@ -1,0 +1,81 @@
+import type { EventKind } from '../model/event.js';
+import { INTERNAL_EVENT_KINDS } from '../model/event.js';
+import { maskPrivate } from './private-spans.js';
+import { STOP_WORDS } from './query-terms.js';
+
+/**
+ * Context-aware index units. A turn is often unfindable on its own words: "Yes, last Tuesday!" answers a
+ * question that holds the words a later query uses, and a tool result answers the call that names the
+ * command. So every event is indexed with the words of the events just before it in its session, in the
+ * low-weight column beside its kind, tool and tags (ingest.ts `searchMetaFor`): a query matching the
+ * exchange finds the reply, which still ranks below a turn holding the words itself, and results point at
+ * the exact event. Only earlier events, never later ones: appends stay append-only (no indexed row is
+ * rewritten). Measured on the LoCoMo development split in bench/results/locomo.md (ablation).
+ */
+
+/**
+ * Earlier events an event is indexed with. Two: an answer often replies to the question before the last
+ * turn ("How've you been using it?" follows the turn that names the clipboard), and a tool result follows
+ * its call, which follows the request. On the LoCoMo development split two beat one on every conversation
+ * and three added nothing (bench/results/locomo.md).
+ */
+export const TURN_CONTEXT_EVENTS = 2;
+
+/**
+ * Most words of context: the distinct content words of those events, nearest first. A bag, not the text:
+ * full-text ranking (FTS5's bm25, PostgreSQL's length normalisation) divides by the whole indexed length, so
+ * 1,000 characters of a log before an event made the event's own words count less than a neighbour's
+ * context (a needle ranked below the tool call after it). 64 distinct words hold two chat turns' content
+ * words; on LoCoMo 32, 64 and 96 scored within 0.3 points of each other and of the whole text.
+ */
+export const TURN_CONTEXT_WORDS = 64;
+
+/** Characters read from the end of each earlier event: enough for its last {@link TURN_CONTEXT_WORDS} words. */
+const TAIL_CHARS = 4000;
+
+/** Whether an event of this kind takes part in context (task cards and other internal records do not). */
+export function hasTurnContext(kind: EventKind): boolean {
+  return !(INTERNAL_EVENT_KINDS as readonly string[]).includes(kind);
+}
+
+/** An earlier event's text, and whether its private spans are masked already. */
+export interface ContextSource {
+  text: string;
+  isMasked: boolean;
+}
+
+/**
+ * The context an event is indexed with: the distinct content words (no stop words, lower-cased) of the
+ * earlier events, from the nearest event's end backwards, at most {@link TURN_CONTEXT_WORDS}, each event's
+ * words in their order; private spans never included. Empty without earlier events.
+ */
+export function turnContext(earlier: readonly ContextSource[]): string {
+  const seen = new Set<string>();
+  const lines: string[] = [];
+  for (let i = earlier.length - 1; i >= 0 && seen.size < TURN_CONTEXT_WORDS; i--) {
+    const source = earlier[i]!;
+    // Masked whole before the tail is cut: a cut could leave the end of a private span without its opening tag.
+    const text = source.isMasked ? source.text : maskPrivate(source.text);
+    const tokens = text.slice(-TAIL_CHARS).split(/\s+/);
+    const words: string[] = [];
+    for (let j = tokens.length - 1; j >= 0 && seen.size < TURN_CONTEXT_WORDS; j--) {
+      const word = trimToWord(tokens[j]!).toLowerCase();
+      if (word.length < 2 || STOP_WORDS.has(word) || seen.has(word)) continue;
+      seen.add(word);
+      words.push(word);
+    }
+    if (words.length > 0) lines.unshift(words.reverse().join(' '));
+  }
+  return lines.join('\n');
+}
+
+const WORD_CHAR = /[\p{L}\p{N}]/u;
+
+/** The token without the punctuation around it (`"Tuesday!"` -> `Tuesday`); inner punctuation stays. */
+function trimToWord(token: string): string {
+  let start = 0;
+  let end = token.length;
+  while (start < end && !WORD_CHAR.test(token[start]!)) start++;
+  while (end > start && !WORD_CHAR.test(token[end - 1]!)) end--;
+  return token.slice(start, end);
+}

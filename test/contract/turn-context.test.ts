@@ -1,0 +1,67 @@
+import { expect, it } from 'vitest';
+import { openEngram } from '../../src/engine.js';
+import { runStorageContract, useEngram } from './harnesses.js';
+
+/**
+ * Context-aware index units (src/memory/turn-context.ts) on every backend: an event is found by the words of the
+ * events just before it, ranks below an event holding the words itself, and recall still points at the exact event.
+ */
+runStorageContract('turn context in the full-text index', ({ createHarness }) => {
+  const ctx = useEngram(createHarness);
+
+  it('finds a reply by the question it answers, below the question itself', async () => {
+    const [question, reply, next, beyond] = await ctx.mem.append('chat', [
+      { kind: 'user', content: 'Did you finally visit the lighthouse museum in Oregon?' },
+      { kind: 'assistant', content: 'Yes, last Tuesday! It was wonderful.' },
+      { kind: 'user', content: 'Great to hear.' },
+      { kind: 'assistant', content: 'Unrelated: the build is green again.' },
+    ]);
+    const r = await ctx.mem.recall('lighthouse museum', { retriever: 'fts', logRecall: false });
+    // The question on its own words first; the two events after it by context, nearest first; not the third.
+    expect(r.hits.map((h) => h.eventId)).toEqual([question!.record.id, reply!.record.id, next!.record.id]);
+    expect(r.hits.map((h) => h.eventId)).not.toContain(beyond!.record.id);
+    expect(r.hits[0]!.score).toBeGreaterThan(r.hits[1]!.score);
+    // The hit is the reply itself, quoted as stored: the context is indexed, never shown.
+    expect(r.hits[1]!.excerpt).toBe('Yes, last Tuesday! It was wonderful.');
+  });
+
+  it('takes context from the events stored by earlier appends, two events deep, within the session', async () => {
+    await ctx.mem.append('a', [{ kind: 'tool_call', toolName: 'bash', content: '{"cmd":"npm run flaky-suite"}' }]);
+    await ctx.mem.append('a', [{ kind: 'note', content: 'starting' }]);
+    const [answer] = await ctx.mem.append('a', [{ kind: 'tool_result', toolName: 'bash', content: '3 passed, 1 failed' }]);
+    const [later] = await ctx.mem.append('a', [{ kind: 'assistant', content: 'one more' }, { kind: 'assistant', content: 'and another' }]);
+    const [other] = await ctx.mem.append('b', [{ kind: 'assistant', content: 'first event of another session' }]);
+    const ids = (await ctx.mem.recall('flaky suite', { retriever: 'fts', logRecall: false, k: 20 })).hits.map((h) => h.eventId);
+    expect(ids).toContain(answer!.record.id);
+    // Three events after the call, and another session's first event, are not its context.
+    expect(ids).not.toContain(later!.record.id);
+    expect(ids).not.toContain(other!.record.id);
+  });
+
+  it('never indexes a private span as context', async () => {
+    const [, reply] = await ctx.mem.append('p', [
+      { kind: 'user', content: 'my locker code is <private>zebra-4471</private>, remember the locker' },
+      { kind: 'assistant', content: 'Noted.' },
+    ]);
+    expect((await ctx.mem.recall('zebra-4471', { retriever: 'fts', logRecall: false })).hits).toEqual([]);
+    const hits = (await ctx.mem.recall('locker', { retriever: 'fts', logRecall: false })).hits.map((h) => h.eventId);
+    expect(hits).toContain(reply!.record.id);
+  });
+
+  it('indexes nothing from earlier events when turnContextEvents is 0, and refuses a context weight out of range', async () => {
+    const plain = await createHarness();
+    const mem = await openEngram({ backend: plain.backend, ingest: { turnContextEvents: 0 } });
+    try {
+      const [, reply] = await mem.append('c', [
+        { kind: 'user', content: 'Did you visit the lighthouse museum?' },
+        { kind: 'assistant', content: 'Yes, last Tuesday!' },
+      ]);
+      const ids = (await mem.recall('lighthouse', { retriever: 'fts', logRecall: false })).hits.map((h) => h.eventId);
+      expect(ids).not.toContain(reply!.record.id);
+      await expect(mem.recall('lighthouse', { contextWeight: 2 })).rejects.toMatchObject({ code: 'INVALID_INPUT', data: { field: 'contextWeight' } });
+    } finally {
+      await mem.close();
+      await plain.cleanup();
+    }
+  });
+});
