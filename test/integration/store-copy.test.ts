@@ -40,6 +40,26 @@ async function seedSqlite(path: string): Promise<void> {
 }
 
 describe('copying a store (engram migrate)', () => {
+  it('indexes the copy as ingest indexed the source: private spans never, earlier events as context', async () => {
+    const src = join(dir, 'private.db');
+    const seeded = await openEngram({ db: src });
+    await seeded.append('p', [
+      { kind: 'user', content: 'the locker code is <private>zebra-4471</private>; did you visit the lighthouse museum?' },
+      { kind: 'assistant', content: 'Yes, last Tuesday!' },
+    ]);
+    await seeded.close();
+    // Copied in batches of one, so the context of the reply comes from the previous batch.
+    await migrateStore({ db: src }, { pg: pgUrl }, { batchSize: 1 });
+    const copy = await openEngram({ pg: pgUrl });
+    try {
+      expect((await copy.recall('zebra-4471', { retriever: 'fts', logRecall: false })).hits).toEqual([]);
+      const hits = await copy.recall('lighthouse museum', { retriever: 'fts', logRecall: false });
+      expect(hits.hits.map((h) => h.excerpt)).toEqual(['the locker code is [private]; did you visit the lighthouse museum?', 'Yes, last Tuesday!']);
+    } finally {
+      await copy.close();
+    }
+  });
+
   it('copies SQLite to PostgreSQL losslessly: ids, turns, keys, artifacts and search all match', async () => {
     const src = join(dir, 'src.db');
     await seedSqlite(src);
