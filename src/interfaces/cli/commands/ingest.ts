@@ -93,7 +93,7 @@ export function register(program: Command, context: CliContext): void {
   const { io } = context;
   program
     .command('ingest')
-    .description('import a transcript (generic JSONL, OpenAI messages, Anthropic messages, Claude Code session)')
+    .description('import a transcript (generic JSONL, OpenAI or Anthropic messages, a Claude Code session, a Codex CLI rollout, an OpenHands event stream, a SWE-agent trajectory)')
     .argument('<file>', 'transcript file, or - for standard input')
     .option('-s, --session <id>', 'import into this session (default: the session ids in the file, else the file name)')
     .option('-p, --project <name>', "the project new sessions belong to: its agents may read them (default: default; see docs/security.md)")
