@@ -1,4 +1,4 @@
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,6 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TINY_HIDDEN_SIZE, writeTinyBertModel, type TinyModel } from '../../test/fixtures/onnx-tiny-model.js';
 import { EngramError, isEngramError } from '../errors.js';
 import { dot, normalize, type Embedder } from './embedder.js';
+import { createEmbedderFromSpec, parseEmbedderSpec } from './embedder-spec.js';
 import { createOnnxEmbedder } from './onnx-embedder.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'engram-onnx-'));
@@ -130,10 +131,11 @@ describe('createOnnxEmbedder on a local model directory', () => {
     expect(err.message).toContain(`${dir} lacks tokenizer.json, onnx/model.onnx`);
   });
 
-  it('reads the weight file of the chosen dtype', async () => {
+  it('reads the weight file of the chosen dtype, and names the dtypes present when it is missing', async () => {
     const err = await rejection(createOnnxEmbedder({ model: tiny.dir, dtype: 'q8' }));
     expect(err.code).toBe('INVALID_INPUT');
-    expect(err.data.missing).toEqual(['onnx/model_quantized.onnx']);
+    expect(err.data).toMatchObject({ missing: ['onnx/model_quantized.onnx'], dtypes: ['fp32'] });
+    expect(err.message).toContain('the dtypes present are fp32 (onnx/model.onnx)');
   });
 
   it('rejects a directory that does not exist', async () => {
@@ -162,6 +164,78 @@ describe('createOnnxEmbedder on a local model directory', () => {
     await e.close!();
     const err = await rejection(e.embed(['cat']));
     expect(err.code).toBe('PROVIDER_ERROR');
+  });
+});
+
+describe('createOnnxEmbedder on a directory that says how to run it', () => {
+  /** A copy of the tiny model in `scratch/<name>`, with `files` (path → JSON) added and `omit` removed. */
+  function variant(name: string, files: Record<string, unknown>, options: { quantized?: boolean; omit?: string[] } = {}): string {
+    const dir = join(scratch, name);
+    cpSync(tiny.dir, dir, { recursive: true });
+    // The tiny graph is fp32; under the q8 file name it loads the same way, which is all the dtype changes here.
+    if (options.quantized) copyFileSync(join(dir, 'onnx/model.onnx'), join(dir, 'onnx/model_quantized.onnx'));
+    for (const f of options.omit ?? []) rmSync(join(dir, f));
+    for (const [file, content] of Object.entries(files)) {
+      mkdirSync(join(dir, file, '..'), { recursive: true });
+      writeFileSync(join(dir, file), JSON.stringify(content));
+    }
+    return dir;
+  }
+  const CLS_METADATA = {
+    'modules.json': [
+      { idx: 0, name: '0', path: '', type: 'sentence_transformers.models.Transformer' },
+      { idx: 1, name: '1', path: '1_Pooling', type: 'sentence_transformers.models.Pooling' },
+      { idx: 2, name: '2', path: '2_Normalize', type: 'sentence_transformers.models.Normalize' },
+    ],
+    '1_Pooling/config.json': { word_embedding_dimension: TINY_HIDDEN_SIZE, pooling_mode_cls_token: true, pooling_mode_mean_tokens: false, pooling_mode_max_tokens: false },
+  };
+  const texts = ['the postgres query is slow', 'soft cat fur'];
+
+  it('pools the [CLS] vector when its sentence-transformers metadata says cls, and is named for it', async () => {
+    const dir = variant('bge-like', CLS_METADATA);
+    const cls = await open({ model: dir });
+    expect(cls.name).toBe('onnx:bge-like+cls');
+    const [a, b] = await cls.embed(texts);
+    expectClose(a, normalize(tiny.row('[CLS]')));
+    expectClose(b, normalize(tiny.row('[CLS]')));
+    // The same directory mean-pooled gives other vectors: the metadata is what changed them.
+    const [mean] = await embedder.embed(texts);
+    expect(dot(a!, mean!)).toBeLessThan(0.9);
+  });
+
+  it('lets an explicit pooling override the metadata, under the name that pooling gets', async () => {
+    const dir = variant('bge-like-mean', CLS_METADATA);
+    const mean = await open({ model: dir, pooling: 'mean' });
+    expect(mean.name).toBe('onnx:bge-like-mean');
+    expectClose((await mean.embed(['The Postgres QUERY']))[0], expected(['[CLS]', 'the', 'postgres', 'query', '[SEP]']));
+  });
+
+  it('takes pooling and dtype from an --embedder spec', async () => {
+    const dir = variant('spec-options', {}, { quantized: true });
+    const fromSpec = (await createEmbedderFromSpec(parseEmbedderSpec(`onnx[pooling=cls,dtype=q8]:${dir}`)))!;
+    opened.push(fromSpec);
+    expect(fromSpec.name).toBe('onnx:spec-options+cls+q8');
+    expectClose((await fromSpec.embed(['soft cat fur']))[0], normalize(tiny.row('[CLS]')));
+  });
+
+  it("loads the dtype config.json's transformers.js_config names, and only its file needs to be there", async () => {
+    const config = JSON.parse(readFileSync(join(tiny.dir, 'config.json'), 'utf8')) as Record<string, unknown>;
+    const dir = variant('q8-only', { 'config.json': { ...config, 'transformers.js_config': { dtype: 'q8' } } }, { quantized: true, omit: ['onnx/model.onnx'] });
+    const q8 = await open({ model: dir });
+    expect(q8.name).toBe('onnx:q8-only+q8');
+    expectClose((await q8.embed(['soft cat fur']))[0], expected(['[CLS]', 'soft', 'cat', 'fur', '[SEP]']));
+    // Asked for fp32 against the metadata, the directory lacks it and says what it has instead.
+    const err = await rejection(createOnnxEmbedder({ model: dir, dtype: 'fp32' }));
+    expect(err.data).toMatchObject({ field: 'model', missing: ['onnx/model.onnx'], dtypes: ['q8'] });
+    expect(err.message).toContain('the dtypes present are q8 (onnx/model_quantized.onnx)');
+  });
+
+  it('refuses metadata asking for a pooling it does not do before loading anything', async () => {
+    const dir = variant('max-pooled', { ...CLS_METADATA, '1_Pooling/config.json': { pooling_mode_max_tokens: true, pooling_mode_mean_tokens: false } });
+    const err = await rejection(createOnnxEmbedder({ model: dir }));
+    expect(err.code).toBe('INVALID_INPUT');
+    expect(err.message).toContain('asks for max pooling');
+    expect((await open({ model: dir, pooling: 'cls' })).name).toBe('onnx:max-pooled+cls');
   });
 });
 
@@ -201,6 +275,18 @@ describe('createOnnxEmbedder on a hub id', () => {
     const cached = await open({ model: id, cacheDir });
     expect(cached.name).toBe(`onnx:${id}`);
     expectClose((await cached.embed(['soft cat fur']))[0], (await embedder.embed(['soft cat fur']))[0]!);
+  });
+
+  it('ignores pooling metadata in the cache: a hub model runs as its first download did, unless told otherwise', async () => {
+    // Downloads fetch only what transformers loads, never modules.json; reading one found later would change the vectors.
+    const id = 'engram-test/cached-with-metadata';
+    const cacheDir = mkdtempSync(join(scratch, 'cache-'));
+    cpSync(tiny.dir, join(cacheDir, id), { recursive: true });
+    mkdirSync(join(cacheDir, id, '1_Pooling'));
+    writeFileSync(join(cacheDir, id, '1_Pooling/config.json'), JSON.stringify({ pooling_mode_cls_token: true, pooling_mode_mean_tokens: false }));
+    transformersEnv.remoteHost = `http://127.0.0.1:${await closedPort()}/`;
+    expect((await open({ model: id, cacheDir })).name).toBe(`onnx:${id}`);
+    expect((await open({ model: id, cacheDir, pooling: 'cls' })).name).toBe(`onnx:${id}+cls`);
   });
 
   describe('from a local server speaking the hub protocol', () => {

@@ -1,21 +1,18 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import { EngramError } from '../errors.js';
 import type { Embedder } from './embedder.js';
 import { normalize } from './embedder.js';
 import { defaultCacheDir } from './glove/glove-cache.js';
-
-/** ONNX weight variants, named as `@huggingface/transformers` names them; each is its own file under `onnx/`. */
-export const ONNX_DTYPES = ['fp32', 'fp16', 'q8', 'int8', 'uint8', 'q4', 'q4f16', 'bnb4'] as const;
-export type OnnxDtype = (typeof ONNX_DTYPES)[number];
+import { ONNX_DTYPES, ONNX_MODEL_FILES, ONNX_POOLINGS, onnxWeightFile, openOnnxModelDir, type OnnxDtype, type OnnxPooling } from './onnx-model-dir.js';
 
 export interface OnnxEmbedderOptions {
   /**
    * A Hugging Face hub id with ONNX weights (`Xenova/all-MiniLM-L6-v2`, `Xenova/bge-small-en-v1.5`), or a local
-   * directory holding `config.json`, `tokenizer.json`, `tokenizer_config.json` and `onnx/model.onnx` (the layout
-   * of those repositories). Absolute paths, paths starting with `.` or `~`, and existing directories are
-   * directories; anything else is a hub id.
+   * directory holding `config.json`, `tokenizer.json`, `tokenizer_config.json` and `onnx/model.onnx` (or another
+   * dtype's `onnx/model_<suffix>.onnx`): the layout of those repositories. Absolute paths, paths starting with `.`
+   * or `~`, and existing directories are directories; anything else is a hub id.
    */
   model: string;
   /**
@@ -31,9 +28,10 @@ export interface OnnxEmbedderOptions {
   allowRemote?: boolean;
   /**
    * How token vectors become one text vector: `mean` over the non-padding tokens (sentence-transformers models
-   * such as all-MiniLM-L6-v2) or the `cls` token's vector (BGE models). Default `mean`.
+   * such as all-MiniLM-L6-v2) or the `cls` token's vector (BGE models). Default: what a local directory's
+   * sentence-transformers metadata says (`modules.json` and `1_Pooling/config.json`), else `mean`.
    */
-  pooling?: 'mean' | 'cls';
+  pooling?: OnnxPooling;
   /** Texts per model call. Default 32. */
   batchSize?: number;
   /**
@@ -41,24 +39,15 @@ export interface OnnxEmbedderOptions {
    * `model_max_length`, capped by the model's `max_position_embeddings`, else 512.
    */
   maxLength?: number;
-  /** Weight variant: `fp32` reads `onnx/model.onnx`, `q8` reads `onnx/model_quantized.onnx`, etc. Default `fp32`. */
+  /**
+   * Weight variant: `fp32` reads `onnx/model.onnx`, `q8` reads `onnx/model_quantized.onnx`, etc. Default: a local
+   * directory's `config.json` `transformers.js_config.dtype` when it names one, else `fp32`.
+   */
   dtype?: OnnxDtype;
 }
 
 const DEFAULT_BATCH_SIZE = 32;
 const FALLBACK_MAX_LENGTH = 512;
-/** The onnx file suffix of each dtype; mirrors `DEFAULT_DTYPE_SUFFIX_MAPPING` in transformers' utils/dtypes.js. */
-const DTYPE_FILE_SUFFIX: Record<OnnxDtype, string> = {
-  fp32: '',
-  fp16: '_fp16',
-  q8: '_quantized',
-  int8: '_int8',
-  uint8: '_uint8',
-  q4: '_q4',
-  q4f16: '_q4f16',
-  bnb4: '_bnb4',
-};
-
 /** The parts of `@huggingface/transformers` this provider uses (the library's own types are much wider). */
 interface TensorLike {
   readonly dims: readonly number[];
@@ -81,16 +70,25 @@ type ModelSource = { kind: 'directory'; dir: string } | { kind: 'hub'; id: strin
  * empty or blank texts get the zero vector without running the model. `dimensions` is measured with one probe
  * text at load time, so a model whose output differs from its config's `hidden_size` is still right.
  *
+ * A local directory is checked before anything loads (a missing file is named, with the dtypes the directory does
+ * hold) and its metadata decides the pooling and dtype that `options` leave open (see {@link openOnnxModelDir}).
+ * Hub models take `options` or the defaults (`mean`, `fp32`): their metadata files are not downloaded.
+ *
  * Named `onnx:<hub id or directory name>`, with `+cls` and `+<dtype>` appended when those differ from the
- * defaults, since they change every vector.
+ * defaults, since they change every vector: whether they were passed or read from the directory, a store
+ * embedded one way is never compared with vectors made another.
  */
 export async function createOnnxEmbedder(options: OnnxEmbedderOptions): Promise<Embedder> {
   validateOptions(options);
-  const pooling = options.pooling ?? 'mean';
-  const dtype = options.dtype ?? 'fp32';
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
   const source = resolveModelSource(options.model, options.cacheDir);
-  const modelFile = `onnx/model${DTYPE_FILE_SUFFIX[dtype]}.onnx`;
+  const local =
+    source.kind === 'directory'
+      ? openOnnxModelDir(source.dir, { ...(options.pooling ? { pooling: options.pooling } : {}), ...(options.dtype ? { dtype: options.dtype } : {}) })
+      : undefined;
+  const pooling = local?.pooling.value ?? options.pooling ?? 'mean';
+  const dtype = local?.dtype.value ?? options.dtype ?? 'fp32';
+  const modelFile = onnxWeightFile(dtype);
   const label = source.kind === 'hub' ? source.id : basename(source.dir);
   const { tokenizer, model } = await loadModel(source, modelFile, dtype, options.allowRemote ?? true);
 
@@ -163,7 +161,7 @@ export async function createOnnxEmbedder(options: OnnxEmbedderOptions): Promise<
 function validateOptions(o: OnnxEmbedderOptions): void {
   const invalid = (field: string, message: string): EngramError => new EngramError('INVALID_INPUT', `${field}: ${message}`, { field });
   if (typeof o.model !== 'string' || o.model.trim() === '') throw invalid('model', 'expected a hub id or a model directory');
-  if (o.pooling !== undefined && o.pooling !== 'mean' && o.pooling !== 'cls') throw invalid('pooling', `expected mean or cls, got ${String(o.pooling)}`);
+  if (o.pooling !== undefined && !ONNX_POOLINGS.includes(o.pooling)) throw invalid('pooling', `expected ${ONNX_POOLINGS.join(' or ')}, got ${String(o.pooling)}`);
   if (o.dtype !== undefined && !ONNX_DTYPES.includes(o.dtype)) throw invalid('dtype', `expected one of ${ONNX_DTYPES.join(', ')}, got ${String(o.dtype)}`);
   for (const field of ['batchSize', 'maxLength'] as const) {
     const v = o[field];
@@ -198,23 +196,13 @@ async function loadModel(
   dtype: OnnxDtype,
   allowRemote: boolean,
 ): Promise<{ tokenizer: Tokenizer; model: Model }> {
-  const required = ['config.json', 'tokenizer.json', 'tokenizer_config.json', modelFile];
+  const required = [...ONNX_MODEL_FILES, modelFile];
   let path: string;
   /** Set when the hub model must be downloaded: the cache directory transformers writes it to. */
   let downloadTo: string | undefined;
   if (source.kind === 'directory') {
+    // openOnnxModelDir has checked that every file is there.
     path = source.dir;
-    if (!existsSync(path) || !statSync(path).isDirectory()) {
-      throw new EngramError('INVALID_INPUT', `model: the directory ${path} does not exist`, { field: 'model', path });
-    }
-    const missing = missingFiles(path, required);
-    if (missing.length > 0) {
-      throw new EngramError(
-        'INVALID_INPUT',
-        `model: the directory ${path} lacks ${missing.join(', ')}; an ONNX model directory holds ${required.join(', ')} (the layout of the Xenova/* repositories on the Hugging Face hub)`,
-        { field: 'model', path, missing },
-      );
-    }
   } else {
     // A model whose files are all in the cache loads from there as a plain directory: no network, not even the
     // existence checks transformers makes (its tokenizer lookup ignores `cache_dir` and `local_files_only`).
@@ -288,7 +276,7 @@ function loadError(err: unknown, source: ModelSource, missing: string[], notFoun
  * One normalised vector per row of `hidden` ([batch, sequence, hidden]). Mean pooling skips the positions
  * `mask` ([batch, sequence]) marks as padding: a model's states there are not zero.
  */
-function pool(hidden: TensorLike, mask: TensorLike | undefined, pooling: 'mean' | 'cls'): Float32Array[] {
+function pool(hidden: TensorLike, mask: TensorLike | undefined, pooling: OnnxPooling): Float32Array[] {
   const [batch, seq, dims] = hidden.dims as [number, number, number];
   const h = hidden.data as ArrayLike<number>;
   const m = mask?.data;

@@ -96,7 +96,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     .option('--json', 'machine-readable output on stdout')
     .option(
       '--embedder <spec>',
-      `semantic recall: builtin (offline, default), none, onnx:<model id or directory>, openai:<model> (default: $ENGRAM_EMBEDDER or ${DEFAULT_EMBEDDER_SPEC})`,
+      `semantic recall: builtin (offline, default), none, onnx:<model id or directory> (options: 'onnx[pooling=cls,dtype=q8]:<...>'), openai:<model> (default: $ENGRAM_EMBEDDER or ${DEFAULT_EMBEDDER_SPEC})`,
     )
     .option('--repo <path>', 'the git repository that repo: and diff: pointers address (default: $ENGRAM_REPO, else the working directory)')
     .option('--no-redact', 'store credentials verbatim instead of replacing them with [REDACTED:kind:hash] (default: redact; $ENGRAM_REDACT=off)')
