@@ -8,6 +8,10 @@ export type { EventInput, EventKind, EventRecord, SessionRecord, EventArtifactRe
 export type { ArtifactRecord, Preview, PreviewKind } from './model/artifact.js';
 export type { EventId, ArtifactId, SessionId } from './model/ids.js';
 export type { RecallOptions, RecallResult, RecallHit, RecallBatchResult } from './memory/recall.js';
+export { taskStateSchema, taskStateUpdateSchema, TASK_PHASES } from './model/task-state.js';
+export type { TaskState, TaskStateUpdate, TaskStateVersion, TaskPhase } from './model/task-state.js';
+export type { SessionPack, PackOptions } from './context/context-engine.js';
+export type { OpenAiMessage, OpenAiToolCall, OpenAiChatPayload } from './context/assembly/formatters.js';
 export { MODIFIER_FACTORS, DEFAULT_PHASE_SALIENCE, MODIFIER_DEFAULTS, taskModifier } from './memory/task-modifier.js';
 export type { ModifierFactor, ModifierFactors, ModifierOptions, PhaseSalienceTable } from './memory/task-modifier.js';
 export { mmrSelect } from './memory/mmr.js';
