@@ -25,10 +25,11 @@ export const TURN_CONTEXT_EVENTS = 2;
  * Most words of context: the distinct content words of those events, nearest first. A bag, not the text:
  * full-text ranking (FTS5's bm25, PostgreSQL's length normalisation) divides by the whole indexed length, so
  * 1,000 characters of a log before an event made the event's own words count less than a neighbour's
- * context (a needle ranked below the tool call after it). 64 distinct words hold two chat turns' content
- * words; on LoCoMo 32, 64 and 96 scored within 0.3 points of each other and of the whole text.
+ * context (a needle ranked below the tool call after it). 32 distinct words hold a chat turn's content words
+ * and the gist of the one before; on LoCoMo 32, 64 and 96 words scored within 0.3 points of each other and of
+ * the whole text, and every word costs indexing time at ingest (bench/results/locomo.md, ingest-recall.md).
  */
-export const TURN_CONTEXT_WORDS = 64;
+export const TURN_CONTEXT_WORDS = 32;
 
 /** Characters read from the end of each earlier event: enough for its last {@link TURN_CONTEXT_WORDS} words. */
 const TAIL_CHARS = 4000;
@@ -54,19 +55,40 @@ export function turnContext(earlier: readonly ContextSource[]): string {
   const lines: string[] = [];
   for (let i = earlier.length - 1; i >= 0 && seen.size < TURN_CONTEXT_WORDS; i--) {
     const source = earlier[i]!;
-    // Masked whole before the tail is cut: a cut could leave the end of a private span without its opening tag.
+    // Masked whole before it is read from the end: a cut could leave the end of a private span without its opening tag.
     const text = source.isMasked ? source.text : maskPrivate(source.text);
-    const tokens = text.slice(-TAIL_CHARS).split(/\s+/);
-    const words: string[] = [];
-    for (let j = tokens.length - 1; j >= 0 && seen.size < TURN_CONTEXT_WORDS; j--) {
-      const word = trimToWord(tokens[j]!).toLowerCase();
-      if (word.length < 2 || STOP_WORDS.has(word) || seen.has(word)) continue;
-      seen.add(word);
-      words.push(word);
-    }
-    if (words.length > 0) lines.unshift(words.reverse().join(' '));
+    const words = lastWords(text, seen);
+    if (words.length > 0) lines.unshift(words.join(' '));
   }
   return lines.join('\n');
+}
+
+/**
+ * The distinct content words of the end of `text` not in `seen`, read backwards token by token (white space
+ * separates tokens) until `seen` holds {@link TURN_CONTEXT_WORDS} words or {@link TAIL_CHARS} characters are
+ * read; returned in text order. Scans in place: splitting the whole tail of every event cost more than the rest
+ * of an append's indexing.
+ */
+function lastWords(text: string, seen: Set<string>): string[] {
+  const words: string[] = [];
+  const stop = Math.max(0, text.length - TAIL_CHARS);
+  let end = text.length;
+  while (end > stop && seen.size < TURN_CONTEXT_WORDS) {
+    while (end > stop && isSpace(text.charCodeAt(end - 1))) end--;
+    let start = end;
+    while (start > stop && !isSpace(text.charCodeAt(start - 1))) start--;
+    if (start === end) break;
+    const word = trimToWord(text.slice(start, end)).toLowerCase();
+    end = start;
+    if (word.length < 2 || STOP_WORDS.has(word) || seen.has(word)) continue;
+    seen.add(word);
+    words.push(word);
+  }
+  return words.reverse();
+}
+
+function isSpace(code: number): boolean {
+  return code === 32 || code === 10 || code === 9 || code === 13 || code === 12 || code === 11 || code === 0xa0 || code === 0x2028 || code === 0x3000;
 }
 
 const WORD_CHAR = /[\p{L}\p{N}]/u;
@@ -75,7 +97,12 @@ const WORD_CHAR = /[\p{L}\p{N}]/u;
 function trimToWord(token: string): string {
   let start = 0;
   let end = token.length;
-  while (start < end && !WORD_CHAR.test(token[start]!)) start++;
-  while (end > start && !WORD_CHAR.test(token[end - 1]!)) end--;
-  return token.slice(start, end);
+  while (start < end && !isWordChar(token.charCodeAt(start), token[start]!)) start++;
+  while (end > start && !isWordChar(token.charCodeAt(end - 1), token[end - 1]!)) end--;
+  return start === 0 && end === token.length ? token : token.slice(start, end);
+}
+
+function isWordChar(code: number, char: string): boolean {
+  if (code < 128) return (code >= 48 && code <= 57) || (code >= 65 && code <= 90) || (code >= 97 && code <= 122);
+  return WORD_CHAR.test(char);
 }
