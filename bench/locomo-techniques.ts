@@ -8,7 +8,7 @@
 import type { LocomoConversation } from '../src/eval/locomo-data.js';
 import { evaluateLocomo, type LocomoEvalOptions, type LocomoQuestionResult } from '../src/eval/locomo-eval.js';
 import { HYBRID_VECTOR_WEIGHT, SPEAKER_BOOST, type Retriever } from '../src/memory/recall.js';
-import { TURN_CONTEXT_EVENTS } from '../src/memory/turn-context.js';
+import { TURN_CONTEXT_EVENTS, TURN_CONTEXT_WORDS } from '../src/memory/turn-context.js';
 import { DEFAULT_CONTEXT_WEIGHT } from '../src/store/backend.js';
 import type { Embedder } from '../src/providers/embedder.js';
 
@@ -224,8 +224,8 @@ These are **development figures**: the constants were chosen on these conversati
 among them); held-out conversations are how the project is judged.
 
 The techniques, as built:
-- **turn context**: every event is indexed with the end of the ${TURN_CONTEXT_EVENTS} events before it in its session
-  (at most 1,000 characters) in the low-weight column (src/memory/turn-context.ts); results still point at the exact turn.
+- **turn context**: every event is indexed with the distinct content words of the ${TURN_CONTEXT_EVENTS} events before it in
+  its session (at most ${TURN_CONTEXT_WORDS}) in the low-weight column (src/memory/turn-context.ts); results still point at the exact turn.
 - **context weight**: that column's weight against the event's own words (${DEFAULT_CONTEXT_WEIGHT}; it was 0.25 when it held only kind, tool and tags).
 - **speaker boost**: when a question names the speaker of some candidates (\`meta.speaker\`, recorded by this
   benchmark as a chat import would), the others' relevance is divided by 1 + ${SPEAKER_BOOST}.
