@@ -151,7 +151,7 @@ export function memoryTools(mem: Engram, sessionId: string): AgentTool[] {
         },
       },
       async run(raw) {
-        const args = parse(recallArgs, raw);
+        const args = parseToolArgs(recallArgs, raw);
         const card = await mem.taskStates.get(sessionId);
         // Ranked by this session's task card (goals, constraints, key events), as the MCP tool does.
         const result = await mem.recall(args.query, {
@@ -173,7 +173,7 @@ export function memoryTools(mem: Engram, sessionId: string): AgentTool[] {
         },
       },
       async run(raw) {
-        const args = parse(expandArgs, raw);
+        const args = parseToolArgs(expandArgs, raw);
         return (await mem.viewAs().expand(args.id, EXPAND_MAX_TOKENS)).text;
       },
     },
@@ -202,7 +202,8 @@ export function memoryTools(mem: Engram, sessionId: string): AgentTool[] {
   ];
 }
 
-function parse<T extends z.ZodType>(schema: T, raw: unknown): z.output<T> {
+/** A tool's arguments checked against its schema; INVALID_INPUT naming the first bad field, which the model gets back. */
+export function parseToolArgs<T extends z.ZodType>(schema: T, raw: unknown): z.output<T> {
   const parsed = schema.safeParse(raw);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;

@@ -76,8 +76,27 @@ export function createChatModel(options: ChatModelOptions): ChatModel {
       if (!message) throw new EngramError('PROVIDER_ERROR', `chat model ${url}: the answer has no choices[0].message`, { retryable: false });
       return {
         content: typeof message.content === 'string' && message.content !== '' ? message.content : null,
-        toolCalls: Array.isArray(message.tool_calls) ? (message.tool_calls as OpenAiToolCall[]) : [],
+        toolCalls: Array.isArray(message.tool_calls) ? message.tool_calls.map(toolCall) : [],
       };
+    },
+  };
+}
+
+let nextCallId = 0;
+
+/**
+ * A tool call as the agent stores it. Some OpenAI-compatible servers send `arguments` as an object rather than a
+ * JSON string, or leave out the call's `id`; the stored call and its result are paired by that id.
+ */
+function toolCall(raw: unknown): OpenAiToolCall {
+  const call = (raw ?? {}) as { id?: unknown; function?: { name?: unknown; arguments?: unknown } };
+  const args = call.function?.arguments;
+  return {
+    id: typeof call.id === 'string' && call.id !== '' ? call.id : `call_${Date.now().toString(36)}_${++nextCallId}`,
+    type: 'function',
+    function: {
+      name: typeof call.function?.name === 'string' && call.function.name !== '' ? call.function.name : 'unknown_tool',
+      arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}),
     },
   };
 }

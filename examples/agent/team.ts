@@ -12,7 +12,7 @@
  */
 import type { BusAgent, Engram, EngramClaim, Pointer } from '../../src/index.js';
 import { isEngramError } from '../../src/index.js';
-import { runTurn, toolParameters, type AgentOptions, type AgentTool, type TurnResult } from './agent.js';
+import { parseToolArgs, runTurn, toolParameters, type AgentOptions, type AgentTool, type TurnResult } from './agent.js';
 import { z } from 'zod';
 
 export const EXECUTORS = ['executor-1', 'executor-2'] as const;
@@ -131,7 +131,7 @@ function delegateTool(mem: Engram, planner: BusAgent, plannerSession: string, ru
       },
     },
     async run(raw) {
-      const args = delegateArgs.parse(raw);
+      const args = parseToolArgs(delegateArgs, raw);
       // The parent-to-child contract (PAS Bus §7.2), checked against the bus budgets; it also starts the
       // planner's next bus turn, whose deref budget the planner spends reading the reports.
       await mem.bus.enforcer.requireMessage(planner, JSON.stringify({ ROLE: 'programmer', INSTRUCTIONS: [args.objective] }), { direction: 'parent-to-child' });

@@ -17,7 +17,8 @@ interface ChatRequest {
   messages: OpenAiMessage[];
   tools?: ChatTool[];
 }
-type ScriptedReply = { content: string } | { toolCalls: Array<{ name: string; args: Record<string, unknown> }> };
+/** `argsAsObject`: send `arguments` as an object without an `id`, as some OpenAI-compatible servers do. */
+type ScriptedReply = { content: string } | { toolCalls: Array<{ name: string; args: Record<string, unknown> }>; argsAsObject?: boolean };
 /** Decides the reply from the request, as a model would: the script sees exactly what the agent sent. */
 type Script = (request: ChatRequest) => ScriptedReply;
 
@@ -54,8 +55,10 @@ beforeEach(async () => {
           : {
               role: 'assistant',
               content: null,
-              tool_calls: reply.toolCalls.map(
-                (c, i): OpenAiToolCall => ({ id: `call_${++callNo}_${i}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.args) } }),
+              tool_calls: reply.toolCalls.map((c, i) =>
+                reply.argsAsObject
+                  ? { type: 'function', function: { name: c.name, arguments: c.args } }
+                  : ({ id: `call_${++callNo}_${i}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.args) } } satisfies OpenAiToolCall),
               ),
             };
       res
@@ -134,6 +137,26 @@ describe('example agent', () => {
       'assistant',
     ]);
     expect(events.at(-1)!.id).toBe(turn.replyEventId);
+  });
+
+  it('pairs tool calls whose arguments come as an object and without an id, and tells the model about bad arguments', async () => {
+    script = (r) => {
+      const last = lastMessage(r);
+      if (last.role === 'user') return { toolCalls: [{ name: 'recall', args: { query: 'checkout' } }, { name: 'expand', args: { id: 42 } }], argsAsObject: true };
+      return { content: 'done' };
+    };
+    const model = createChatModel({ baseUrl, model: 'scripted' });
+    await runTurn({ mem, model, sessionId: 'loose', windowTokens: 8000, identity: AGENT_IDENTITY }, 'checkout is slow');
+    const second = requests[1]!;
+    const calls = second.messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []) : []));
+    expect(calls.map((c) => [c.function.name, c.function.arguments])).toEqual([
+      ['recall', '{"query":"checkout"}'],
+      ['expand', '{"id":42}'],
+    ]);
+    const results = second.messages.flatMap((m) => (m.role === 'tool' ? [m] : []));
+    expect(results.map((m) => m.tool_call_id)).toEqual(calls.map((c) => c.id));
+    expect(results[0]!.content).toContain('checkout is slow');
+    expect(results[1]!.content).toMatch(/^ERROR INVALID_INPUT: id: /);
   });
 
   it('compacts as the window fills, shows markers in the pack and recalls and expands an evicted detail', async () => {
