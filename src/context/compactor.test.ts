@@ -8,7 +8,10 @@ import { compact } from './compactor.js';
 import type { CompactionDone, CompactionResult } from './compactor.js';
 import { planEviction, resolveCompactionOptions } from './eviction-policy.js';
 import type { CompactionOptions, ResolvedCompactionOptions } from './eviction-policy.js';
-import { MARKER_MAX_TOKENS, renderMarker } from './markers.js';
+import { MARKER_MAX_TOKENS, createMarker, renderMarker, toMarkerItem } from './markers.js';
+import { renderHistoryItem } from './assembly/assembler.js';
+import { toHistoryItem } from './context-engine.js';
+import type { Marker } from './cache-item.js';
 import { createRng, eventItem, itemsOfKinds, makeEvent } from './test-support.js';
 import type { Rng } from './test-support.js';
 
@@ -17,6 +20,32 @@ const tokenizer = createGptTokenizer();
 function done(result: CompactionResult): CompactionDone {
   if (!result.shouldCompact) throw new Error(`expected a compaction, got ${result.reason}`);
   return result;
+}
+
+/** A marker left by an earlier compaction. */
+function oldMarker(fromTurn: number, toTurn: number, level: number): CacheItem {
+  const marker: Marker = createMarker(
+    {
+      fromTurn,
+      toTurn,
+      sessionId: makeEvent(fromTurn, 'user', '').sessionId,
+      level,
+      eventCount: toTurn - fromTurn + 1,
+      firstTs: makeEvent(fromTurn, 'user', '').ts,
+      lastTs: makeEvent(toTurn, 'user', '').ts,
+      topics: [{ text: `topic of ${fromTurn}`, weight: 1 }],
+    },
+    tokenizer,
+  );
+  return toMarkerItem(marker, tokenizer);
+}
+
+/** The pack's markers and history blocks for a cache, as the assembler joins them. */
+function rendered(items: readonly CacheItem[]): { markers: string; history: string } {
+  return {
+    markers: items.flatMap((it) => (it.type === 'marker' ? [renderMarker(it.marker)] : [])).join('\n'),
+    history: items.flatMap((it) => (it.type === 'event' ? [renderHistoryItem(toHistoryItem(it.event, false))] : [])).join('\n'),
+  };
 }
 
 const shape = (items: readonly CacheItem[]): string[] =>
@@ -74,6 +103,34 @@ describe('compact', () => {
     // to join two runs. The pinned users keep the five later runs apart.
     expect(shape(result.items)).toEqual(['M1-23', 'E24', 'M25-27', 'E28', 'M29-31', 'E32', 'M33-35', 'E36', 'M37-39', 'E40']);
     expect(result).toMatchObject({ markerCount: 5, isOverMaxMarkers: true, isLowWaterReached: true });
+  });
+
+  it('keeps the markers before the evicted span and the history after it byte-identical', () => {
+    // A window compacted before: two markers, then dialogue. This compaction evicts the oldest dialogue.
+    const items: CacheItem[] = [oldMarker(1, 40, 1), oldMarker(41, 60, 0), ...itemsOfKinds(Array<EventKind>(30).fill('assistant'), 100, 61)];
+    const before = rendered(items);
+    const result = done(compact(items, { highWaterTokens: 3000, lowWaterTokens: 1200 }, tokenizer));
+    const after = rendered(result.items);
+    const evicted = result.evicted.map((e) => renderHistoryItem(toHistoryItem(e, false)));
+    expect(result.evicted.map((e) => e.turn)).toEqual(Array.from({ length: evicted.length }, (_, i) => 61 + i));
+    // The markers block only appends: the earlier markers are its unchanged start.
+    expect(after.markers).toBe(`${before.markers}\n${renderMarker(result.markers[0]!)}`);
+    // The history block loses exactly the evicted span from its start; the rest is the same bytes.
+    expect(before.history).toBe(`${evicted.join('\n')}\n${after.history}`);
+  });
+
+  it('keeps the older markers byte-identical when the new one forces a merge', () => {
+    // Eight markers, levels falling toward the present (as merging leaves them); the ninth forces one merge.
+    const levels = [3, 2, 2, 1, 1, 1, 0, 0];
+    const markers = levels.map((level, i) => oldMarker(i * 10 + 1, i * 10 + 10, level));
+    const items: CacheItem[] = [...markers, ...itemsOfKinds(Array<EventKind>(30).fill('assistant'), 100, 81)];
+    const before = rendered(items);
+    const result = done(compact(items, { highWaterTokens: 3000, lowWaterTokens: 1200 }, tokenizer));
+    expect(result).toMatchObject({ markerCount: 8, merged: 1 });
+    // The newest pair of level-0 markers became one level-1 marker; the six before it did not change.
+    expect(shape(result.items).slice(0, 8)).toEqual(['M1-10', 'M11-20', 'M21-30', 'M31-40', 'M41-50', 'M51-60', 'M61-80', `M81-${result.evicted.at(-1)!.turn}`]);
+    const kept = before.markers.split('\n').slice(0, 6).join('\n');
+    expect(rendered(result.items).markers.startsWith(`${kept}\n`)).toBe(true);
   });
 
   it('rejects a cache that is not in turn order', () => {

@@ -79,19 +79,42 @@ describe('mergeAdjacentMarkers', () => {
     expect(result).toEqual({ items, mergeCount: 0, markerCount: 2, isOverMaxMarkers: false });
   });
 
-  it('merges the adjacent pair covering the fewest turns for its age first, older on ties', () => {
-    // now = 100. Spans / ages: [1-10]+[11-12] 12/89, [11-12]+[13-14] 4/87, [13-14]+[15-95] 83/6.
-    const items = [item(marker(1, 10)), item(marker(11, 12)), item(marker(13, 14)), item(marker(15, 95)), eventItem(makeEvent(100, 'user', 'x'), 5)];
+  it('merges the newest pair whose parent is no deeper than the marker before it', () => {
+    // Levels 2, 1, 0, 0: the newest pair (0, 0) makes a level-1 parent, no deeper than the level-1 marker before it.
+    const items = [item(marker(1, 40, [], 2)), item(marker(41, 60, [], 1)), item(marker(61, 70)), item(marker(71, 80)), eventItem(makeEvent(100, 'user', 'x'), 5)];
     const three = mergeAdjacentMarkers(items, tokenizer, { maxMarkers: 3 });
-    expect(ranges(three.items)).toEqual(['M1-10', 'M11-14', 'M15-95', 'E100']);
+    expect(ranges(three.items)).toEqual(['M1-40', 'M41-60', 'M61-80', 'E100']);
+    // The markers before the merged pair are the same items: their rendering, and the prompt up to them, is unchanged.
+    expect(three.items[0]).toBe(items[0]);
+    expect(three.items[1]).toBe(items[1]);
+    // Then levels 2, 1, 1: the pair (1, 1) makes a level-2 parent, no deeper than the level-2 marker before it.
     const two = mergeAdjacentMarkers(items, tokenizer, { maxMarkers: 2 });
-    expect(ranges(two.items)).toEqual(['M1-14', 'M15-95', 'E100']);
-    const one = mergeAdjacentMarkers(items, tokenizer, { maxMarkers: 1 });
-    expect(ranges(one.items)).toEqual(['M1-95', 'E100']);
-    expect(one).toMatchObject({ mergeCount: 3, markerCount: 1, isOverMaxMarkers: false });
-    // Equal spans: the older pair (larger age) goes first; exactly equal ratios also favour the older pair.
-    const ties = [item(marker(1, 2)), item(marker(3, 4)), item(marker(5, 6))];
-    expect(ranges(mergeAdjacentMarkers(ties, tokenizer, { maxMarkers: 2 }).items)).toEqual(['M1-4', 'M5-6']);
+    expect(ranges(two.items)).toEqual(['M1-40', 'M41-80', 'E100']);
+    expect(two.items[0]).toBe(items[0]);
+    // A newer pair whose parent would be deeper than its predecessor waits; the oldest pair always qualifies.
+    const flat = [item(marker(1, 2)), item(marker(3, 4)), item(marker(5, 6))];
+    expect(ranges(mergeAdjacentMarkers(flat, tokenizer, { maxMarkers: 2 }).items)).toEqual(['M1-4', 'M5-6']);
+  });
+
+  it('keeps most earlier markers in place when each compaction adds one, and old markers stay the coarsest', () => {
+    let items: CacheItem[] = [];
+    let kept = 0;
+    let before = 0;
+    for (let i = 0; i < 200; i++) {
+      const previous = items.filter((it) => it.type === 'marker');
+      items = mergeAdjacentMarkers([...items, item(marker(i * 10 + 1, i * 10 + 10))], tokenizer, { maxMarkers: 8 }).items;
+      if (i < 20) continue;
+      let k = 0;
+      while (k < previous.length && items[k] === previous[k]) k++;
+      kept += k;
+      before += previous.length;
+    }
+    // 6.1 of 8 here; the span-for-age rule this replaced kept 5.5, rewriting from the middle of the block.
+    expect(kept / 180).toBeGreaterThan(6);
+    expect(before / 180).toBe(8);
+    const spans = items.map((it) => (it.type === 'marker' ? it.marker.toTurn - it.marker.fromTurn + 1 : 0));
+    expect(spans).toEqual([...spans].sort((a, b) => b - a));
+    expect(spans[0]).toBeGreaterThan(10 * (spans[7] ?? 0));
   });
 
   it('builds a logarithmic skyline: older markers cover more turns', () => {

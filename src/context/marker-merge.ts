@@ -73,14 +73,16 @@ export function mergeMarkers(older: Marker, newer: Marker, tokenizer: Tokenizer)
  * inside the parent's range or move it. Such markers stay apart and `isOverMaxMarkers` says so; the
  * eviction plan already avoids this where it can by evicting cheap gaps between markers.
  *
- * Each step merges the adjacent pair whose union covers the fewest turns relative to its age: the least
- * `(newer.toTurn - older.fromTurn + 1) / (now - newer.toTurn + 1)`, where `now` is the latest turn in the
- * cache (ties: the older pair). Markers then cover spans roughly proportional to how long ago they
- * ended, so spans grow geometrically toward the past: the paper's logarithmic skyline, fine recent history
- * and coarse ancient history. The alternatives measured worse in `marker-merge.test.ts`: the smallest
- * absolute span makes every marker equally coarse (64 markers of 10 turns into 6 gives spans of 80-130
- * turns, the newest as coarse as the oldest), and always merging the oldest pair grows one marker over all
- * of history, whose topics drown, while every other marker stays at its base size.
+ * Each step merges the newest adjacent pair whose parent would be no deeper (`level`) than the marker right
+ * before it (a pair with no marker right before it always qualifies). Levels then never rise toward the
+ * present: old markers are the products of many merges and cover long spans, recent ones are fine (the
+ * paper's logarithmic skyline), and because the newest qualifying pair goes first, the markers before it
+ * keep their bytes. Markers come first in the pack's prefix, so every marker a compaction rewrites moves
+ * the first changed byte of the prompt earlier, and the prompt cache reads less of a compacting turn.
+ * Measured on one new marker per compaction into K_max = 8 (`marker-merge.test.ts`): 6.1 of the 8 earlier
+ * markers kept in place per compaction, against 5.5 with the rule this replaced (merge the pair covering the
+ * fewest turns for its age, which rewrites from the middle of the block), with spans still falling toward the
+ * present; always merging the newest pair would keep 7 but make the newest marker the coarsest.
  * @throws EngramError `INVALID_INPUT` (field `maxMarkers`) unless it is an integer >= 1.
  */
 export function mergeAdjacentMarkers(
@@ -95,31 +97,30 @@ export function mergeAdjacentMarkers(
   const out = [...items];
   let markerCount = out.filter((item) => item.type === 'marker').length;
   let mergeCount = 0;
-  let now = 0;
-  for (const item of items) now = Math.max(now, item.type === 'event' ? item.event.turn : item.marker.toTurn);
   while (markerCount > maxMarkers) {
-    let best = -1;
-    let bestSpan = 0;
-    let bestAge = 0;
-    for (let i = 0; i + 1 < out.length; i++) {
-      const a = out[i];
-      const b = out[i + 1];
-      if (a?.type !== 'marker' || b?.type !== 'marker') continue;
-      const span = b.marker.toTurn - a.marker.fromTurn + 1;
-      const age = now - b.marker.toTurn + 1;
-      // span/age < bestSpan/bestAge, in integers so that ties are exact.
-      if (best < 0 || span * bestAge < bestSpan * age) {
-        best = i;
-        bestSpan = span;
-        bestAge = age;
-      }
-    }
-    const a = out[best];
-    const b = out[best + 1];
+    const at = pairToMerge(out);
+    const a = out[at];
+    const b = out[at + 1];
     if (a?.type !== 'marker' || b?.type !== 'marker') break;
-    out.splice(best, 2, toMarkerItem(mergeMarkers(a.marker, b.marker, tokenizer), tokenizer));
+    out.splice(at, 2, toMarkerItem(mergeMarkers(a.marker, b.marker, tokenizer), tokenizer));
     markerCount -= 1;
     mergeCount += 1;
   }
   return { items: out, mergeCount, markerCount, isOverMaxMarkers: markerCount > maxMarkers };
+}
+
+/**
+ * The position of the older marker of the pair to merge (see `mergeAdjacentMarkers`), or -1 when no two
+ * markers are adjacent. Some pair always qualifies when two are adjacent: the first pair of a run of adjacent
+ * markers has no marker right before it.
+ */
+function pairToMerge(items: readonly CacheItem[]): number {
+  for (let i = items.length - 2; i >= 0; i--) {
+    const a = items[i];
+    const b = items[i + 1];
+    if (a?.type !== 'marker' || b?.type !== 'marker') continue;
+    const before = items[i - 1];
+    if (before?.type !== 'marker' || Math.max(a.marker.level, b.marker.level) + 1 <= before.marker.level) return i;
+  }
+  return -1;
 }
