@@ -5,9 +5,9 @@ import type { TaskState } from '../model/task-state.js';
 import type { Tokenizer } from '../providers/tokenizer.js';
 import type { StorageBackend } from '../store/backend.js';
 import type { AssembleOptions, CodexDocument, ContextPack, HistoryItem, KarmaItem } from './assembly/context-pack.js';
-import { assemblePack, HISTORY_SEPARATOR, renderHistoryItem } from './assembly/assembler.js';
-import type { BlockKind, PackBudgets } from './assembly/blocks.js';
-import { defaultBudgets } from './assembly/blocks.js';
+import { assemblePack, HISTORY_SEPARATOR, karmaBlockTokens, renderHistoryItem } from './assembly/assembler.js';
+import type { BlockKind, PackBudgets, StableBlock } from './assembly/blocks.js';
+import { defaultBudgets, lendUnusedBudget } from './assembly/blocks.js';
 import { decideCodexMode } from './assembly/cag-rag.js';
 import type { KvBudgetDecision, KvDtype, ModelProfile, ModelProfileId } from './assembly/governor.js';
 import { checkKvBudget, governHistory, MODEL_PROFILES } from './assembly/governor.js';
@@ -24,11 +24,16 @@ import type { Marker } from '../model/marker.js';
 export interface ContextOptions {
   /** The model's context window, in tokens. */
   windowTokens: number;
-  /** Per-block budgets. Default `defaultBudgets(windowTokens)`. */
+  /**
+   * Per-block budgets, taken exactly as given. Default `defaultBudgets(windowTokens)` with what identity,
+   * codex and karma do not use lent to the history (`lendUnusedBudget`): the cache's high-water mark is then
+   * the window less the headroom, the task card and query budgets, and the stable blocks as they are.
+   */
   budgets?: PackBudgets;
   /**
    * Compaction evicts down to this share of the cache budget (history + markers) once the cache exceeds it.
-   * Default 0.6: the gap is the hysteresis that keeps the prompt prefix unchanged between compactions.
+   * Default 0.6 (`DEFAULT_LOW_WATER_FRACTION`): the gap is the hysteresis that keeps the prompt prefix
+   * unchanged between compactions.
    */
   lowWaterFraction?: number;
   /** The last k events are never evicted. Default 8. */
@@ -74,7 +79,20 @@ export interface SessionPack {
   cacheVersion: number;
 }
 
-const DEFAULT_LOW_WATER_FRACTION = 0.6;
+/**
+ * Compaction evicts down to this share of the high-water mark. A compaction moves the whole history in the
+ * prompt, so a prompt cache reads none of it on that turn, and each turn between compactions re-sends what it
+ * appended plus the card and the query. A lower mark makes compactions rarer but the packs between them
+ * smaller, and the two cancel: the mean cache read per pack stays within 1.5 points from 0.2 to 0.6 on the
+ * synthetic session and the Claude Code transcript at 8K-32K windows (`npm run bench -- context`, its low-water
+ * sweep). A lower mark does re-send less history per compaction (at 0.4, 18 % fewer tokens processed at the
+ * full price per turn than at 0.6, synthetic session at 8K), but keeps less verbatim history after it: at 0.4
+ * the needle benchmark's 1-hop recall fell from 99.6 to 98.4 % (seed 1; the reader took look-alikes from the
+ * longer flood a cycle then holds), and where no budget is lent (a codex, explicit budgets) its 0-hop recall
+ * fell from 80 to 5 % (quick run). The gap in tokens grew anyway: the high-water mark it is a share of is 2.3x
+ * larger at 8K since unused budgets are lent to the history (`lendUnusedBudget`).
+ */
+export const DEFAULT_LOW_WATER_FRACTION = 0.6;
 /** An event costs at least this many tokens in the window: its label, two separators, one token of text. */
 const MIN_EVENT_TOKENS = 8;
 /** Texts this long (code units) are counted ahead with `Tokenizer.countAsync` (see countLargeTexts). */
@@ -156,18 +174,26 @@ export class ContextEngine {
   /**
    * Compacts the session's cache if it exceeds its high-water mark (the history and markers budgets of the
    * window) and persists the new cache. Evicted events stay in the store: only the window lets go of them.
+   * With the default budgets, give it the `identity` and `codex` the next `pack()` will use (pack() itself
+   * does): what they leave unused of their budgets is the history's, so both then compact at the same mark.
+   * Without them, none is assumed; karma is read from the store unless given.
    */
-  async compact(sessionIdInput: string, options: ContextOptions): Promise<CompactionResult & { cacheVersion: number }> {
-    const highWaterTokens = cacheBudget(this.budgets(options));
-    const lowWaterTokens = Math.floor(highWaterTokens * (options.lowWaterFraction ?? DEFAULT_LOW_WATER_FRACTION));
-    const first = await this.compactTo(sessionIdInput as SessionId, options, highWaterTokens, lowWaterTokens);
+  async compact(sessionIdInput: string, options: PackOptions): Promise<CompactionResult & { cacheVersion: number }> {
+    const sessionId = sessionIdInput as SessionId;
+    return this.compactWithin(sessionId, options, this.budgetsFor(options, await this.karmaFor(sessionId, options)));
+  }
+
+  private async compactWithin(sessionId: SessionId, options: ContextOptions, budgets: PackBudgets): Promise<CompactionResult & { cacheVersion: number }> {
+    const highWaterTokens = cacheBudget(budgets);
+    const lowWater = lowWaterTokens(highWaterTokens, options.lowWaterFraction ?? DEFAULT_LOW_WATER_FRACTION);
+    const first = await this.compactTo(sessionId, options, highWaterTokens, lowWater);
     const after = first.shouldCompact ? first.tokensAfter : first.tokensBefore;
     if (after <= highWaterTokens) return first;
     // The protected last turns alone exceed the budget (e.g. a few 1,000-token file writes): the pack could
     // not hold them all, and the assembler would drop older ones that no marker covers. Protect only the
     // newest event this once, so every event is either in the window or behind a marker. (Found by the
     // context benchmark replaying a Claude Code transcript at an 8K window.)
-    const second = await this.compactTo(sessionIdInput as SessionId, { ...options, keepLastTurns: 1 }, highWaterTokens, lowWaterTokens);
+    const second = await this.compactTo(sessionId, { ...options, keepLastTurns: 1 }, highWaterTokens, lowWater);
     return second.shouldCompact ? second : first;
   }
 
@@ -238,9 +264,10 @@ export class ContextEngine {
   }
 
   private async packOnce(sessionId: SessionId, options: PackOptions, condenseTokens: number | undefined): Promise<SessionPack> {
-    const budgets = this.budgets(options);
+    const karma = await this.karmaFor(sessionId, options);
+    const budgets = this.budgetsFor(options, karma);
     const compaction =
-      condenseTokens === undefined ? await this.compact(sessionId, options) : await this.condense(sessionId, options, condenseTokens);
+      condenseTokens === undefined ? await this.compactWithin(sessionId, options, budgets) : await this.condense(sessionId, options, condenseTokens);
     if (options.codex && options.codex.length > 0) await this.indexCodexIfNeeded(options.codex, budgets, options);
     const { items, state } = await this.loadCache(sessionId);
     const markers = items.flatMap((i) => (i.type === 'marker' ? [i] : []));
@@ -263,8 +290,6 @@ export class ContextEngine {
     const markerTokens = markers.reduce((sum, m) => sum + m.tokens, 0) + Math.max(0, markers.length - 1) * separatorTokens;
     const packBudgets: PackBudgets = { ...budgets, markers: markerTokens, history: cacheBudget(budgets) - markerTokens };
     const taskState = await this.taskState(sessionId);
-    // Verified facts of this session and the store-wide ones, unless the caller gives its own list.
-    const karma = options.karma ?? (await this.store.listKarma({ sessionId })).map((k) => ({ id: k.id, text: k.text, verifiedAt: k.verifiedAt }));
     const assembleOptions: AssembleOptions = {
       tokenizer: this.tokenizer,
       windowTokens: options.windowTokens,
@@ -448,6 +473,26 @@ export class ContextEngine {
     return this.formatters.get(name)(pack);
   }
 
+  /** Verified facts of this session and the store-wide ones, unless the caller gives its own list. */
+  private async karmaFor(sessionId: SessionId, options: PackOptions): Promise<KarmaItem[]> {
+    return options.karma ?? (await this.store.listKarma({ sessionId })).map((k) => ({ id: k.id, text: k.text, verifiedAt: k.verifiedAt }));
+  }
+
+  /**
+   * The budgets of this call: `options.budgets` as given, or the window's defaults with what identity, codex and
+   * karma leave unused lent to the history. A codex keeps its whole budget: whether it is inlined (CAG) or
+   * indexed (RAG) is decided against that budget, and lending part of it would change the decision.
+   */
+  private budgetsFor(options: PackOptions, karma: readonly KarmaItem[]): PackBudgets {
+    const budgets = this.budgets(options);
+    if (options.budgets) return budgets;
+    return lendUnusedBudget(budgets, {
+      identity: this.tokenizer.count(options.identity ?? ''),
+      codex: options.codex && options.codex.length > 0 ? budgets.codex : 0,
+      karma: karmaBlockTokens(karma, this.tokenizer),
+    });
+  }
+
   private budgets(options: ContextOptions): PackBudgets {
     if (!Number.isInteger(options.windowTokens) || options.windowTokens < 256) {
       throw new EngramError('INVALID_INPUT', 'windowTokens: must be an integer of at least 256', { field: 'windowTokens' });
@@ -518,6 +563,26 @@ export class ContextEngine {
 /** The tokens the cache (history + markers) may hold: its compaction high-water mark. */
 export function cacheBudget(budgets: PackBudgets): number {
   return budgets.history + budgets.markers;
+}
+
+/**
+ * The marks `compact()` and `pack()` compact between with the default budgets of `windowTokens`, when identity,
+ * codex and karma take `used` tokens (none by default; a codex keeps its whole budget, see `budgetsFor`):
+ * compaction starts above `highWaterTokens` and evicts down to `lowWaterTokens`. For reports and for baselines
+ * that should hold the same history as the engine.
+ */
+export function defaultCacheMarks(
+  windowTokens: number,
+  used: Partial<Record<StableBlock, number>> = {},
+  lowWaterFraction = DEFAULT_LOW_WATER_FRACTION,
+): { highWaterTokens: number; lowWaterTokens: number } {
+  const budgets = defaultBudgets(windowTokens);
+  const highWaterTokens = cacheBudget(lendUnusedBudget(budgets, { identity: used.identity ?? 0, codex: used.codex ?? 0, karma: used.karma ?? 0 }));
+  return { highWaterTokens, lowWaterTokens: lowWaterTokens(highWaterTokens, lowWaterFraction) };
+}
+
+function lowWaterTokens(highWaterTokens: number, lowWaterFraction: number): number {
+  return Math.floor(highWaterTokens * lowWaterFraction);
 }
 
 /** How an event reads in the recent tail. */

@@ -1,4 +1,6 @@
 import { expect, it } from 'vitest';
+import { defaultBudgets } from '../../src/context/assembly/blocks.js';
+import { cacheBudget } from '../../src/context/context-engine.js';
 import { openEngram } from '../../src/engine.js';
 import type { EventInput } from '../../src/model/event.js';
 import type { SessionId } from '../../src/model/ids.js';
@@ -140,6 +142,35 @@ runStorageContract('context engine', ({ createHarness }) => {
     }
     for (let t = 1; t <= 3000; t++) expect(covered.get(t), `turn ${t}`).toBe(1);
     expect((await ctx.mem.recall('vault path for the staging DB password')).hits[0]?.excerpt).toContain('secret/staging/db-7f3a');
+  });
+
+  it('lends the budget identity, codex and karma leave unused to the history, and compacts less often for it', async () => {
+    const identity = 'You are a careful engineer. Check the worker logs before you answer.';
+    let lent = 0;
+    let plain = 0;
+    for (let i = 1; i <= 60; i++) {
+      await ctx.mem.append('a', turnEvents(i));
+      await ctx.mem.append('b', turnEvents(i));
+      if ((await ctx.mem.context.pack('a', { windowTokens: WINDOW, identity })).compaction) lent++;
+      // The same budgets as given: nothing lent.
+      const b = await ctx.mem.context.pack('b', { windowTokens: WINDOW, identity, budgets: defaultBudgets(WINDOW) });
+      if (b.compaction) plain++;
+      expect(b.pack.blocks.find((x) => x.kind === 'history')!.droppedItems).toBe(0);
+    }
+    expect(lent).toBeGreaterThanOrEqual(1);
+    expect(lent * 4).toBeLessThanOrEqual(plain);
+    const d = defaultBudgets(WINDOW);
+    const spare = d.identity - ctx.mem.tokenizer.count(identity) + d.codex + d.karma;
+    const before = (await ctx.mem.context.pack('a', { windowTokens: WINDOW, identity })).pack;
+    expect(cacheBudget(before.decisions.budgets)).toBe(cacheBudget(d) + spare);
+    expect(before.totalTokens + before.headroomTokens).toBeLessThanOrEqual(WINDOW);
+    // A verified fact takes its tokens back from the history: the high-water mark moves only when such a block changes.
+    await ctx.mem.karma.add('Redis runs in cluster mode on port 6380.', { sessionId: 'a' });
+    const after = (await ctx.mem.context.pack('a', { windowTokens: WINDOW, identity })).pack;
+    const karma = after.blocks.find((x) => x.kind === 'karma')!;
+    expect(karma.items).toBe(1);
+    expect(cacheBudget(after.decisions.budgets)).toBe(cacheBudget(d) + spare - karma.budget);
+    expect(karma.budget).toBeGreaterThanOrEqual(karma.tokens);
   });
 
   it('refuses a window too small for its own budgets', async () => {

@@ -78,6 +78,18 @@ export function renderHistoryItem(item: HistoryItem): string {
   return `${historyLabel(item)} ${item.text}`;
 }
 
+/**
+ * Tokens the karma block takes with all of `items`: the larger of the assembler's per-fact estimate (each fact
+ * plus a separator, which decides what `fitRun` keeps) and the count of the joined block, so a budget of this
+ * size holds every fact.
+ */
+export function karmaBlockTokens(items: readonly KarmaItem[], tokenizer: Tokenizer): number {
+  if (items.length === 0) return 0;
+  const lines = sortKarma(items).map(renderKarmaItem);
+  const estimate = lines.reduce((sum, line) => sum + tokenizer.count(line), 0) + (lines.length - 1) * tokenizer.count(SEPARATOR);
+  return Math.max(estimate, tokenizer.count(lines.join(SEPARATOR)));
+}
+
 /** Renders a codex document for the codex block (CAG). */
 export function renderCodexDocument(doc: CodexDocument): string {
   return `<document id="${escapeAttribute(doc.id)}" title="${escapeAttribute(doc.title)}">\n${doc.text}\n</document>`;

@@ -7,6 +7,7 @@ import {
   DEFAULT_BLOCK_ORDER,
   DEFAULT_BUDGET_FRACTIONS,
   defaultBudgets,
+  lendUnusedBudget,
   prefixReuse,
   prefixReuseTokens,
   validateBlockOrder,
@@ -69,6 +70,28 @@ describe('defaultBudgets', () => {
     expect(defaultBudgets(10_000, { codex: 0 }).headroomTokens).toBe(1500 + 3500);
     expect(thrown(() => defaultBudgets(10_000, { codex: 0.9 })).code).toBe('BUDGET_EXCEEDED');
     expect(thrown(() => defaultBudgets(10_000, { history: 1.5 })).data.field).toBe('fractions.history');
+  });
+});
+
+describe('lendUnusedBudget', () => {
+  it('gives what identity, codex and karma leave unused to the history and keeps the sum of the budgets', () => {
+    const b = defaultBudgets(8192);
+    const lent = lendUnusedBudget(b, { identity: 223, codex: 0, karma: 0 });
+    expect(lent).toMatchObject({ identity: 223, codex: 0, karma: 0, markers: b.markers, task_state: b.task_state, query: b.query, headroomTokens: b.headroomTokens });
+    expect(lent.history).toBe(b.history + (b.identity - 223) + b.codex + b.karma);
+    expect(BUDGET_FIELDS.reduce((s, f) => s + lent[f], 0)).toBe(8192);
+    expect(() => validateBudgets(lent, 8192)).not.toThrow();
+  });
+
+  it('lends nothing from a block that uses its whole budget or more', () => {
+    const b = defaultBudgets(8192);
+    expect(lendUnusedBudget(b, { identity: b.identity + 50, codex: b.codex, karma: b.karma })).toEqual(b);
+  });
+
+  it('names the field of a count that is not a token count', () => {
+    const b = defaultBudgets(8192);
+    expect(thrown(() => lendUnusedBudget(b, { identity: 0, codex: -1, karma: 0 })).data.field).toBe('used.codex');
+    expect(thrown(() => lendUnusedBudget(b, { identity: 0.5, codex: 0, karma: 0 })).data.field).toBe('used.identity');
   });
 });
 

@@ -136,6 +136,8 @@ export type BudgetFractions = { readonly [K in BudgetField]: number };
  * - `task_state` 0.02: ENGRAM §4.3 expects 500-800 tokens; 0.02 gives 655 at 32K and 2.6K at 128K.
  * - `markers` 0.03: a marker is <= 60 tokens (ENGRAM §4.3), so ~64 markers at 128K before merging must run.
  * - `identity`, `karma`, `query` 0.05 each: a long system prompt, a few dozen verified facts, a long message.
+ * With these defaults the context engine gives what identity, codex and karma leave unused to the history
+ * (`lendUnusedBudget`): for those three the shares are caps, not reservations.
  */
 export const DEFAULT_BUDGET_FRACTIONS: BudgetFractions = {
   identity: 0.05,
@@ -174,6 +176,34 @@ export function defaultBudgets(windowTokens: number, fractions: Partial<BudgetFr
   };
   validateBudgets(budgets, windowTokens);
   return budgets;
+}
+
+/** The blocks before the history whose size is known before a pack is assembled and changes rarely. */
+export const STABLE_BLOCKS = ['identity', 'codex', 'karma'] as const;
+/** One of `STABLE_BLOCKS`. */
+export type StableBlock = (typeof STABLE_BLOCKS)[number];
+
+/**
+ * Budgets in which the stable blocks (identity, codex, karma) keep only the tokens they use and the rest goes to
+ * the history: with the default shares, a session without a codex or karma would otherwise leave 40 % of the
+ * window unused while its history compacts at 30 %. Only stable blocks lend, because their size is known before
+ * compaction and changes rarely (a new system prompt, a codex, a karma promotion): the high-water mark moves
+ * only then. The task card and the query change every turn and keep their budgets, so a long query never
+ * triggers a compaction. The sum of the budgets is unchanged, so the pack bound still holds.
+ * @param used tokens each stable block will take (an upper bound is fine; values over a budget lend nothing).
+ * @throws EngramError `INVALID_INPUT` naming the field (`used.codex`) for a count that is not an integer >= 0.
+ */
+export function lendUnusedBudget(budgets: PackBudgets, used: Readonly<Record<StableBlock, number>>): PackBudgets {
+  let lent = 0;
+  const out: Record<BudgetField, number> = { ...budgets };
+  for (const kind of STABLE_BLOCKS) {
+    assertTokenCount(used[kind], `used.${kind}`, 0);
+    const spare = Math.max(0, budgets[kind] - used[kind]);
+    out[kind] = budgets[kind] - spare;
+    lent += spare;
+  }
+  out.history = budgets.history + lent;
+  return out;
 }
 
 /** How much of the current rendering repeats the previous one from its first character. */

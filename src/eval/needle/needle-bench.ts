@@ -5,8 +5,7 @@
  * the headline figures come from the first held-out seed.
  */
 import { performance } from 'node:perf_hooks';
-import { cacheBudget } from '../../context/context-engine.js';
-import { defaultBudgets } from '../../context/assembly/blocks.js';
+import { defaultCacheMarks } from '../../context/context-engine.js';
 import { EngramError } from '../../errors.js';
 import type { Embedder } from '../../providers/embedder.js';
 import { createGptTokenizer } from '../../providers/gpt-tokenizer.js';
@@ -154,7 +153,7 @@ export async function runNeedleBench(options: NeedleBenchOptions): Promise<Needl
   const resamples = options.bootstrapResamples ?? 2000;
   const conditions = (options.conditions ?? CONDITIONS).filter((c) => c !== 'engram' || options.embedder !== null);
   validate(seeds, heldOut, traces, cycles, conditions);
-  const historyBudgetTokens = cacheBudget(defaultBudgets(windowTokens));
+  const historyBudgetTokens = defaultCacheMarks(windowTokens).highWaterTokens;
 
   const runs: SeedRun[] = [];
   const failures: FailedProbe[] = [];

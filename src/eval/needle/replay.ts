@@ -9,8 +9,7 @@
 import { createReadStream, openSync, readSync, closeSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { cacheBudget } from '../../context/context-engine.js';
-import { defaultBudgets } from '../../context/assembly/blocks.js';
+import { defaultCacheMarks } from '../../context/context-engine.js';
 import { EngramError } from '../../errors.js';
 import type { EventInput } from '../../model/event.js';
 import { SESSION_ID_PATTERN } from '../../model/ids.js';
@@ -86,7 +85,7 @@ export async function runNeedleReplay(options: ReplayOptions): Promise<ReplayRep
   }
   const source: NeedleTraceSource = { name: basename(options.file), needles, probes, turns: () => turns };
   const conditions = (options.conditions ?? CONDITIONS).filter((c) => c !== 'engram' || options.embedder !== null);
-  const historyBudgetTokens = cacheBudget(defaultBudgets(options.windowTokens));
+  const historyBudgetTokens = defaultCacheMarks(options.windowTokens).highWaterTokens;
   const cycles = [...new Set(options.cycles)].sort((a, b) => a - b);
   const { records, stats } = await runTrace(source, {
     seed: 0,
