@@ -5,6 +5,7 @@ import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
 import { isEventId } from '../model/ids.js';
 import type { PurgeCounts, PurgePlan, PurgeTombstone, StorageBackend } from '../store/backend.js';
 import { validateSessionId } from './ingest.js';
+import { contextReindex } from './index-text.js';
 
 /**
  * The privacy purge (issue 12, item 4; STYLE.md, first principle): the one destructive operation, explicit,
@@ -90,6 +91,18 @@ export async function purge(store: StorageBackend, readArtifact: ArtifactBytesRe
   const tombstones: PurgeTombstone[] = events.map((e) => ({ id: e.id, content: tombstoneText, meta: tombstoneMeta(e, id, at) }));
   const bySession: Record<string, number> = {};
   for (const e of events) bySession[e.sessionId] = (bySession[e.sessionId] ?? 0) + 1;
+  // The events after a tombstoned one hold its words in their indexed context: they are indexed again, in the
+  // purge's transaction, with the tombstone's text as their context.
+  const rewritten = new Map(events.map((e) => [e.id as string, { sessionId: e.sessionId, turn: e.turn, content: tombstoneText }]));
+  const wholes = new Set<string>(wholeSessions);
+  const reindex = await contextReindex(
+    store,
+    new Map([...rewritten].filter(([, r]) => !wholes.has(r.sessionId))),
+    async (artifactId) => {
+      const bytes = await readArtifact(artifactId);
+      return bytes === null ? null : Buffer.from(bytes).toString('utf8');
+    },
+  );
   const plan: PurgePlan = {
     id,
     tsMs: nowMs,
@@ -102,6 +115,7 @@ export async function purge(store: StorageBackend, readArtifact: ArtifactBytesRe
     affectedSessions: [...new Set([...wholeSessions, ...events.map((e) => e.sessionId)])],
     ...(match !== undefined ? { match } : {}),
     ...(options.isDryRun ? { isDryRun: true } : {}),
+    ...(reindex.length > 0 ? { reindex } : {}),
   };
   const counts = await store.purge(plan);
   return { ...(options.isDryRun ? {} : { id }), isDryRun: options.isDryRun === true, selector: logged, bySession, counts };

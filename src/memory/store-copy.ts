@@ -2,12 +2,11 @@ import { createHash } from 'node:crypto';
 import { EngramError } from '../errors.js';
 import type { ArtifactDraft } from '../model/artifact.js';
 import type { EventRecord } from '../model/event.js';
-import type { ArtifactId, SessionId } from '../model/ids.js';
+import type { SessionId } from '../model/ids.js';
 import type { EventDraft, KeyedEvent, StorageBackend } from '../store/backend.js';
 import { decodeArtifact, sha256Hex } from './artifact-codec.js';
-import { artifactIndexChars } from '../model/limits.js';
-import { capForIndex, DEFAULT_MAX_INDEXED_CHARS, searchMetaFor } from './ingest.js';
-import { maskPrivate } from './private-spans.js';
+import { DEFAULT_MAX_INDEXED_CHARS, searchMetaFor } from './ingest.js';
+import { indexTextOf } from './index-text.js';
 import { hasTurnContext, TURN_CONTEXT_EVENTS, turnContext, type ContextSource } from './turn-context.js';
 
 export interface CopyOptions {
@@ -154,14 +153,10 @@ function contextSourceOf(e: KeyedEvent): ContextSource[] {
 async function toDraft(e: KeyedEvent, from: StorageBackend, maxIndexedChars: number): Promise<EventDraft> {
   const r = e.record;
   // Private spans are stored, never indexed: the same text as ingest indexed (ingest.ts `draft`).
-  let searchText = maskPrivate(r.content);
-  if (r.artifact && r.artifact.previewKind !== 'binary') {
-    const stored = await from.getArtifact(r.artifact.id as ArtifactId);
-    if (stored) {
-      const text = maskPrivate(decodeArtifact(stored.stored, stored.record.encoding).toString('utf8'));
-      searchText = capForIndex(text, artifactIndexChars(text, maxIndexedChars));
-    }
-  }
+  const searchText = await indexTextOf(r, async (id) => {
+    const stored = await from.getArtifact(id);
+    return stored ? decodeArtifact(stored.stored, stored.record.encoding).toString('utf8') : null;
+  }, maxIndexedChars);
   const draft: EventDraft = {
     id: r.id,
     kind: r.kind,

@@ -366,6 +366,18 @@ export interface PurgePlan {
   match?: string;
   /** Everything runs and is rolled back: the counts of the purge, nothing changed, nothing logged. */
   isDryRun?: boolean;
+  /**
+   * Full-text rows written again in the same transaction: the events just after a tombstoned one, whose indexed
+   * context (memory/turn-context.ts) held its words. Default none.
+   */
+  reindex?: TextIndexEntry[];
+}
+
+/** An event's full-text row: its text and its second column (labels and context), as EventDraft has them. */
+export interface TextIndexEntry {
+  eventId: EventId;
+  searchText: string;
+  searchMeta: string;
 }
 
 /** What a purge removed (or, dry, would remove). */

@@ -280,6 +280,26 @@ runStorageContract('secrets and privacy', ({ createHarness }) => {
       await expect(mem.purge({ sessionId: 'nope' }, { actor: 'os:bob' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
     });
 
+    it('re-indexes the events after a purged one, whose indexed context held its words', async () => {
+      const [one, two, three, four] = await mem.append('ctx', [
+        { kind: 'user', content: `the locker code is ${SECRET}, keep it` },
+        { kind: 'assistant', content: 'noted, I will remember the locker' },
+        { kind: 'tool_result', toolName: 'Bash', content: 'ok' },
+        { kind: 'assistant', content: 'done with the locker' },
+      ]);
+      // Before: the two events after it are found by its words through their context.
+      const before = (await mem.recall('zebra omega', { retriever: 'fts', logRecall: false })).hits.map((h) => h.eventId);
+      expect(before).toEqual(expect.arrayContaining([one!.record.id, two!.record.id, three!.record.id]));
+      await mem.purge({ eventIds: [one!.record.id] }, { actor: 'os:bob' });
+      for (const query of ['zebra omega', SECRET]) {
+        expect((await mem.recall(query, { retriever: 'fts', logRecall: false })).hits).toEqual([]);
+      }
+      // Their own words, and the context the purge left them, still find them.
+      const after = (await mem.recall('locker', { retriever: 'fts', logRecall: false, k: 10 })).hits.map((h) => h.eventId);
+      expect(after).toEqual(expect.arrayContaining([two!.record.id, four!.record.id]));
+      expect((await mem.recall('noted', { retriever: 'fts', logRecall: false })).hits.map((h) => h.eventId)).toContain(three!.record.id);
+    });
+
     it('leaves the append-only guarantee in force outside a purge', async () => {
       const { a, artifactId } = await seed();
       await mem.purge({ eventIds: [a[2]!.id] }, { actor: 'os:alice' });

@@ -80,6 +80,17 @@ export class SqlitePurge {
       dropVec0?.run(BigInt(row.rowid));
     }
 
+    // The events whose indexed context held a tombstoned event's words get their full-text row again (PurgePlan.reindex).
+    if (plan.reindex && plan.reindex.length > 0) {
+      const insertFts = db.prepare('INSERT INTO events_fts (rowid, body, meta) VALUES (?, ?, ?)');
+      for (const r of plan.reindex) {
+        const row = rowidOf.get(r.eventId) as { rowid: number } | undefined;
+        if (!row) continue;
+        dropFts.run(row.rowid);
+        insertFts.run(row.rowid, r.searchText, r.searchMeta);
+      }
+    }
+
     const dropArtifact = db.prepare('DELETE FROM artifacts WHERE id = ? AND NOT EXISTS (SELECT 1 FROM events WHERE artifact_id = ?)');
     const droppedArtifacts = new Set<string>();
     for (const id of new Set(plan.artifactIds)) if (dropArtifact.run(id, id).changes > 0) droppedArtifacts.add(id);
