@@ -1,4 +1,4 @@
-import { EngramError } from './errors.js';
+import { EngramError, isEngramError } from './errors.js';
 import type { ArtifactRecord } from './model/artifact.js';
 import type { EventInput, EventRecord, SessionRecord } from './model/event.js';
 import type { ArtifactId, EventId, SessionId } from './model/ids.js';
@@ -10,6 +10,7 @@ import type { ImportFileOptions, ImportReport, ImportSourceFile } from './memory
 import { runImport } from './memory/import-runner.js';
 import type { IngestOptions } from './memory/ingest.js';
 import { Ingestor, type IngestOutcome } from './memory/ingest.js';
+import { reindexText, type TextReindexProgress } from './memory/index-text.js';
 import { maskPrivate } from './memory/private-spans.js';
 import { purge, type PurgeOptions, type PurgeReport, type PurgeSelector } from './memory/purge.js';
 import type { RecallBatchResult, RecallOptions, RecallResult } from './memory/recall.js';
@@ -289,6 +290,22 @@ export class Engram {
    * worker or {@link EmbeddingIndexer.drain} embeds them). Recall meanwhile fuses the vectors already made
    * with full-text, so events not yet embedded are still found by their words.
    */
+  /**
+   * Writes every event's full-text row again as an append indexes it now, with the context of the events before
+   * it (memory/turn-context.ts): for stores indexed before context-aware units. Events are untouched.
+   */
+  async reindexText(onProgress?: (p: TextReindexProgress) => void): Promise<TextReindexProgress> {
+    const readText = async (id: ArtifactId): Promise<string | null> => {
+      try {
+        return (await this.readArtifact(id)).bytes.toString('utf8');
+      } catch (err) {
+        if (isEngramError(err, 'NOT_FOUND')) return null;
+        throw err;
+      }
+    };
+    return reindexText(this.store, readText, onProgress);
+  }
+
   async reindex(): Promise<{ isChanged: boolean; queued: number }> {
     const e = this.embedding;
     if (!e) throw new EngramError('INVALID_INPUT', 'embedder: reindexing needs an embedder (see --embedder)', { field: 'embedder' });

@@ -53,3 +53,46 @@ export async function contextReindex(
   }
   return out;
 }
+
+/** Progress of {@link reindexText}: events written so far of the total. */
+export interface TextReindexProgress {
+  events: number;
+  total: number;
+  sessions: number;
+}
+
+/** Events per rewrite transaction: a page of a session. */
+const REINDEX_PAGE = 500;
+
+/**
+ * Writes every event's full-text row again as ingest would index it now: its text, and the context of the
+ * events before it (turn-context.ts). For stores indexed before context-aware units; safe to run again and to
+ * interrupt (each page is its own transaction, and a page written twice is written the same).
+ */
+export async function reindexText(
+  store: StorageBackend,
+  readArtifactText: ArtifactTextReader,
+  onProgress?: (p: TextReindexProgress) => void,
+): Promise<TextReindexProgress> {
+  const sessions = await store.listSessions();
+  const progress: TextReindexProgress = { events: 0, total: sessions.reduce((n, s) => n + s.eventCount, 0), sessions: 0 };
+  for (const session of sessions) {
+    let window: ContextSource[] = [];
+    for (let after = 0; ; ) {
+      const page = (await store.exportEvents(session.id, after, REINDEX_PAGE)).map((k) => k.record);
+      if (page.length === 0) break;
+      const entries: TextIndexEntry[] = [];
+      for (const e of page) {
+        const context = hasTurnContext(e.kind) ? turnContext(window) : '';
+        entries.push({ eventId: e.id as EventId, searchText: await indexTextOf(e, readArtifactText), searchMeta: searchMetaFor(e.kind, e.toolName, e.tags, context) });
+        if (hasTurnContext(e.kind)) window = [...window, { text: e.content, isMasked: false }].slice(-TURN_CONTEXT_EVENTS);
+      }
+      await store.replaceTextIndex(entries);
+      progress.events += page.length;
+      onProgress?.({ ...progress });
+      after = page[page.length - 1]!.turn;
+    }
+    progress.sessions++;
+  }
+  return progress;
+}

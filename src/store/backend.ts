@@ -475,6 +475,12 @@ export interface StorageBackend {
   searchText(query: TextSearchQuery): Promise<TextHit[]>;
 
   /**
+   * Writes these events' full-text rows again, in one transaction (`engram reindex --text`: rows indexed before
+   * context-aware units, memory/turn-context.ts). Events that do not exist are skipped; returns the rows written.
+   */
+  replaceTextIndex(entries: TextIndexEntry[]): Promise<number>;
+
+  /**
    * Which of `ids` a stored event supersedes, mapped to the superseding event (one query, so recall can
    * discount superseded candidates, Annex A.3). When several events supersede the same one, the most
    * recently stored wins. Ids nobody supersedes are absent from the map.

@@ -64,4 +64,32 @@ runStorageContract('turn context in the full-text index', ({ createHarness }) =>
       await plain.cleanup();
     }
   });
+
+  it('re-indexes a store written without context (engram reindex --text), and again to the same result', async () => {
+    const plain = await createHarness();
+    const old = await openEngram({ backend: plain.backend, ingest: { turnContextEvents: 0 } });
+    try {
+      const [, reply] = await old.append('c', [
+        { kind: 'user', content: 'Did you visit the lighthouse museum? <private>my pin 8841</private>' },
+        { kind: 'assistant', content: 'Yes, last Tuesday!' },
+        { kind: 'tool_result', toolName: 'Bash', content: `${'log line\n'.repeat(1000)}lighthouse build finished` },
+      ]);
+      const ids = async () => (await old.recall('lighthouse museum', { retriever: 'fts', logRecall: false })).hits.map((h) => h.eventId);
+      expect(await ids()).not.toContain(reply!.record.id);
+      const progress: number[] = [];
+      const done = await old.reindexText((p) => progress.push(p.events));
+      expect(done).toEqual({ events: 3, total: 3, sessions: 1 });
+      expect(progress.at(-1)).toBe(3);
+      expect(await ids()).toContain(reply!.record.id);
+      // The artifact's text is indexed as before (its last line), private spans never.
+      expect((await old.recall('finished', { retriever: 'fts', logRecall: false })).hits).toHaveLength(1);
+      expect((await old.recall('8841', { retriever: 'fts', logRecall: false })).hits).toEqual([]);
+      await old.reindexText();
+      expect(await ids()).toContain(reply!.record.id);
+      expect(await plain.backend.replaceTextIndex([{ eventId: 'evt_01jzzzzzzzzzzzzzzzzzzzzzzz' as never, searchText: 'x', searchMeta: '' }])).toBe(0);
+    } finally {
+      await old.close();
+      await plain.cleanup();
+    }
+  });
 });

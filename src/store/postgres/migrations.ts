@@ -463,6 +463,29 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         FOR EACH STATEMENT EXECUTE FUNCTION ${s}.engram_refuse_change();
     `,
   },
+  {
+    version: 10,
+    description: 'full-text rows may be rewritten by a text reindex (event_text only)',
+    sql: (s) => `
+      -- \`engram reindex --text\` writes events' full-text rows again (derived data: the events stay untouched). Its
+      -- transaction sets engram.reindex to this schema's name, transaction-local as engram.purge is; that opens
+      -- event_text rows and nothing else.
+      CREATE OR REPLACE FUNCTION ${s}.engram_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_LEVEL = 'ROW' AND current_setting('engram.purge', true) = TG_TABLE_SCHEMA
+           AND NOT (TG_TABLE_NAME = 'events' AND TG_OP = 'DELETE') THEN
+          IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
+          RETURN NEW;
+        END IF;
+        IF TG_LEVEL = 'ROW' AND TG_TABLE_NAME = 'event_text' AND current_setting('engram.reindex', true) = TG_TABLE_SCHEMA THEN
+          IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
+          RETURN NEW;
+        END IF;
+        RAISE EXCEPTION 'engram: % refused on %: stored events and artifacts are immutable', TG_OP, TG_TABLE_NAME
+          USING ERRCODE = 'EG001';
+      END $$;
+    `,
+  },
 ];
 
 export const LATEST_POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1]!.version;

@@ -25,6 +25,7 @@ import type {
   StoreStats,
   StoredArtifact,
   TextHit,
+  TextIndexEntry,
   TextSearchQuery,
   PurgeCounts,
   PurgeLogRecord,
@@ -46,6 +47,7 @@ export type { PostgresBackendOptions, PgPool, PgPoolClient, PgQueryable, PgQuery
 import type { PgErrorPhase } from './pg-errors.js';
 import { isServerError, translatePgError } from './pg-errors.js';
 import { chunkForIndex, indexTokens } from './tsquery.js';
+import { rewriteTextRows } from './postgres-text-index.js';
 import { TsqueryPlanner } from './tsquery-planner.js';
 import { PostgresVectors } from './postgres-vectors.js';
 import { PostgresBus } from './postgres-bus.js';
@@ -413,6 +415,16 @@ export class PostgresBackend implements StorageBackend {
       LIMIT ${param(query.limit)}`;
     const rows = await this.query<{ id: string; rank: number }>(sql, params, 'full-text search failed', 'search');
     return rows.map((r) => ({ eventId: r.id as EventId, relevance: r.rank }));
+  }
+
+  async replaceTextIndex(entries: TextIndexEntry[]): Promise<number> {
+    this.assertOpen();
+    // Tokenising is CPU work, done inside rewriteTextRows before its statements; the rows are few per call.
+    return this.transaction('rewriting the full-text index failed', async (c) => {
+      // The immutability trigger yields to this transaction, for full-text rows only (migration 10).
+      await c.query(`SELECT set_config('engram.reindex', $1, true)`, [this.schema]);
+      return rewriteTextRows(c, this.sql.s, entries);
+    });
   }
 
   async findSuperseding(ids: EventId[]): Promise<Map<EventId, EventId>> {

@@ -1,9 +1,8 @@
 import { isEngramError } from '../../errors.js';
 import type { PurgeCounts, PurgeLogRecord, PurgePlan } from '../backend.js';
 import { engramsToScrub, scrubEngramBody } from '../purge-support.js';
-import { TEXT_SEARCH_CONFIG } from './migrations.js';
+import { rewriteTextRows } from './postgres-text-index.js';
 import type { PgRunner } from './postgres-vectors.js';
-import { chunkForIndex, indexTokens } from './tsquery.js';
 
 /** Thrown inside a dry run's transaction so that it rolls back; carries the counts out. */
 class DryRun extends Error {
@@ -82,26 +81,7 @@ export class PostgresPurge {
     }
 
     // The events whose indexed context held a tombstoned event's words get their full-text rows again (PurgePlan.reindex).
-    if (plan.reindex && plan.reindex.length > 0) {
-      const ids = plan.reindex.map((r) => r.eventId);
-      await c.query(`DELETE FROM ${s}.event_text WHERE event_pk IN (SELECT pk FROM ${s}.events WHERE id = ANY($1::text[]))`, [ids]);
-      const rows = plan.reindex.flatMap((r) => {
-        const meta = indexTokens(r.searchMeta).join(' ');
-        return chunkForIndex(r.searchText).map((body, chunkNo) => ({ id: r.eventId, chunkNo, body, meta }));
-      });
-      await c.query(
-        `INSERT INTO ${s}.event_text (event_pk, chunk_no, tsv)
-         SELECT e.pk, c.chunk_no,
-           CASE WHEN c.chunk_no = 0
-             THEN setweight(to_tsvector('${s}.${TEXT_SEARCH_CONFIG}'::regconfig, c.body), 'A')
-               || setweight(to_tsvector('${s}.${TEXT_SEARCH_CONFIG}'::regconfig, c.meta), 'D')
-             ELSE setweight(to_tsvector('${s}.${TEXT_SEARCH_CONFIG}'::regconfig, c.body), 'A')
-           END
-         FROM unnest($1::text[], $2::int[], $3::text[], $4::text[]) AS c(event_id, chunk_no, body, meta)
-         JOIN ${s}.events e ON e.id = c.event_id`,
-        [rows.map((r) => r.id), rows.map((r) => r.chunkNo), rows.map((r) => r.body), rows.map((r) => r.meta)],
-      );
-    }
+    await rewriteTextRows(c, s, plan.reindex ?? []);
 
     const dropped = await c.query<{ id: string }>(
       `DELETE FROM ${s}.artifacts a WHERE a.id = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM ${s}.events e WHERE e.artifact_id = a.id) RETURNING a.id`,

@@ -26,6 +26,7 @@ import type {
   StoreStats,
   StoredArtifact,
   TextHit,
+  TextIndexEntry,
   TextSearchQuery,
   PurgeCounts,
   PurgeLogRecord,
@@ -47,6 +48,7 @@ import { Fts5Planner } from './fts5-planner.js';
 import { chunks, translateSqliteError } from './sqlite-errors.js';
 import { openSqliteConnection, readVersion, startWalCheckpointer, type SqliteBackendOptions } from './sqlite-connection.js';
 import { SqliteVectors } from './sqlite-vectors.js';
+import { rewriteTextRows } from './sqlite-text-index.js';
 
 type Db = Database.Database;
 
@@ -474,6 +476,15 @@ export class SqliteBackend implements StorageBackend {
   async getVectors(model: string, ids: EventId[]): Promise<Map<EventId, Float32Array>> {
     this.assertOpen();
     return this.vectors.get(model, ids);
+  }
+
+  async replaceTextIndex(entries: TextIndexEntry[]): Promise<number> {
+    this.assertOpen();
+    try {
+      return this.db.transaction(() => rewriteTextRows(this.db, entries))();
+    } catch (err) {
+      throw translateSqliteError(err, 'rewriting the full-text index failed');
+    }
   }
 
   async findSuperseding(ids: EventId[]): Promise<Map<EventId, EventId>> {

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { rewriteTextRows } from './sqlite-text-index.js';
 import { isEngramError } from '../../errors.js';
 import type { PurgeCounts, PurgeLogRecord, PurgePlan } from '../backend.js';
 import { engramsToScrub, scrubEngramBody } from '../purge-support.js';
@@ -81,15 +82,7 @@ export class SqlitePurge {
     }
 
     // The events whose indexed context held a tombstoned event's words get their full-text row again (PurgePlan.reindex).
-    if (plan.reindex && plan.reindex.length > 0) {
-      const insertFts = db.prepare('INSERT INTO events_fts (rowid, body, meta) VALUES (?, ?, ?)');
-      for (const r of plan.reindex) {
-        const row = rowidOf.get(r.eventId) as { rowid: number } | undefined;
-        if (!row) continue;
-        dropFts.run(row.rowid);
-        insertFts.run(row.rowid, r.searchText, r.searchMeta);
-      }
-    }
+    rewriteTextRows(db, plan.reindex ?? []);
 
     const dropArtifact = db.prepare('DELETE FROM artifacts WHERE id = ? AND NOT EXISTS (SELECT 1 FROM events WHERE artifact_id = ?)');
     const droppedArtifacts = new Set<string>();

@@ -37,11 +37,14 @@ export async function drainQueue(mem: Engram, io: Io, options: { limit?: number;
 
 export interface ReindexArgs {
   retryFailed?: boolean;
+  /** Rewrite the full-text index (context-aware units) instead of embedding. */
+  text?: boolean;
   json?: boolean;
 }
 
 /** `engram reindex`: makes the chosen embedder's model the store's and embeds every queued event. */
 export async function reindexCommand(mem: Engram, args: ReindexArgs, io: Io): Promise<number> {
+  if (args.text) return reindexTextCommand(mem, args, io);
   if (!mem.indexer) throw new EngramError('INVALID_INPUT', 'embedder: reindex needs an embedder; --embedder none turns vectors off', { field: 'embedder' });
   const previous = (await mem.store.getVectorModel())?.name ?? null;
   const switched = await mem.reindex();
@@ -76,6 +79,20 @@ export async function reindexCommand(mem: Engram, args: ReindexArgs, io: Io): Pr
   return stats.failed > 0 || (stats.pending > 0 && mem.indexer.error !== undefined) ? EXIT.PROVIDER : EXIT.OK;
 }
 
+/** `engram reindex --text`: every event's full-text row written again, with the context of the events before it. */
+async function reindexTextCommand(mem: Engram, args: ReindexArgs, io: Io): Promise<number> {
+  const progress = createProgress(io);
+  try {
+    const done = await mem.reindexText((p) => progress.update(p.events, p.total, 'index', p.events, 'events'));
+    progress.stop();
+    if (args.json) printJson(io, { reindexed: done.events, sessions: done.sessions });
+    else io.out(formatPairs([['events re-indexed', done.events], ['sessions', done.sessions]]));
+    return EXIT.OK;
+  } finally {
+    progress.stop();
+  }
+}
+
 /** `engram reindex`. */
 export function register(program: Command, context: CliContext): void {
   const { io } = context;
@@ -83,5 +100,6 @@ export function register(program: Command, context: CliContext): void {
     .command('reindex')
     .description("embed every event with the chosen embedder's model (a new model replaces the old vectors; events are untouched)")
     .option('--retry-failed', 'queue events whose embedding failed repeatedly again')
+    .option('--text', 'rewrite the full-text index instead (each event with the context of the events before it; for stores indexed before that existed)')
     .action(context.withStore((m, args: ReindexArgs & GlobalOptions) => reindexCommand(m, args, io), false, 'foreground'));
 }

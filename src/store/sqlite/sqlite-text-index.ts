@@ -1,0 +1,22 @@
+import type Database from 'better-sqlite3';
+import type { TextIndexEntry } from '../backend.js';
+
+/**
+ * Writes events' full-text rows again (a purge's neighbours, `replaceTextIndex`): the contentless FTS5 row is
+ * deleted and inserted with the new text. Runs in the caller's transaction; returns the rows written (events
+ * that no longer exist are skipped).
+ */
+export function rewriteTextRows(db: Database.Database, entries: readonly TextIndexEntry[]): number {
+  const rowidOf = db.prepare('SELECT rowid FROM events WHERE id = ?');
+  const drop = db.prepare('DELETE FROM events_fts WHERE rowid = ?');
+  const insert = db.prepare('INSERT INTO events_fts (rowid, body, meta) VALUES (?, ?, ?)');
+  let written = 0;
+  for (const e of entries) {
+    const row = rowidOf.get(e.eventId) as { rowid: number } | undefined;
+    if (!row) continue;
+    drop.run(row.rowid);
+    insert.run(row.rowid, e.searchText, e.searchMeta);
+    written++;
+  }
+  return written;
+}
