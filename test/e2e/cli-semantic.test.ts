@@ -31,6 +31,17 @@ function writeNotes(): string {
 }
 
 describe('engram CLI: semantic recall', () => {
+  it('reindex --text rewrites the full-text index and reports what it wrote', () => {
+    expect(engram(['ingest', writeNotes(), '-s', 'demo', '--no-embed']).code).toBe(0);
+    const r = engram(['reindex', '--text', '--json', '--embedder', 'none']);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ reindexed: NOTES.length, sessions: 1 });
+    // The spinner note is still found by its words, and the note after it through its context.
+    const hits = JSON.parse(engram(['recall', 'spinner', '--retriever', 'fts', '--json']).stdout).hits as Array<{ excerpt: string }>;
+    expect(hits[0]!.excerpt).toContain('spinner');
+    expect(hits.map((h) => h.excerpt)).toContain(NOTES[2]);
+  });
+
   it('embeds on ingest with the built-in default and answers a paraphrase full-text misses', () => {
     expect(engram(['ingest', writeNotes(), '-s', 'demo']).code).toBe(0);
     const fts = JSON.parse(engram(['recall', 'which database did we pick', '--retriever', 'fts', '--json']).stdout);
