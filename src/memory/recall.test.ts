@@ -124,6 +124,21 @@ describe('key events', () => {
   });
 });
 
+describe('speakers', () => {
+  it('prefers the events of a speaker the query names, softly, from meta.speaker or meta.name', async () => {
+    // Separate sessions, so that neither is found through the other's indexed context.
+    const caroline = (await mem.append('c', [{ kind: 'user', content: 'I painted a sunrise over the lake, painted it twice', meta: { speaker: 'Caroline' } }]))[0]!.record.id;
+    const melanie = (await mem.append('m', [{ kind: 'user', content: 'I painted a sunrise last week', meta: { name: 'Melanie' } }]))[0]!.record.id;
+    // Without the preference, the turn that says "painted" twice ranks first.
+    expect(await order('what did Melanie paint', { speakerBoost: 0, retriever: 'fts' })).toEqual([caroline, melanie]);
+    expect(await order("what did Melanie's kids paint", { retriever: 'fts' })).toEqual([melanie, caroline]);
+    // A query naming nobody ranks as before; a named speaker never filters the others out.
+    expect(await order('who painted a sunrise', { retriever: 'fts' })).toEqual([caroline, melanie]);
+    expect(await order('what did Caroline paint', { retriever: 'fts' })).toEqual([caroline, melanie]);
+    await expect(mem.recall('paint', { speakerBoost: -1 })).rejects.toMatchObject({ code: 'INVALID_INPUT', data: { field: 'speakerBoost' } });
+  });
+});
+
 describe('redundancy and quotas', () => {
   it('keeps ten identical tool outputs from filling the pack', async () => {
     const log = 'npm ERR! code ELIFECYCLE\nnpm ERR! errno 1\nnpm ERR! build failed in step postinstall';

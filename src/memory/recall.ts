@@ -601,12 +601,16 @@ export function fuseScores(
 }
 
 /**
- * Who said an event, lower-cased: `meta.speaker` when the writer recorded it (chat imports, multi-party
- * transcripts); undefined otherwise.
+ * Who said an event, lower-cased: `meta.speaker` when the writer recorded it (multi-party transcripts), else
+ * `meta.name`, the participant name of OpenAI chat messages (the openai importer keeps it there); undefined
+ * otherwise.
  */
 export function speakerOf(e: EventRecord): string | undefined {
-  const s = e.meta?.['speaker'];
-  return typeof s === 'string' && s.trim().length > 0 ? s.trim().toLowerCase() : undefined;
+  for (const key of ['speaker', 'name']) {
+    const s = e.meta?.[key];
+    if (typeof s === 'string' && s.trim().length > 0) return s.trim().toLowerCase();
+  }
+  return undefined;
 }
 
 /** The query's words and two-word runs, lower-cased, to match speakers ("Melanie", "Dr Smith") against. */
