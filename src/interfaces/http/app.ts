@@ -13,8 +13,9 @@ import { buildOpenApiDocument } from './openapi.js';
 import type { Route } from './route.js';
 import { ROUTES } from './routes.js';
 
-/** Default request body limit: 8 MiB, enough for a batch of large tool outputs, small enough to refuse junk. */
-export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
+import { DEFAULT_MAX_BODY_BYTES } from './defaults.js';
+
+export { DEFAULT_MAX_BODY_BYTES };
 
 export interface HttpAppOptions {
   /** Reported in the OpenAPI document and to MCP clients. */

@@ -5,8 +5,9 @@ import type { Engram } from '../../engine.js';
 import { EngramError } from '../../errors.js';
 import { createHttpApp, type HttpAppOptions } from './app.js';
 
-export const DEFAULT_HTTP_PORT = 7077;
-export const DEFAULT_HTTP_HOST = '127.0.0.1';
+import { DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT } from './defaults.js';
+
+export { DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT };
 /** How long shutdown waits for in-flight requests before cutting the remaining connections. */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
 

@@ -1,10 +1,8 @@
 import type { Command } from 'commander';
 import type { CliContext, GlobalOptions } from '../cli-context.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Engram } from '../../../engine.js';
 import { EngramError } from '../../../errors.js';
 import { validateSessionId } from '../../../memory/ingest.js';
-import { createMcpServer } from '../../mcp/server.js';
 import { agentPrincipal } from '../../../model/access.js';
 import { resolveRunId } from '../../shared/bus.js';
 import { EXIT } from '../exit-codes.js';
@@ -36,6 +34,8 @@ export async function mcpCommand(mem: Engram, args: McpArgs, io: Io, version: st
   const canIssueGrants = agent ? await mem.bus.hasChildren(agent.id) : false;
   // With --agent, the agent's access rules bound every tool (its project's sessions); without, stdio is the
   // local user's full-trust access, like the rest of the CLI.
+  // Loaded when `mcp` runs, not on every command.
+  const [{ StdioServerTransport }, { createMcpServer }] = await Promise.all([import('@modelcontextprotocol/sdk/server/stdio.js'), import('../../mcp/server.js')]);
   const { server, settled } = createMcpServer(mem, { sessionId, version, ...(agent ? { agent, principal: agentPrincipal(agent) } : {}), runId, canIssueGrants });
   const transport = new StdioServerTransport();
 

@@ -3,8 +3,8 @@ import type { CliContext, GlobalOptions } from '../cli-context.js';
 import type { Engram } from '../../../engine.js';
 import { EngramError, isEngramError } from '../../../errors.js';
 import type { AgentWithToken } from '../../../memory/agent-registry.js';
-import { DEFAULT_MAX_BODY_BYTES } from '../../http/app.js';
-import { DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT, startHttpServer } from '../../http/server.js';
+// The server is loaded when `serve` runs, not on every command (defaults.ts).
+import { DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT, DEFAULT_MAX_BODY_BYTES } from '../../http/defaults.js';
 import { EXIT } from '../exit-codes.js';
 import type { Io } from '../output.js';
 import { parseInteger } from './recall.js';
@@ -48,6 +48,7 @@ export async function serveCommand(mem: Engram, args: ServeArgs, io: Io, version
   }
 
   const admin = await bootstrapAdmin(mem);
+  const { startHttpServer } = await import('../../http/server.js');
   const server = await startHttpServer(mem, {
     host,
     port,
