@@ -4,7 +4,8 @@
  * state and the cold first pack), and an ablation of the task-conditioned recall modifier's factors.
  * Writes bench/results/context.{md,json}.
  *
- *   npm run bench -- context [--parts prefix,latency,ablation] [--windows 8192,32768] [--turns 300]
+ *   npm run bench -- context [--parts prefix,sweep,latency,ablation] [--windows 8192,16384,32768] [--turns 300]
+ *                            [--transcript FILE] [--transcript-windows <--windows>] [--low-water-sweep 0.2,0.3,0.4,0.5,0.6]
  *                            [--sizes 10000,100000] [--steady-turns 200] [--latency-window 32768]
  *                            [--probes 14] [--seed 42] [--no-profile]
  */
@@ -14,9 +15,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { BlockKind } from '../src/context/assembly/blocks.js';
-import { DEFAULT_BLOCK_ORDER, defaultBudgets } from '../src/context/assembly/blocks.js';
+import { DEFAULT_BLOCK_ORDER } from '../src/context/assembly/blocks.js';
 import type { AnthropicMessagesPayload } from '../src/context/assembly/formatters.js';
-import { cacheBudget, type PackOptions } from '../src/context/context-engine.js';
+import { defaultCacheMarks, type PackOptions } from '../src/context/context-engine.js';
 import { openEngram, type Engram } from '../src/engine.js';
 import type { EventInput, EventRecord } from '../src/model/event.js';
 import type { SessionId } from '../src/model/ids.js';
@@ -32,17 +33,19 @@ import { anthropicCacheRead, anthropicUnits, divergenceBlock, textBlockSpans, to
 import { round, summarize } from './lib/stats.js';
 import { writeContextReport } from './context-report.js';
 
-export type ContextPart = 'prefix' | 'latency' | 'ablation';
-export const CONTEXT_PARTS: readonly ContextPart[] = ['prefix', 'latency', 'ablation'];
+export type ContextPart = 'prefix' | 'sweep' | 'latency' | 'ablation';
+export const CONTEXT_PARTS: readonly ContextPart[] = ['prefix', 'sweep', 'latency', 'ablation'];
 
 export interface ContextBenchArgs {
   parts: ContextPart[];
   windows: number[];
   turns: number;
   seed: number;
-  /** The Claude Code transcript replayed at `transcriptWindow`. */
+  /** The Claude Code transcript replayed at each of `transcriptWindows`. */
   transcript: string;
-  transcriptWindow: number;
+  transcriptWindows: number[];
+  /** Low-water fractions replayed by the `sweep` part, at every window, on the synthetic session and the transcript. */
+  lowWaterSweep: number[];
   sizes: number[];
   steadyTurns: number;
   latencyWindow: number;
@@ -83,12 +86,17 @@ export interface TurnRecord {
   /** Events appended since the previous pack. */
   newEvents: number;
   markers: number;
+  /** Leading markers of the previous pack that this pack repeats byte for byte, in place (all of them unless a compaction rewrote one). */
+  markersKept: number;
+  /** Markers of the previous pack. */
+  previousMarkers: number;
   historyItems: number;
   /** History items the assembler left out (compaction should leave none: every event is in the window or under a marker). */
   historyDropped: number;
   /** `ratio`: shared / this pack's tokens (the reuse figure); `ofPrevious`: shared / the previous pack's tokens. */
   text: { sharedTokens: number; totalTokens: number; ratio: number; ofPrevious: number };
-  anthropic: { sharedTokens: number; totalTokens: number; ratio: number; cacheReadRatio: number; cacheOutcome: string };
+  /** `cacheReadTokens` of `cacheTotalTokens`: what the modelled Anthropic cache reads of this request (`anthropicCacheRead`). */
+  anthropic: { sharedTokens: number; totalTokens: number; ratio: number; cacheReadRatio: number; cacheReadTokens: number; cacheTotalTokens: number; cacheOutcome: string };
   /** Tokens after the shared prefix, by block, in the text rendering. */
   unshared: Partial<Record<BlockKind, number>>;
   /** The block holding the first changed character; `history-tail` when it is right after the previous pack's history. */
@@ -99,6 +107,8 @@ export interface ReplaySummary {
   source: string;
   window: number;
   order: OrderName;
+  /** The `lowWaterFraction` the replay passed to pack(); undefined = the engine's default. */
+  lowWaterFraction?: number;
   packs: number;
   compactions: number;
   /** Compactions per measured turn. */
@@ -116,6 +126,8 @@ interface PackState {
   historyCloseAt: number | undefined;
   /** Tokens of `text`. */
   textTokens: number;
+  /** The markers block's lines (one marker each). */
+  markerLines: string[];
 }
 
 /** Builds one pack, renders it both ways and measures it against the previous one. */
@@ -140,9 +152,13 @@ async function packAndMeasure(
   const historySpan = spans.find((s) => s.kind === 'history');
   const compacted = sp.compaction !== undefined;
   const historyCloseAt = historySpan ? historySpan.end - '</history>'.length : undefined;
-  if (!prev) return { state: { text, lin, units, historyCloseAt, textTokens: mem.tokenizer.count(text) }, record: undefined, compacted };
+  const markersText = sp.pack.blocks.find((b) => b.kind === 'markers')?.text ?? '';
+  const markerLines = markersText === '' ? [] : markersText.split('\n');
+  if (!prev) return { state: { text, lin, units, historyCloseAt, textTokens: mem.tokenizer.count(text), markerLines }, record: undefined, compacted };
   const t = tokenReuse(prev.text, text, mem.tokenizer);
-  const state: PackState = { text, lin, units, historyCloseAt, textTokens: t.totalTokens };
+  const state: PackState = { text, lin, units, historyCloseAt, textTokens: t.totalTokens, markerLines };
+  let markersKept = 0;
+  while (markersKept < prev.markerLines.length && prev.markerLines[markersKept] === markerLines[markersKept]) markersKept++;
   const a = tokenReuse(prev.lin, lin, mem.tokenizer);
   const cache = anthropicCacheRead(prev.units, units, mem.tokenizer);
   const history = sp.pack.blocks.find((b) => b.kind === 'history');
@@ -154,22 +170,42 @@ async function packAndMeasure(
     packMs: round(packMs, 2),
     newEvents: info.newEvents,
     markers: sp.pack.blocks.find((b) => b.kind === 'markers')?.items ?? 0,
+    markersKept,
+    previousMarkers: prev.markerLines.length,
     historyItems: history?.items ?? 0,
     historyDropped: history?.droppedItems ?? 0,
     text: { sharedTokens: t.sharedTokens, totalTokens: t.totalTokens, ratio: round(t.ratio, 4), ofPrevious: round(t.sharedTokens / Math.max(1, prev.textTokens), 4) },
-    anthropic: { sharedTokens: a.sharedTokens, totalTokens: a.totalTokens, ratio: round(a.ratio, 4), cacheReadRatio: round(cache.ratio, 4), cacheOutcome: cache.outcome },
+    anthropic: {
+      sharedTokens: a.sharedTokens,
+      totalTokens: a.totalTokens,
+      ratio: round(a.ratio, 4),
+      cacheReadRatio: round(cache.ratio, 4),
+      cacheReadTokens: cache.readTokens,
+      cacheTotalTokens: cache.totalTokens,
+      cacheOutcome: cache.outcome,
+    },
     unshared: unsharedTokensByBlock(text, spans, t.sharedChars, mem.tokenizer),
     divergence: t.sharedChars === prev.historyCloseAt ? 'history-tail' : divergenceBlock(spans, t.sharedChars),
   };
   return { state, record, compacted };
 }
 
-function summarizeReplay(source: string, window: number, order: OrderName, records: TurnRecord[], packs: number, compactions: number, blockTokens: Map<BlockKind, number[]>): ReplaySummary {
+function summarizeReplay(
+  source: string,
+  window: number,
+  order: OrderName,
+  lowWaterFraction: number | undefined,
+  records: TurnRecord[],
+  packs: number,
+  compactions: number,
+  blockTokens: Map<BlockKind, number[]>,
+): ReplaySummary {
   const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
   return {
     source,
     window,
     order,
+    ...(lowWaterFraction !== undefined ? { lowWaterFraction } : {}),
     packs,
     compactions,
     compactionRate: round(records.filter((r) => r.compacted).length / Math.max(1, records.length), 4),
@@ -180,8 +216,8 @@ function summarizeReplay(source: string, window: number, order: OrderName, recor
 }
 
 /** The synthetic session: pack for the user's message, then append the turn, then maybe update the card. */
-async function replaySynthetic(mem: Engram, window: number, order: OrderName, args: ContextBenchArgs): Promise<ReplaySummary> {
-  const session = `prefix-${window}-${order}`;
+async function replaySynthetic(mem: Engram, window: number, order: OrderName, args: ContextBenchArgs, lowWaterFraction?: number): Promise<ReplaySummary> {
+  const session = `prefix-${window}-${order}-${lowWaterFraction ?? 'default'}`;
   await mem.taskStates.update(session, initialCard(args.seed));
   const records: TurnRecord[] = [];
   const blockTokens = new Map<BlockKind, number[]>();
@@ -190,7 +226,13 @@ async function replaySynthetic(mem: Engram, window: number, order: OrderName, ar
   let newEvents = 0;
   let compactions = 0;
   for (const turn of agentTurns(args.turns, { seed: args.seed })) {
-    const options: PackOptions = { windowTokens: window, identity: IDENTITY, query: turn.userMessage, order: ORDERS[order] };
+    const options: PackOptions = {
+      windowTokens: window,
+      identity: IDENTITY,
+      query: turn.userMessage,
+      order: ORDERS[order],
+      ...(lowWaterFraction !== undefined ? { lowWaterFraction } : {}),
+    };
     const r = await packAndMeasure(mem, session, options, prev, { turn: turn.index, cardChanged, newEvents }, blockTokens);
     if (r.record) records.push(r.record);
     if (r.compacted) compactions++;
@@ -200,7 +242,7 @@ async function replaySynthetic(mem: Engram, window: number, order: OrderName, ar
     cardChanged = turn.cardUpdate !== undefined;
     if (turn.cardUpdate) await mem.taskStates.update(session, turn.cardUpdate);
   }
-  return summarizeReplay('synthetic', window, order, records, args.turns, compactions, blockTokens);
+  return summarizeReplay('synthetic', window, order, lowWaterFraction, records, args.turns, compactions, blockTokens);
 }
 
 /** An imported event as an input again: artifacts by their full text, so ingest builds the same preview. */
@@ -227,8 +269,8 @@ export type TranscriptMode = 'user-turns' | 'model-calls';
  * run of assistant output (text or tool calls), i.e. every time the agent calls the model, with the new
  * user message or tool results already in the history and an empty query.
  */
-async function replayTranscript(mem: Engram, events: EventInput[], window: number, mode: TranscriptMode): Promise<ReplaySummary> {
-  const session = `transcript-${mode}-${window}`;
+async function replayTranscript(mem: Engram, events: EventInput[], window: number, mode: TranscriptMode, lowWaterFraction?: number): Promise<ReplaySummary> {
+  const session = `transcript-${mode}-${window}-${lowWaterFraction ?? 'default'}`;
   const isAssistantSide = (e: EventInput): boolean => e.kind === 'assistant' || e.kind === 'tool_call';
   const startsTurn = (i: number): boolean => {
     const e = events[i]!;
@@ -248,14 +290,30 @@ async function replayTranscript(mem: Engram, events: EventInput[], window: numbe
       appended = start;
     }
     const query = mode === 'user-turns' ? events[start]!.content : '';
-    const options: PackOptions = { windowTokens: window, identity: IDENTITY, query };
+    const options: PackOptions = { windowTokens: window, identity: IDENTITY, query, ...(lowWaterFraction !== undefined ? { lowWaterFraction } : {}) };
     const r = await packAndMeasure(mem, session, options, prev, { turn: n + 1, cardChanged: false, newEvents: start - lastPackAt }, blockTokens);
     lastPackAt = start;
     if (r.record) records.push(r.record);
     if (r.compacted) compactions++;
     prev = r.state;
   }
-  return summarizeReplay(`transcript ${mode}`, window, 'default', records, starts.length, compactions, blockTokens);
+  return summarizeReplay(`transcript ${mode}`, window, 'default', lowWaterFraction, records, starts.length, compactions, blockTokens);
+}
+
+/** Imports the transcript into its own session and returns its events as inputs, to replay into others. */
+async function loadTranscript(mem: Engram, file: string): Promise<{ events: EventInput[]; info: TranscriptInfo }> {
+  const report = await mem.importFile({ path: file });
+  const imported = (await mem.listEvents({ sessionId: report.sessions[0]!.id as SessionId })).filter((e) => e.kind !== 'task_state');
+  const events = await Promise.all(imported.map((e) => asInput(mem, e)));
+  const kinds: Record<string, number> = {};
+  for (const e of events) kinds[e.kind] = (kinds[e.kind] ?? 0) + 1;
+  const info: TranscriptInfo = {
+    file: file.split('/').at(-1)!,
+    events: events.length,
+    kinds,
+    tokens: events.reduce((sum, e) => sum + mem.tokenizer.count(e.content), 0),
+  };
+  return { events, info };
 }
 
 async function runPrefix(args: ContextBenchArgs): Promise<{ synthetic: ReplaySummary[]; transcript: ReplaySummary[]; transcriptInfo: TranscriptInfo }> {
@@ -270,24 +328,86 @@ async function runPrefix(args: ContextBenchArgs): Promise<{ synthetic: ReplaySum
         console.error(`prefix: synthetic ${window} ${order} in ${((performance.now() - t) / 1000).toFixed(1)} s`);
       }
     }
-    const report = await mem.importFile({ path: args.transcript });
-    const imported = (await mem.listEvents({ sessionId: report.sessions[0]!.id as SessionId })).filter((e) => e.kind !== 'task_state');
-    const events = await Promise.all(imported.map((e) => asInput(mem, e)));
+    const { events, info: transcriptInfo } = await loadTranscript(mem, args.transcript);
     const transcript: ReplaySummary[] = [];
-    for (const mode of ['user-turns', 'model-calls'] as const) transcript.push(await replayTranscript(mem, events, args.transcriptWindow, mode));
-    const kinds: Record<string, number> = {};
-    for (const e of events) kinds[e.kind] = (kinds[e.kind] ?? 0) + 1;
-    const transcriptInfo: TranscriptInfo = {
-      file: args.transcript.split('/').at(-1)!,
-      events: events.length,
-      kinds,
-      tokens: events.reduce((sum, e) => sum + mem.tokenizer.count(e.content), 0),
-    };
+    for (const window of args.transcriptWindows) {
+      for (const mode of ['user-turns', 'model-calls'] as const) transcript.push(await replayTranscript(mem, events, window, mode));
+    }
     await mem.close();
     return { synthetic, transcript, transcriptInfo };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** One replay of the low-water sweep, summarized (the per-turn rows stay out of the JSON). */
+export interface SweepRow {
+  source: string;
+  window: number;
+  lowWaterFraction: number;
+  packs: number;
+  compactions: number;
+  /** Mean over all compared packs of the modelled Anthropic cache read (compaction turns count as what they read). */
+  cacheReadAllTurns: number;
+  /** The same, token-weighted: read tokens over all tokens sent. */
+  cacheReadTokenWeighted: number;
+  /** Mean over the packs that did not compact. */
+  cacheReadWithoutCompaction: number;
+  /** Tokens per pack the cache does not read (what is processed, and billed, at the full input price). */
+  avgUncachedTokens: number;
+  avgPackTokens: number;
+}
+
+/** Replays the synthetic session (default order) and the transcript's model calls at each low-water fraction and window. */
+async function runSweep(args: ContextBenchArgs): Promise<SweepRow[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'engram-ctx-sweep-'));
+  try {
+    const mem = await openEngram({ db: join(dir, 'sweep.db') });
+    const { events } = await loadTranscript(mem, args.transcript);
+    const rows: SweepRow[] = [];
+    for (const fraction of args.lowWaterSweep) {
+      const t = performance.now();
+      for (const window of args.windows) rows.push(sweepRow(await replaySynthetic(mem, window, 'default', args, fraction), fraction));
+      for (const window of args.transcriptWindows) rows.push(sweepRow(await replayTranscript(mem, events, window, 'model-calls', fraction), fraction));
+      console.error(`sweep: low water ${fraction} in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    }
+    await mem.close();
+    return rows;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function sweepRow(s: ReplaySummary, lowWaterFraction: number): SweepRow {
+  const calm = s.turns.filter((t) => !t.compacted);
+  return {
+    source: s.source,
+    window: s.window,
+    lowWaterFraction,
+    packs: s.turns.length,
+    compactions: s.turns.filter((t) => t.compacted).length,
+    cacheReadAllTurns: round(cacheReadMean(s.turns), 4),
+    cacheReadTokenWeighted: round(cacheReadTokenWeighted(s.turns), 4),
+    cacheReadWithoutCompaction: round(cacheReadMean(calm), 4),
+    avgUncachedTokens: round(uncachedTokensMean(s.turns), 0),
+    avgPackTokens: s.avgPackTokens,
+  };
+}
+
+/** Mean of the per-pack modelled cache read (each pack counts once). */
+export function cacheReadMean(turns: readonly TurnRecord[]): number {
+  return turns.length === 0 ? Number.NaN : turns.reduce((sum, t) => sum + t.anthropic.cacheReadRatio, 0) / turns.length;
+}
+
+/** Mean tokens per pack that the cache does not read. */
+export function uncachedTokensMean(turns: readonly TurnRecord[]): number {
+  return turns.length === 0 ? Number.NaN : turns.reduce((sum, t) => sum + t.anthropic.cacheTotalTokens - t.anthropic.cacheReadTokens, 0) / turns.length;
+}
+
+/** Tokens read from the cache over tokens sent, summed over the packs. */
+export function cacheReadTokenWeighted(turns: readonly TurnRecord[]): number {
+  const total = turns.reduce((sum, t) => sum + t.anthropic.cacheTotalTokens, 0);
+  return total === 0 ? Number.NaN : turns.reduce((sum, t) => sum + t.anthropic.cacheReadTokens, 0) / total;
 }
 
 export interface TranscriptInfo {
@@ -386,6 +506,7 @@ async function runLatency(args: ContextBenchArgs): Promise<LatencyResult[]> {
         await mem.context.pack(BIG_SESSION, { ...options, query: turn.userMessage });
         packMs.push(performance.now() - c1);
       }
+      const identityTokens = mem.tokenizer.count(IDENTITY);
       await mem.close();
       out.push({
         events: size,
@@ -400,9 +521,8 @@ async function runLatency(args: ContextBenchArgs): Promise<LatencyResult[]> {
           compactRan: roundSummary(ranMs),
           avgEvictedPerCompaction: round(evicted / Math.max(1, ranMs.length), 1),
           avgTokensAfterCompaction: Math.round(tokensAfter / Math.max(1, ranMs.length)),
-          highWaterTokens: cacheBudget(defaultBudgets(args.latencyWindow)),
-          // The engine's default low-water fraction (context-engine.ts).
-          lowWaterTokens: Math.floor(cacheBudget(defaultBudgets(args.latencyWindow)) * 0.6),
+          // The marks the engine compacts between for this window and identity (no codex, no karma).
+          ...defaultCacheMarks(args.latencyWindow, { identity: identityTokens }),
         },
       });
       console.error(`latency: ${JSON.stringify({ ...out.at(-1)!, profile: undefined })}`);
@@ -517,7 +637,8 @@ export async function runContextBench(args: ContextBenchArgs): Promise<void> {
   if (!existsSync(args.transcript) || !statSync(args.transcript).isFile()) throw new Error(`--transcript: no file ${args.transcript}`);
   const started = performance.now();
   const prefix = args.parts.includes('prefix') ? await runPrefix(args) : undefined;
+  const sweep = args.parts.includes('sweep') ? await runSweep(args) : undefined;
   const latency = args.parts.includes('latency') ? await runLatency(args) : undefined;
   const ablation = args.parts.includes('ablation') ? await runAblation(args) : undefined;
-  writeContextReport({ args, prefix, latency, ablation, elapsedSec: round((performance.now() - started) / 1000, 0) });
+  writeContextReport({ args, prefix, sweep, latency, ablation, elapsedSec: round((performance.now() - started) / 1000, 0) });
 }

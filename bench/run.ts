@@ -22,7 +22,8 @@ const USAGE = `usage:
   npm run bench -- ingest-recall [--sizes 10000,100000] [--queries 300] [--single 3000] [--backends sqlite,postgres] [--writers 1,2,4] [--writer-events 5000]
   npm run bench -- embedder [--texts 20000] [--loads 5]
   npm run bench -- http-load [--agents 8] [--seconds 20] [--warmup 2] [--batch 4] [--retry-rate 0.05] [--profile]
-  npm run bench -- context [--parts prefix,latency,ablation] [--windows 8192,32768] [--turns 300] [--transcript FILE] [--transcript-window 8192]
+  npm run bench -- context [--parts prefix,sweep,latency,ablation] [--windows 8192,16384,32768] [--turns 300] [--transcript FILE] [--transcript-windows <--windows>]
+                           [--low-water-sweep 0.2,0.3,0.4,0.5,0.6]
                            [--sizes 10000,100000] [--steady-turns 200] [--latency-window 32768] [--probes 14] [--seed 42] [--no-profile]
   npm run bench -- recall-vectors [--sizes 10000,100000] [--queries 300] [--backends sqlite,postgres]
   npm run bench -- bus [--engrams 100000] [--queries 500] [--backends sqlite,postgres] [--pg-engrams 10000]
@@ -49,10 +50,11 @@ const { values } = parseArgs({
     texts: { type: 'string', default: '20000' },
     loads: { type: 'string', default: '5' },
     parts: { type: 'string', default: CONTEXT_PARTS.join(',') },
-    windows: { type: 'string', default: '8192,32768' },
+    windows: { type: 'string', default: '8192,16384,32768' },
     turns: { type: 'string', default: '300' },
     transcript: { type: 'string', default: DEFAULT_TRANSCRIPT },
-    'transcript-window': { type: 'string', default: '8192' },
+    'transcript-windows': { type: 'string' },
+    'low-water-sweep': { type: 'string', default: '0.2,0.3,0.4,0.5,0.6' },
     'steady-turns': { type: 'string', default: '200' },
     'latency-window': { type: 'string', default: '32768' },
     probes: { type: 'string', default: '14' },
@@ -122,13 +124,17 @@ switch (name) {
       if (list.some((n) => !Number.isInteger(n) || n < min)) fail(`--${field}: expected integers >= ${min}, found "${text}"`);
       return list;
     };
+    const windows = ints('windows', values.windows, 1024);
+    const fractions = values['low-water-sweep'].split(',').map(Number);
+    if (fractions.some((f) => !(f > 0 && f < 1))) fail(`--low-water-sweep: expected fractions between 0 and 1, found "${values['low-water-sweep']}"`);
     await runContextBench({
       parts: parts as ContextPart[],
-      windows: ints('windows', values.windows, 1024),
+      windows,
       turns: ints('turns', values.turns, 2)[0]!,
       seed: ints('seed', values.seed, 0)[0]!,
       transcript: resolve(values.transcript),
-      transcriptWindow: ints('transcript-window', values['transcript-window'], 1024)[0]!,
+      transcriptWindows: values['transcript-windows'] === undefined ? windows : ints('transcript-windows', values['transcript-windows'], 1024),
+      lowWaterSweep: fractions,
       sizes: ints('sizes', values.sizes, 1),
       steadyTurns: ints('steady-turns', values['steady-turns'], 1)[0]!,
       latencyWindow: ints('latency-window', values['latency-window'], 1024)[0]!,

@@ -85,7 +85,7 @@ export interface SessionPack {
  * appended plus the card and the query. A lower mark makes compactions rarer but the packs between them
  * smaller, and the two cancel: the mean cache read per pack stays within 1.5 points from 0.2 to 0.6 on the
  * synthetic session and the Claude Code transcript at 8K-32K windows (`npm run bench -- context`, its low-water
- * sweep). A lower mark does re-send less history per compaction (at 0.4, 18 % fewer tokens processed at the
+ * sweep). A lower mark does re-send less history per compaction (at 0.4, 17 % fewer tokens processed at the
  * full price per turn than at 0.6, synthetic session at 8K), but keeps less verbatim history after it: at 0.4
  * the needle benchmark's 1-hop recall fell from 99.6 to 98.4 % (seed 1; the reader took look-alikes from the
  * longer flood a cycle then holds), and where no budget is lent (a codex, explicit budgets) its 0-hop recall
