@@ -1,11 +1,10 @@
 import type { EventRecord } from '../model/event.js';
-import { EVENT_KINDS } from '../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
 import { artifactIndexChars } from '../model/limits.js';
 import type { StorageBackend, TextIndexEntry } from '../store/backend.js';
 import { capForIndex, DEFAULT_MAX_INDEXED_CHARS, searchMetaFor } from './ingest.js';
 import { maskPrivate } from './private-spans.js';
-import { hasTurnContext, TURN_CONTEXT_EVENTS, turnContext, type ContextSource } from './turn-context.js';
+import { hasTurnContext, TURN_CONTEXT_EVENTS, TURN_CONTEXT_KINDS, turnContext, type ContextSource } from './turn-context.js';
 
 /** Reads an artifact's text (decoded UTF-8), or null when the store no longer holds it. */
 export type ArtifactTextReader = (id: ArtifactId) => Promise<string | null>;
@@ -35,7 +34,7 @@ export async function contextReindex(
   rewritten: ReadonlyMap<string, { sessionId: SessionId; turn: number; content: string }>,
   readArtifactText: ArtifactTextReader,
 ): Promise<TextIndexEntry[]> {
-  const kinds = [...EVENT_KINDS];
+  const kinds = [...TURN_CONTEXT_KINDS];
   const followers = new Map<string, EventRecord>();
   for (const r of rewritten.values()) {
     const after = await store.listEvents({ sessionId: r.sessionId, afterTurn: r.turn, limit: TURN_CONTEXT_EVENTS, kinds });

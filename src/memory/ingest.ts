@@ -2,7 +2,7 @@ import { EngramError, invalidInputFromZod } from '../errors.js';
 import type { ArtifactDraft } from '../model/artifact.js';
 import type { EventArtifactRef, InternalEventInput, ValidEventInput } from '../model/event.js';
 import { artifactIndexChars, checkAppendSize, MAX_ARTIFACT_INDEXED_CHARS } from '../model/limits.js';
-import { EVENT_KINDS, eventInputSchema, internalEventInputSchema, sessionIdSchema, toEpochMs } from '../model/event.js';
+import { eventInputSchema, internalEventInputSchema, sessionIdSchema, toEpochMs } from '../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
 import { artifactIdFromSha256, newEventId } from '../model/ids.js';
 import type { AppendOptions, AppendOutcome, EventDraft, KeyedEvent, StorageBackend } from '../store/backend.js';
@@ -11,7 +11,7 @@ import { encodeArtifactAsync, sha256Hex } from './artifact-codec.js';
 import { previewArtifact } from './preview/index.js';
 import { RedactionPolicy, REDACTION_SECRET_NAME, type RedactionOptions, type RedactionReport } from './event-redaction.js';
 import { maskPrivate } from './private-spans.js';
-import { hasTurnContext, TURN_CONTEXT_EVENTS, turnContext, type ContextSource } from './turn-context.js';
+import { hasTurnContext, TURN_CONTEXT_EVENTS, TURN_CONTEXT_KINDS, turnContext, type ContextSource } from './turn-context.js';
 
 export interface IngestOptions {
   /**
@@ -284,7 +284,7 @@ export class Ingestor {
     // Stored events are needed only until the call's own inputs fill the window.
     const firstNew = draftIndex[0]!;
     const stored =
-      firstNew < depth ? (await this.store.listEvents({ sessionId, order: 'desc', limit: depth, kinds: [...EVENT_KINDS] })).reverse() : [];
+      firstNew < depth ? (await this.store.listEvents({ sessionId, order: 'desc', limit: depth, kinds: [...TURN_CONTEXT_KINDS] })).reverse() : [];
     let window: ContextSource[] = stored.map((e) => ({ text: e.content, isMasked: false }));
     for (let i = 0; i < valid.length; i++) {
       const d = draftOf.get(i);

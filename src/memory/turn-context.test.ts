@@ -25,8 +25,9 @@ describe('turnContext', () => {
     expect(turnContext([{ text: 'already masked text', isMasked: true }])).toBe('already masked text');
   });
 
-  it('leaves internal kinds out', () => {
-    expect(hasTurnContext('task_state')).toBe(false);
-    expect(hasTurnContext('tool_result')).toBe(true);
+  it('takes dialogue only: tool records, decisions, notes and internal kinds are left out', () => {
+    expect(hasTurnContext('user')).toBe(true);
+    expect(hasTurnContext('assistant')).toBe(true);
+    for (const kind of ['tool_call', 'tool_result', 'decision', 'note', 'system', 'task_state'] as const) expect(hasTurnContext(kind)).toBe(false);
   });
 });

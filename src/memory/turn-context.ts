@@ -1,12 +1,11 @@
 import type { EventKind } from '../model/event.js';
-import { INTERNAL_EVENT_KINDS } from '../model/event.js';
 import { maskPrivate } from './private-spans.js';
 import { STOP_WORDS } from './query-terms.js';
 
 /**
  * Context-aware index units. A turn is often unfindable on its own words: "Yes, last Tuesday!" answers a
- * question that holds the words a later query uses, and a tool result answers the call that names the
- * command. So every event is indexed with the words of the events just before it in its session, in the
+ * question that holds the words a later query uses. So every dialogue turn is indexed with the words of the
+ * dialogue turns just before it in its session, in the
  * low-weight column beside its kind, tool and tags (ingest.ts `searchMetaFor`): a query matching the
  * exchange finds the reply, which still ranks below a turn holding the words itself, and results point at
  * the exact event. Only earlier events, never later ones: appends stay append-only (no indexed row is
@@ -14,10 +13,9 @@ import { STOP_WORDS } from './query-terms.js';
  */
 
 /**
- * Earlier events an event is indexed with. Two: an answer often replies to the question before the last
- * turn ("How've you been using it?" follows the turn that names the clipboard), and a tool result follows
- * its call, which follows the request. On the LoCoMo development split two beat one on every conversation
- * and three added nothing (bench/results/locomo.md).
+ * Earlier turns an event is indexed with. Two: an answer often replies to the question before the last
+ * turn ("How've you been using it?" follows the turn that names the clipboard). On the LoCoMo development
+ * split two beat one on every conversation and three added nothing (bench/results/locomo.md).
  */
 export const TURN_CONTEXT_EVENTS = 2;
 
@@ -34,9 +32,19 @@ export const TURN_CONTEXT_WORDS = 32;
 /** Characters read from the end of each earlier event: enough for its last {@link TURN_CONTEXT_WORDS} words. */
 const TAIL_CHARS = 4000;
 
-/** Whether an event of this kind takes part in context (task cards and other internal records do not). */
+/**
+ * Kinds that take part in context, as the events indexed with it and as the events it comes from: dialogue. A
+ * turn's meaning depends on the exchange it belongs to; tool calls and results, decisions and notes are records
+ * that name what they are about. Giving them their neighbours' words made them match queries about other things
+ * and, since full-text ranking divides by the whole indexed length, weakened their own words: on the agent trace of
+ * `npm run bench -- context` (ablation) the right event came first for 54 % of probes with every kind in context,
+ * 67 % with dialogue only and 67 % with no context at all (bench/results/context.md, section 3).
+ */
+export const TURN_CONTEXT_KINDS: readonly EventKind[] = ['user', 'assistant'];
+
+/** Whether an event of this kind takes part in context ({@link TURN_CONTEXT_KINDS}). */
 export function hasTurnContext(kind: EventKind): boolean {
-  return !(INTERNAL_EVENT_KINDS as readonly string[]).includes(kind);
+  return TURN_CONTEXT_KINDS.includes(kind);
 }
 
 /** An earlier event's text, and whether its private spans are masked already. */

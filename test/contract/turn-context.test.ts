@@ -25,17 +25,20 @@ runStorageContract('turn context in the full-text index', ({ createHarness }) =>
     expect(r.hits[1]!.excerpt).toBe('Yes, last Tuesday! It was wonderful.');
   });
 
-  it('takes context from the events stored by earlier appends, two events deep, within the session', async () => {
-    await ctx.mem.append('a', [{ kind: 'tool_call', toolName: 'bash', content: '{"cmd":"npm run flaky-suite"}' }]);
-    await ctx.mem.append('a', [{ kind: 'note', content: 'starting' }]);
-    const [answer] = await ctx.mem.append('a', [{ kind: 'tool_result', toolName: 'bash', content: '3 passed, 1 failed' }]);
-    const [later] = await ctx.mem.append('a', [{ kind: 'assistant', content: 'one more' }, { kind: 'assistant', content: 'and another' }]);
+  it('takes context from the dialogue stored by earlier appends, two turns deep, within the session; not from tool records', async () => {
+    await ctx.mem.append('a', [{ kind: 'user', content: 'please rerun the flaky suite' }]);
+    const [tool] = await ctx.mem.append('a', [{ kind: 'tool_result', toolName: 'bash', content: '3 passed, 1 failed' }]);
+    await ctx.mem.append('a', [{ kind: 'assistant', content: 'starting' }]);
+    const [answer] = await ctx.mem.append('a', [{ kind: 'assistant', content: 'one test still fails' }]);
+    const [later] = await ctx.mem.append('a', [{ kind: 'user', content: 'ok' }, { kind: 'assistant', content: 'and another' }]);
     const [other] = await ctx.mem.append('b', [{ kind: 'assistant', content: 'first event of another session' }]);
     const ids = (await ctx.mem.recall('flaky suite', { retriever: 'fts', logRecall: false, k: 20 })).hits.map((h) => h.eventId);
+    // Two dialogue turns back (the tool result between them is not dialogue and does not count).
     expect(ids).toContain(answer!.record.id);
-    // Three events after the call, and another session's first event, are not its context.
     expect(ids).not.toContain(later!.record.id);
     expect(ids).not.toContain(other!.record.id);
+    // A tool result is a record of its own: never indexed with the request before it.
+    expect(ids).not.toContain(tool!.record.id);
   });
 
   it('never indexes a private span as context', async () => {
