@@ -281,10 +281,19 @@ export class Ingestor {
       if (d) return d.artifact ? { text: d.content, isMasked: false } : { text: d.searchText, isMasked: true };
       return { text: existing.get(v.key!)!.record.content, isMasked: false };
     };
-    // Stored events are needed only until the call's own inputs fill the window.
-    const firstNew = draftIndex[0]!;
-    const stored =
-      firstNew < depth ? (await this.store.listEvents({ sessionId, order: 'desc', limit: depth, kinds: [...TURN_CONTEXT_KINDS] })).reverse() : [];
+    // The turns stored before this call's first input: before the session's end, or, when that input is a retried
+    // one already stored, before its turn (the retried inputs then follow in the loop, each once).
+    const first = valid[0]!;
+    const firstStored = first.key !== undefined ? existing.get(first.key) : undefined;
+    const stored = (
+      await this.store.listEvents({
+        sessionId,
+        order: 'desc',
+        limit: depth,
+        kinds: [...TURN_CONTEXT_KINDS],
+        ...(firstStored ? { toTurn: firstStored.record.turn - 1 } : {}),
+      })
+    ).reverse();
     let window: ContextSource[] = stored.map((e) => ({ text: e.content, isMasked: false }));
     for (let i = 0; i < valid.length; i++) {
       const d = draftOf.get(i);

@@ -41,6 +41,16 @@ runStorageContract('turn context in the full-text index', ({ createHarness }) =>
     expect(ids).not.toContain(tool!.record.id);
   });
 
+  it('counts a retried input once: the turns before it come from the store, then the call itself', async () => {
+    await ctx.mem.append('r', [{ kind: 'user', content: 'xylophone lessons start monday' }]);
+    await ctx.mem.append('r', [{ kind: 'user', content: 'ok', key: 'k1' }]);
+    const [, fresh] = await ctx.mem.append('r', [
+      { kind: 'user', content: 'ok', key: 'k1' },
+      { kind: 'assistant', content: 'sure' },
+    ]);
+    expect((await ctx.mem.recall('xylophone', { retriever: 'fts', logRecall: false })).hits.map((h) => h.eventId)).toContain(fresh!.record.id);
+  });
+
   it('never indexes a private span as context', async () => {
     const [, reply] = await ctx.mem.append('p', [
       { kind: 'user', content: 'my locker code is <private>zebra-4471</private>, remember the locker' },
