@@ -204,8 +204,8 @@ const EXACT_MATCH_BOOST = 0.6;
 /**
  * Hybrid fusion: relevance = (1 - w) x full-text / best full-text + w x min-max normalised cosine, then over
  * the best candidate. w is chosen by leave-one-conversation-out cross-validation on the LoCoMo development
- * split (bench/results/locomo.md: every held-out conversation picked 0.2 or 0.3 from 0-0.5, and hybrid at 0.2
- * is above full-text at every k there). It was 0.5 when full-text indexed turns alone; with context-aware
+ * split (bench/results/locomo.md: every fold picked 0.2 from 0-0.5, and hybrid at 0.2 is not below full-text at
+ * any k there over all five categories). It was 0.5 when full-text indexed turns alone; with context-aware
  * units full-text is much stronger and the built-in word vectors' share smaller. A query naming identifiers
  * (a hash, an error code, a path) asks for those exact strings, so vectors get less say there: prose that is
  * merely about the same thing must not outrank the event that holds the string.
@@ -300,7 +300,7 @@ export class Recaller {
     if (pool.length === 0) return this.render(query, retriever, [], candidates, o.budgetTokens, false);
 
     const scored = await this.score(pool, keyIds, o, queryWords(query));
-    const detailed = ownMatchesOnly(await this.detailHead(scored, parsed, o), parsed);
+    const detailed = ownMatchesOnly(await this.detailHead(scored, parsed, o), parsed, retriever);
     const ordered = await this.orderByNovelty(detailed, embedder, o);
     const out = this.pack(query, ordered, excluded, candidates, o);
     return this.render(query, retriever, out, candidates, o.budgetTokens, out.length < candidates);
@@ -656,9 +656,11 @@ interface Scored {
  * strings (in their text, tool name or tags). When some candidates do, the others are padding and are dropped;
  * when none does, the nearest spellings by vector stay (`ECONNRESET` for `ECONNREFUSED`), but not events that
  * full-text found only through the context of the events before them. The task's key events always stay.
- * Other queries keep every candidate, context matches included.
+ * Other queries keep every candidate, context matches included; so does a call that asked for vectors alone
+ * (it gets the nearest ones, as admitVectorHits says).
  */
-function ownMatchesOnly(detailed: Scored[], parsed: ParsedQuery): Scored[] {
+function ownMatchesOnly(detailed: Scored[], parsed: ParsedQuery, retriever: Retriever): Scored[] {
+  if (retriever === 'vector') return detailed;
   const ids = new Set(parsed.identifiers);
   const isIdentifierOnly = ids.size > 0 && parsed.terms.every((t) => ids.has(t.text));
   if (!isIdentifierOnly) return detailed;
