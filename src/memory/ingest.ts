@@ -270,7 +270,8 @@ export class Ingestor {
     existing: ReadonlyMap<string, KeyedEvent>,
   ): Promise<void> {
     const depth = this.opts.turnContextEvents;
-    if (drafts.length === 0 || depth <= 0) return;
+    // Appends of tool records only (most of an agent's traffic) take no context: no read of the store for them.
+    if (depth <= 0 || !drafts.some((d) => hasTurnContext(d.kind))) return;
     const draftOf = new Map(draftIndex.map((inputIndex, j) => [inputIndex, drafts[j]!]));
     /** The text input `i` shows as context, or undefined when it takes no part in context. */
     const sourceOf = (i: number): ContextSource | undefined => {
