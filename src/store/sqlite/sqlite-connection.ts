@@ -5,6 +5,7 @@ import { EngramError, isEngramError } from '../../errors.js';
 import { startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { ENGRAM_APPLICATION_ID, LATEST_SQLITE_SCHEMA_VERSION, SQLITE_MIGRATIONS } from './migrations.js';
 import { translateSqliteError } from './sqlite-errors.js';
+import { cacheStatements } from './statement-cache.js';
 import { loadVectorExtension } from './sqlite-vectors.js';
 
 /**
@@ -84,6 +85,7 @@ export function openSqliteConnection(path: string, options: SqliteBackendOptions
     else if (readVersion(db) !== LATEST_SQLITE_SCHEMA_VERSION) {
       throw new EngramError('STORAGE_ERROR', `store at ${path} needs a migration; open it once without readonly`, { path });
     }
+    cacheStatements(db);
     return db;
   } catch (err) {
     db.close();
