@@ -197,7 +197,7 @@ export class Engram {
         storage: this.store.bus,
         countTokens: (text) => this.tokenizer.count(text),
         embedder: () => (this.embedding?.status.state === 'ready' ? this.embedding.indexer.embedder : null),
-        resolver: () => (this.resolverInstance ??= this.openResolver()),
+        resolver: () => this.pointerResolver(),
         agent: async (id) => {
           const record = await this.store.getAgent(id as never);
           return record && !record.revokedAt ? toBusAgent(record) : null;
@@ -209,6 +209,14 @@ export class Engram {
       this.busOptions,
     );
     return this.busInstance;
+  }
+
+  /**
+   * The pointer resolver the bus derefs through, opened on first use. It only reads and applies no budget: the
+   * dashboard's admin click-through uses it; agents deref through `bus.enforcer`.
+   */
+  pointerResolver(): Promise<PointerResolver> {
+    return (this.resolverInstance ??= this.openResolver());
   }
 
   /** An agent of the registry as the bus sees it, by name or id (NOT_FOUND, or FORBIDDEN when revoked). */

@@ -293,7 +293,7 @@ describe('HTTP API: document and shape', () => {
     const doc = r.body as { openapi: string; paths: Record<string, Record<string, any>>; components: any };
     expect(doc.openapi).toBe('3.1.0');
     const listed = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
-    const expected = [...ROUTES.map((route) => `${route.method.toUpperCase()} ${route.path}`), 'GET /v1/openapi.json', 'GET /healthz', 'POST /mcp'];
+    const expected = [...ROUTES.map((route) => `${route.method.toUpperCase()} ${route.path}`), 'GET /v1/openapi.json', 'GET /healthz', 'POST /mcp', 'GET /v1/dashboard/stream'];
     expect(listed.sort()).toEqual(expected.sort());
     const append = doc.paths['/v1/events']!.post;
     const eventSchema = append.requestBody.content['application/json'].schema.properties.events.items;

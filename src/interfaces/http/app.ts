@@ -12,6 +12,7 @@ import { ENGRAM_SESSION_HEADER, handleMcpRequest } from './mcp-endpoint.js';
 import { buildOpenApiDocument } from './openapi.js';
 import type { Route } from './route.js';
 import { ROUTES } from './routes.js';
+import { mountDashboard } from './dashboard-serve.js';
 
 import { DEFAULT_MAX_BODY_BYTES } from './defaults.js';
 
@@ -108,6 +109,7 @@ export function createHttpApp(mem: Engram, options: HttpAppOptions): EngramHttpA
   let openapi: Record<string, unknown> | undefined;
   app.get('/v1/openapi.json', (c) => c.json((openapi ??= buildOpenApiDocument(ROUTES, { version: options.version }))));
   app.all('/mcp', (c) => handleMcpRequest(mem, c.get('agent'), c.req.raw, { version: options.version, maxBodyBytes, log }));
+  const dashboard = mountDashboard(app, mem);
 
   app.notFound((c) => fail(c, new EngramError('NOT_FOUND', `no endpoint ${c.req.method} ${c.req.path}; see GET /v1/openapi.json`, { field: 'path' })));
   app.onError((err, c) => fail(c, err));
@@ -115,6 +117,7 @@ export function createHttpApp(mem: Engram, options: HttpAppOptions): EngramHttpA
   return {
     app,
     settled: async () => {
+      dashboard.closeStreams();
       while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
     },
   };

@@ -99,6 +99,13 @@ export function buildOpenApiDocument(routes: readonly Route[], info: { version: 
     summary: 'This document',
     responses: { '200': { description: 'The OpenAPI 3.1 document.', content: { 'application/json': { schema: { type: 'object' } } } }, ...errorResponses([]) },
   });
+  add('/v1/dashboard/stream', 'get', {
+    operationId: 'dashboardStream',
+    tags: ['dashboard'],
+    summary: 'Live updates for the dashboard (server-sent events; read it with fetch so the token stays in the Authorization header)',
+    description: 'Events: `ready`, then `bus` (a LESS telemetry event the caller may see: an engram put, a deref, a grant, a rejection) and `sessions` (session activity changed). Ends after 10 minutes; reconnect.',
+    responses: { '200': { description: 'text/event-stream', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...errorResponses([]) },
+  });
   add('/healthz', 'get', {
     operationId: 'health',
     tags: ['meta'],

@@ -12,6 +12,7 @@ import { MAX_APPEND_EVENTS } from '../../model/limits.js';
 import { agentProjectSchema } from '../../model/agent.js';
 import { BUS_ROUTES } from './bus-routes.js';
 import { ADMIN_ROUTES } from './admin-routes.js';
+import { DASHBOARD_ROUTES } from './dashboard-routes.js';
 import { defineRoute, type Route } from './route.js';
 
 /** Most events in one `POST /v1/events` batch (one transaction): the engine's limit; the body size limit applies as well. */
@@ -337,6 +338,7 @@ export const ROUTES: readonly Route[] = [
   }),
   ...BUS_ROUTES,
   ...ADMIN_ROUTES,
+  ...DASHBOARD_ROUTES,
 ];
 
 /** The same error with `from` (and `from.*`, `from[...]`) renamed to `to` in its field and message. */
