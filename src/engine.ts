@@ -36,6 +36,7 @@ import type { Principal } from './model/access.js';
 import { LOCAL_PRINCIPAL } from './model/access.js';
 import type { ReadScope } from './bus/resolvers/pointer-resolver.js';
 import { EngramView } from './view/engram-view.js';
+import type { HierarchyView } from './view/hierarchy-view.js';
 import type { StoreLocation } from './store/open-store.js';
 import { openStore } from './store/open-store.js';
 import { LruCache } from './util/lru-cache.js';
@@ -275,6 +276,11 @@ export class Engram {
         },
       },
     });
+  }
+
+  /** Hierarchical sessions (planner / executor / sub-executor) with full trust; `viewAs(p).hierarchy` bounds them. */
+  get hierarchy(): HierarchyView {
+    return this.viewAs().hierarchy;
   }
 
   /** A view bounded like a deref's reader: its project's sessions and those shared with it (full trust without one). */

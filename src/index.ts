@@ -63,3 +63,24 @@ export type { BudgetLimits } from './bus/budget-limits.js';
 export { parseAgentMessage, validateAgentMessage, buildSharedBrief } from './bus/messages/index.js';
 export type { BusMetrics } from './bus/bus-metrics.js';
 export { evaluateLocomo } from './eval/locomo-eval.js';
+export {
+  delegationPacketSchema,
+  delegationReportSchema,
+  provenancePointerSchema,
+  DELEGATION_LIMITS,
+  HIERARCHY_ROLES,
+  REPORT_STATUSES,
+} from './model/hierarchy.js';
+export type {
+  DelegationPacket,
+  DelegationPacketInput,
+  DelegationReport,
+  DelegationReportInput,
+  HierarchyLink,
+  HierarchyRole,
+  ProvenanceCheck,
+  ReportValidation,
+  WriterLease,
+} from './model/hierarchy.js';
+export { RECALL_SCOPES } from './view/hierarchy-view.js';
+export type { HierarchyView, DelegateInput, DelegateOutcome, ReportOutcome, ReceivedReport, HierarchyTree, TreeNode, HierarchyRecallScope } from './view/hierarchy-view.js';

@@ -6,6 +6,7 @@ import type { ArtifactDraft, ArtifactRecord } from '../model/artifact.js';
 import type { EventArtifactRef, EventKind, EventRecord, SessionRecord } from '../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
 import type { BusStorage } from './bus-storage.js';
+import { writerLeaseOf, type WriterLease } from '../model/hierarchy.js';
 
 /**
  * What a backend can do. The core reads these flags instead of checking which backend it has.
@@ -72,6 +73,12 @@ export interface AppendOptions {
    * append transaction, so a session created concurrently by another project is never written into.
    */
   requireProject?: string;
+  /**
+   * Who writes (single-writer discipline, model/hierarchy.ts): refuse with SCOPE_DENIED naming the holder, writing
+   * nothing, when the session's writer lease (its `hierarchy:link` event) names another writer. Checked inside the
+   * append transaction. Absent: a full-trust caller, not checked.
+   */
+  writer?: WriterLease;
 }
 
 /** A session's owner and the projects it is shared with, read-only. */
@@ -312,6 +319,22 @@ export function sessionScopeDenied(sessionId: string, project: string): EngramEr
     field: 'sessionId',
     sessionId,
     project,
+  });
+}
+
+/**
+ * The single-writer rule, in one place: both backends call it inside their append transaction with the meta of the
+ * session's `hierarchy:link` event (HIERARCHY_LINK_KEY), when the append names a writer.
+ */
+export function checkWriterLease(sessionId: string, linkMeta: Record<string, unknown> | null | undefined, writer: WriterLease | undefined): void {
+  if (writer === undefined || !linkMeta) return;
+  const holder = writerLeaseOf(linkMeta);
+  if (holder === null || holder.id === writer.id) return;
+  throw new EngramError('SCOPE_DENIED', `session ${sessionId} has one writer, ${holder.name}; ${writer.name} may not write to it`, {
+    field: 'sessionId',
+    sessionId,
+    holder: holder.name,
+    writer: writer.name,
   });
 }
 

@@ -17,6 +17,7 @@ import type { BusMetrics } from '../bus/bus-metrics.js';
 import { computeBusMetrics } from '../bus/bus-metrics.js';
 import type { RecallOptions, RecallResult } from '../memory/recall.js';
 import type { RecallOutcome, RecallRequest } from './agent-recall.js';
+import { HierarchyView } from './hierarchy-view.js';
 import { checkExpandMaxTokens, DEFAULT_EXPAND_MAX_TOKENS, expandArtifact, expandEvent, type ExpandAnswer } from './expand.js';
 
 /** Sessions holding an artifact that are looked at to decide whether a reader may see it. */
@@ -81,6 +82,7 @@ export class EngramView {
   async pack(sessionId: string, options: PackOptions): Promise<SessionPack> {
     const id = validateSessionId(sessionId);
     await this.checkWritable(id, { mayNotExist: false });
+    await this.hierarchy.checkWriter(id);
     return this.mem.context.pack(id, options);
   }
 
@@ -219,11 +221,20 @@ export class EngramView {
     return [...access.values()].some((facts) => canReadSession(this.principal, facts));
   }
 
-  /** What an append writes for: the project of new sessions, and the owner required of existing ones. */
+  /** What an append writes for: the project of new sessions, the owner required of existing ones, and the writer. */
   private owner(): AppendOptions {
     const project = projectForNewSession(this.principal);
-    return this.project === null ? { project } : { project, requireProject: project };
+    // Agents write as themselves: a session whose writer lease names another writer refuses them (hierarchy-view.ts).
+    const writer = this.hierarchy.writer;
+    return { project, ...(this.project === null ? {} : { requireProject: project }), ...(writer ? { writer } : {}) };
   }
+
+  /** Hierarchical sessions as this principal may use them: delegation, reports, the tree, recall across it. */
+  get hierarchy(): HierarchyView {
+    return (this.hierarchyView ??= new HierarchyView(this.mem, this));
+  }
+
+  private hierarchyView: HierarchyView | undefined;
 
   private async facts(id: SessionId): Promise<SessionAccessFacts | undefined> {
     return (await this.mem.store.getSessionAccess([id])).get(id);

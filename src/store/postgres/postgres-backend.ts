@@ -31,7 +31,8 @@ import type {
   PurgeLogRecord,
   PurgePlan,
 } from '../backend.js';
-import { contextWeightOf, DEFAULT_CAPABILITIES, isKeyedDuplicate, recallLogLimit, sessionScopeDenied } from '../backend.js';
+import { checkWriterLease, contextWeightOf, DEFAULT_CAPABILITIES, isKeyedDuplicate, recallLogLimit, sessionScopeDenied } from '../backend.js';
+import { HIERARCHY_LINK_KEY } from '../../model/hierarchy.js';
 import { DEFAULT_PROJECT } from '../../model/access.js';
 import type { ContextStateRecord } from '../../model/context-state.js';
 import type { KarmaRecord } from '../../model/karma.js';
@@ -186,6 +187,11 @@ export class PostgresBackend implements StorageBackend {
       await c.query(s.ensureSession, [sessionId, Date.now(), options.project ?? DEFAULT_PROJECT]);
       const session = (await c.query<{ last_turn: number; project: string }>(s.lockSession, [sessionId])).rows[0]!;
       if (options.requireProject !== undefined && session.project !== options.requireProject) throw sessionScopeDenied(sessionId, options.requireProject);
+      if (options.writer !== undefined) {
+        // Read after the session row's lock: a lease written by a concurrent delegation is seen here.
+        const link = (await c.query<EventRow>(s.eventsByKeys, [sessionId, [HIERARCHY_LINK_KEY]])).rows[0];
+        checkWriterLease(sessionId, link ? rowToEvent(link).meta : null, options.writer);
+      }
       for (const artifact of [...artifacts].sort((a, b) => (a.record.id < b.record.id ? -1 : 1))) {
         const r = artifact.record;
         const data = Buffer.from(artifact.stored.buffer, artifact.stored.byteOffset, artifact.stored.byteLength);

@@ -32,7 +32,8 @@ import type {
   PurgeLogRecord,
   PurgePlan,
 } from '../backend.js';
-import { contextWeightOf, DEFAULT_CAPABILITIES, isKeyedDuplicate, recallLogLimit, sessionScopeDenied } from '../backend.js';
+import { checkWriterLease, contextWeightOf, DEFAULT_CAPABILITIES, isKeyedDuplicate, recallLogLimit, sessionScopeDenied } from '../backend.js';
+import { HIERARCHY_LINK_KEY } from '../../model/hierarchy.js';
 import type { ContextStateRecord } from '../../model/context-state.js';
 import type { KarmaRecord } from '../../model/karma.js';
 import { karmaFromColumns, type KarmaColumns } from '../karma-record.js';
@@ -144,6 +145,10 @@ export class SqliteBackend implements StorageBackend {
       if (options.requireProject !== undefined) {
         const owner = (s.sessionProject.get(sessionId) as { project: string }).project;
         if (owner !== options.requireProject) throw sessionScopeDenied(sessionId, options.requireProject);
+      }
+      if (options.writer !== undefined) {
+        const link = s.eventByKey.get(sessionId, HIERARCHY_LINK_KEY) as EventRow | undefined;
+        checkWriterLease(sessionId, link ? rowToEvent(link).meta : null, options.writer);
       }
       // The transaction is IMMEDIATE, so no other writer can move last_turn under us: read it once and
       // write it back once. (Updating the session row per event halved ingest throughput: 15K vs 33K events/s.)
