@@ -13,6 +13,7 @@ import { agentProjectSchema } from '../../model/agent.js';
 import { BUS_ROUTES } from './bus-routes.js';
 import { ADMIN_ROUTES } from './admin-routes.js';
 import { DASHBOARD_ROUTES } from './dashboard-routes.js';
+import { HIERARCHY_ROUTES } from './hierarchy-routes.js';
 import { defineRoute, type Route } from './route.js';
 
 /** Most events in one `POST /v1/events` batch (one transaction): the engine's limit; the body size limit applies as well. */
@@ -339,6 +340,7 @@ export const ROUTES: readonly Route[] = [
   ...BUS_ROUTES,
   ...ADMIN_ROUTES,
   ...DASHBOARD_ROUTES,
+  ...HIERARCHY_ROUTES,
 ];
 
 /** The same error with `from` (and `from.*`, `from[...]`) renamed to `to` in its field and message. */
