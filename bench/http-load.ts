@@ -4,7 +4,11 @@
  * errors, then checks that every acknowledged event is stored exactly once (over HTTP and in the store
  * file after a graceful shutdown). Writes bench/results/http-load.{md,json}.
  *
- *   npm run bench -- http-load [--agents 8] [--seconds 20] [--warmup 2] [--batch 4] [--retry-rate 0.05] [--profile]
+ *   npm run bench -- http-load [--agents 8,32] [--backends sqlite,postgres] [--embedder none|builtin] [--seconds 20] [--warmup 2]
+ *                              [--batch 4] [--retry-rate 0.05] [--profile]
+ *
+ * Each backend and agent count is its own run on a fresh store; the report puts them side by side with the
+ * targets of issue #14, then gives each run's detail.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,6 +16,8 @@ import { cpus, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { openEngram } from '../src/engine.js';
+import type { StoreLocation } from '../src/store/open-store.js';
+import { createBenchStore, type BenchBackend } from './lib/bench-stores.js';
 import type { EventInput } from '../src/model/event.js';
 import { agentTrace, recallQueries } from './lib/agent-trace.js';
 import { Prng } from './lib/prng.js';
@@ -29,6 +35,20 @@ export interface HttpLoadArgs {
   retryRate: number;
   /** Run the server under `--cpu-prof` and report where its time went. */
   profile: boolean;
+  /** The store the server runs on. Default sqlite (a fresh file); postgres gets a fresh schema (bench-stores.ts). */
+  backend?: BenchBackend;
+  /** The server's embedder (`--embedder`): `none` (default) measures full-text recall; `builtin` adds hybrid recall and the embedding worker. */
+  embedder?: 'none' | 'builtin';
+  /** Write bench/results/http-load.{md,json} for this run alone. Default true. */
+  writeReport?: boolean;
+}
+
+/** The targets of issue #14 for `engram serve` (32 agents, loopback). */
+export const HTTP_TARGETS = { appendPerSec: 2000, appendP95Ms: 20, recallPerSec: 500, recallP95Ms: 50 } as const;
+
+export interface HttpLoadSuiteArgs extends Omit<HttpLoadArgs, 'agents' | 'backend' | 'writeReport'> {
+  agents: number[];
+  backends: BenchBackend[];
 }
 
 type Op = 'append' | 'recall' | 'retry';
@@ -52,13 +72,28 @@ interface AgentState {
   retryMismatches: number;
 }
 
-export async function runHttpLoad(args: HttpLoadArgs): Promise<void> {
+/** Every backend and agent count in turn, each on a fresh store; writes the combined report. */
+export async function runHttpLoadSuite(args: HttpLoadSuiteArgs): Promise<HttpLoadReport[]> {
+  const runs: HttpLoadReport[] = [];
+  for (const backend of args.backends) {
+    for (const agents of args.agents) runs.push(await runHttpLoad({ ...args, agents, backend, writeReport: false }));
+  }
+  mkdirSync('bench/results', { recursive: true });
+  writeFileSync('bench/results/http-load.json', JSON.stringify({ targets: HTTP_TARGETS, runs }, null, 2) + '\n');
+  writeFileSync('bench/results/http-load.md', renderSuiteReport(runs));
+  console.error(renderSuiteReport(runs));
+  if (runs.some((r) => !r.verification.httpVerified || !r.verification.storeVerified || r.server.exitCode !== 0)) process.exitCode = 1;
+  return runs;
+}
+
+export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
   const dir = mkdtempSync(join(tmpdir(), 'engram-http-load-'));
-  const db = join(dir, 'engram.db');
+  const backend = args.backend ?? 'sqlite';
+  const store = backend === 'sqlite' ? { location: { db: join(dir, 'engram.db') } as StoreLocation, cleanup: async () => {} } : await createBenchStore(backend);
   try {
-    console.error(`== starting engram serve on ${db}`);
+    console.error(`== starting engram serve on ${backend} (${args.agents} agents)`);
     const profileDir = join(dir, 'profile');
-    const server = await startServer(db, args.profile ? profileDir : undefined);
+    const server = await startServer(store.location, args.embedder ?? 'none', args.profile ? profileDir : undefined);
     const admin = server.info.admin!.token;
     const post = (path: string, token: string, body: unknown) =>
       fetch(`${server.info.url}${path}`, {
@@ -173,7 +208,7 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<void> {
     const shutdownMs = performance.now() - stopStart;
 
     const profile = args.profile ? readProfile(profileDir) : null;
-    const mem = await openEngram({ db, sqlite: { create: false } });
+    const mem = await openEngram({ ...store.location, ...(backend === 'sqlite' ? { sqlite: { create: false } } : {}) });
     const stats = await mem.stats();
     await mem.close();
     const acked = agents.reduce((n, a) => n + a.acked.size, 0);
@@ -186,12 +221,12 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<void> {
       const s = summarize(ms);
       return { requests: s.n, perSec: round(s.n / loadSeconds, 1), p50Ms: round(s.p50, 1), p95Ms: round(s.p95, 1), p99Ms: round(s.p99, 1), meanMs: round(s.mean, 1) };
     };
-    const report = {
+    const report: HttpLoadReport = {
       when: new Date().toISOString(),
       machine: machineLine(),
       cpus: cpus().length,
       memGiB: round(totalmem() / 2 ** 30, 0),
-      config: { ...args, backend: 'sqlite', transport: 'HTTP/1.1 keep-alive over loopback (Node fetch)' },
+      config: { ...args, backend, embedder: args.embedder ?? 'none', transport: 'HTTP/1.1 keep-alive over loopback (Node fetch)' },
       ops: { append: opStats('append'), recall: opStats('recall'), retry: opStats('retry') },
       eventsPerSec: round((opStats('append').requests * args.batch) / loadSeconds, 0),
       errors: Object.fromEntries(errors),
@@ -209,12 +244,16 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<void> {
       server: { maxRssMb, shutdownMs: round(shutdownMs, 0), exitCode },
       ...(profile ? { profile } : {}),
     };
-    mkdirSync('bench/results', { recursive: true });
-    writeFileSync('bench/results/http-load.json', JSON.stringify(report, null, 2) + '\n');
-    writeFileSync('bench/results/http-load.md', renderReport(report));
-    console.error(renderReport(report));
-    if (!httpVerified || !storeVerified || exitCode !== 0) process.exitCode = 1;
+    if (args.writeReport ?? true) {
+      mkdirSync('bench/results', { recursive: true });
+      writeFileSync('bench/results/http-load.json', JSON.stringify(report, null, 2) + '\n');
+      writeFileSync('bench/results/http-load.md', renderReport(report));
+      console.error(renderReport(report));
+      if (!httpVerified || !storeVerified || exitCode !== 0) process.exitCode = 1;
+    }
+    return report;
   } finally {
+    await store.cleanup();
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -226,9 +265,10 @@ interface StartedServer {
   exited: Promise<number | null>;
 }
 
-async function startServer(db: string, profileDir: string | undefined): Promise<StartedServer> {
+async function startServer(location: StoreLocation, embedder: 'none' | 'builtin', profileDir: string | undefined): Promise<StartedServer> {
   const profiling = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
-  const child = spawn(process.execPath, [...profiling, '--import', 'tsx', 'bench/lib/serve-child.ts', 'serve', '--db', db, '--port', '0', '--json', '--embedder', 'none'], {
+  const store = location.pg !== undefined ? ['--pg', location.pg] : ['--db', location.db!];
+  const child = spawn(process.execPath, [...profiling, '--import', 'tsx', 'bench/lib/serve-child.ts', 'serve', ...store, '--port', '0', '--json', '--embedder', embedder], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, ENGRAM_DB: '', ENGRAM_PG_URL: '' },
   });
@@ -264,12 +304,12 @@ function readMaxRssMb(pid: number): number | null {
   }
 }
 
-export function renderReport(r: {
+export interface HttpLoadReport {
   when: string;
   machine: string;
   cpus: number;
   memGiB: number;
-  config: HttpLoadArgs & { backend: string; transport: string };
+  config: HttpLoadArgs & { backend: BenchBackend; embedder: string; transport: string };
   ops: Record<Op, { requests: number; perSec: number; p50Ms: number; p95Ms: number; p99Ms: number; meanMs: number }>;
   eventsPerSec: number;
   errors: Record<string, number>;
@@ -286,7 +326,9 @@ export function renderReport(r: {
   };
   server: { maxRssMb: number | null; shutdownMs: number; exitCode: number | null };
   profile?: ProfileSummary;
-}): string {
+}
+
+export function renderReport(r: HttpLoadReport): string {
   const c = r.config;
   const v = r.verification;
   const fmt = (n: number) => n.toLocaleString('en');
@@ -301,7 +343,7 @@ export function renderReport(r: {
 Generated by \`npm run bench -- http-load\` on ${r.when} (${r.machine}, ${r.cpus} cores, ${r.memGiB} GiB; the load generator
 and the server share these cores). Code: \`bench/http-load.ts\`.
 
-**Setup.** \`engram serve\` in its own process on a fresh SQLite store (the embedded default), bound to 127.0.0.1.
+**Setup.** \`engram serve\` in its own process on a fresh ${c.backend === 'postgres' ? 'PostgreSQL schema (the local server, same machine)' : 'SQLite store (the embedded default)'}, bound to 127.0.0.1, embedder \`${c.embedder}\`.
 ${c.agents} agents, each added through \`POST /v1/agents\` with its own token and writing its own session, run a closed
 loop over ${c.transport}: append one turn of ${c.batch} events (\`POST /v1/events\`, every event keyed; synthetic
 coding-agent events of about 120 words, some tool outputs large enough to become artifacts), then one recall
@@ -326,7 +368,7 @@ ${round(1000 / totalPerSec, 1)} ms of server time each, on a core shared with th
 
 **Exactly once.** ${fmt(v.acknowledgedEvents)} events were acknowledged (warm-up included). Paging every session
 through \`GET /v1/sessions/{id}/events\`: ${v.httpVerified ? 'every acknowledged event is stored once, with the acknowledged id, no other event, turns gap-free' : 'MISMATCH'}.
-After SIGTERM the store file holds ${fmt(v.storedEvents)} events (${v.storeVerified ? 'equal to the acknowledged count' : 'MISMATCH'}).
+After SIGTERM the store holds ${fmt(v.storedEvents)} events (${v.storeVerified ? 'equal to the acknowledged count' : 'MISMATCH'}).
 ${fmt(v.retriedBatches)} retried batches all came back as duplicates with the original ids (${v.retryMismatches} mismatches).
 Needle recalls: ${fmt(v.needleFound)} of ${fmt(v.needleQueries)} found the needle in a hit.
 ${v.problems.length > 0 ? `\nProblems:\n${v.problems.map((p) => `- ${p}`).join('\n')}\n` : ''}
@@ -347,4 +389,31 @@ ${r.profile.functions.map((f) => `| \`${f.name}\` | ${fmt(f.selfMs)} | ${round(f
 `
     : ''
 }`;
+}
+
+/** All runs side by side against the targets of issue #14, then each run's detail. */
+export function renderSuiteReport(runs: readonly HttpLoadReport[]): string {
+  const t = HTTP_TARGETS;
+  const fmt = (n: number) => n.toLocaleString('en');
+  const rows = runs.map((r) => {
+    const a = r.ops.append;
+    const q = r.ops.recall;
+    const verified = r.verification.httpVerified && r.verification.storeVerified && r.server.exitCode === 0;
+    const errors = Object.values(r.errors).reduce((n, e) => n + e, 0);
+    return `| ${r.config.backend} | ${r.config.agents} | ${fmt(a.perSec)} | ${a.p95Ms} | ${fmt(q.perSec)} | ${q.p95Ms} | ${fmt(r.eventsPerSec)} | ${errors} | ${verified ? 'yes' : 'NO'} |`;
+  });
+  const first = runs[0];
+  return `# HTTP API under load
+
+Generated by \`npm run bench -- http-load\` on ${first?.when ?? '?'} (${first?.machine ?? '?'}, ${first?.cpus ?? '?'} cores; the load
+generator and the server share these cores). Code: \`bench/http-load.ts\`. Embedder: \`${first?.config.embedder ?? 'none'}\`
+(\`none\`: recall is full-text). Each row is a fresh store; each agent appends a turn of ${first?.config.batch ?? 4} events, then recalls,
+in a closed loop (details per run below).
+
+| backend | agents | appends/s | append p95 ms | recalls/s | recall p95 ms | events/s | errors | exactly once |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
+${rows.join('\n')}
+| **target (#14, 32 agents)** | 32 | >= ${fmt(t.appendPerSec)} | < ${t.appendP95Ms} | >= ${t.recallPerSec} | < ${t.recallP95Ms} | | 0 | yes |
+
+${runs.map((r) => renderReport(r).replace(/^# HTTP API under load\n/, `## ${r.config.backend}, ${r.config.agents} agents\n`)).join('\n')}`;
 }

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CONTEXT_PARTS, runContextBench, type ContextPart } from './context.js';
 import { runEmbedderBench } from './embedder.js';
-import { runHttpLoad } from './http-load.js';
+import { runHttpLoadSuite } from './http-load.js';
 import { runIngestRecall } from './ingest-recall.js';
 import { runAdversarialBench } from './adversarial.js';
 import { LOCOMO_RETRIEVERS, runLocomo, type LocomoRetriever } from './locomo.js';
@@ -21,7 +21,7 @@ const DEFAULT_TRANSCRIPT = resolve(REPO_ROOT, '../shared/bench-data/transcripts/
 const USAGE = `usage:
   npm run bench -- ingest-recall [--sizes 10000,100000] [--queries 300] [--single 3000] [--backends sqlite,postgres] [--writers 1,2,4] [--writer-events 5000]
   npm run bench -- embedder [--texts 20000] [--loads 5]
-  npm run bench -- http-load [--agents 8] [--seconds 20] [--warmup 2] [--batch 4] [--retry-rate 0.05] [--profile]
+  npm run bench -- http-load [--agents 8,32] [--backends sqlite,postgres] [--embedder none|builtin] [--seconds 20] [--warmup 2] [--batch 4] [--retry-rate 0.05] [--profile]
   npm run bench -- context [--parts prefix,sweep,latency,ablation] [--windows 8192,16384,32768] [--turns 300] [--transcript FILE] [--transcript-windows <--windows>]
                            [--low-water-sweep 0.2,0.3,0.4,0.5,0.6]
                            [--sizes 10000,100000] [--steady-turns 200] [--latency-window 32768] [--probes 14] [--seed 42] [--no-profile]
@@ -60,7 +60,8 @@ const { values } = parseArgs({
     probes: { type: 'string', default: '14' },
     seed: { type: 'string', default: '42' },
     'no-profile': { type: 'boolean', default: false },
-    agents: { type: 'string', default: '8' },
+    agents: { type: 'string', default: '8,32' },
+    embedder: { type: 'string', default: 'none' },
     seconds: { type: 'string', default: '20' },
     warmup: { type: 'string', default: '2' },
     batch: { type: 'string', default: '4' },
@@ -151,7 +152,21 @@ switch (name) {
     };
     const retryRate = Number(values['retry-rate']);
     if (!(retryRate >= 0 && retryRate <= 1)) fail('--retry-rate: expected a share from 0 to 1');
-    await runHttpLoad({ agents: int('agents', 1), seconds: int('seconds', 1), warmupSeconds: int('warmup', 0), batch: int('batch', 1), retryRate, profile: values.profile });
+    const agents = values.agents.split(',').map(Number);
+    if (agents.some((n) => !Number.isInteger(n) || n < 1)) fail(`--agents: expected integers >= 1, found "${values.agents}"`);
+    const backends = values.backends.split(',');
+    if (backends.some((b) => b !== 'sqlite' && b !== 'postgres')) fail(`--backends: expected sqlite and/or postgres, found "${values.backends}"`);
+    if (values.embedder !== 'none' && values.embedder !== 'builtin') fail(`--embedder: expected none or builtin, found "${values.embedder}"`);
+    await runHttpLoadSuite({
+      agents,
+      backends: backends as Array<'sqlite' | 'postgres'>,
+      embedder: values.embedder,
+      seconds: int('seconds', 1),
+      warmupSeconds: int('warmup', 0),
+      batch: int('batch', 1),
+      retryRate,
+      profile: values.profile,
+    });
     break;
   }
   case 'needle':
