@@ -17,7 +17,8 @@ import { riskEngram } from '../fixtures/engrams.js';
  * and over stdio, where `engram mcp --agent NAME` names it.
  */
 const BIN = resolve('bin/engram.js');
-const BASE_TOOLS = ['append_events', 'expand', 'get_task_state', 'recall', 'update_task_state'];
+const HIERARCHY_TOOLS = ['delegate', 'hierarchy_recall', 'hierarchy_tree', 'received_reports', 'report'];
+const BASE_TOOLS = ['append_events', 'expand', 'get_task_state', 'recall', 'update_task_state', ...HIERARCHY_TOOLS];
 const LESS_TOOLS = ['less_deref_pointer', 'less_put_engram', 'less_query_engrams', 'less_request_deref'];
 
 let repo: TempRepo;

@@ -51,13 +51,18 @@ describe('MCP over Streamable HTTP (real SDK client)', () => {
     // The bus tools act as the authenticated agent; less_issue_grant only for parents (mcp-bus.test.ts).
     expect(tools.map((t) => t.name).sort()).toEqual([
       'append_events',
+      'delegate',
       'expand',
       'get_task_state',
+      'hierarchy_recall',
+      'hierarchy_tree',
       'less_deref_pointer',
       'less_put_engram',
       'less_query_engrams',
       'less_request_deref',
       'recall',
+      'received_reports',
+      'report',
       'update_task_state',
     ]);
 

@@ -9,7 +9,22 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 const BIN = resolve('bin/engram.js');
 // The less_* bus tools are listed without --agent too, and refuse calls saying how to name one (mcp-bus.test.ts).
-const TOOLS = ['append_events', 'expand', 'get_task_state', 'less_deref_pointer', 'less_put_engram', 'less_query_engrams', 'less_request_deref', 'recall', 'update_task_state'];
+const TOOLS = [
+  'append_events',
+  'delegate',
+  'expand',
+  'get_task_state',
+  'hierarchy_recall',
+  'hierarchy_tree',
+  'less_deref_pointer',
+  'less_put_engram',
+  'less_query_engrams',
+  'less_request_deref',
+  'recall',
+  'received_reports',
+  'report',
+  'update_task_state',
+];
 
 let dir: string;
 let client: Client;

@@ -14,6 +14,7 @@ import type { ToolErrorOptions } from './errors.js';
 import { toolErrorResult } from './errors.js';
 import type { BusAgent } from '../../bus/bus-agent.js';
 import { registerBusTools } from './bus-tools.js';
+import { registerHierarchyTools } from './hierarchy-tools.js';
 
 export interface EngramMcpServerOptions {
   /** The session this server works for: `append_events` writes to it, task state tools read and write its card. */
@@ -233,6 +234,7 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
   );
 
   registerBusTools(server, mem, { agent: options.agent, runId: options.runId ?? mem.bus.defaultRunId, canIssueGrants: options.canIssueGrants ?? false }, run);
+  registerHierarchyTools(server, view, sessionId, run);
 
   server.registerResource(
     'task-state',
