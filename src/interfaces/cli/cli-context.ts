@@ -9,6 +9,8 @@ export interface GlobalOptions {
   pg?: string;
   json?: boolean;
   embedder?: string;
+  /** `--llm <spec>`: the model consolidation derives summaries with (see llm-option.ts). */
+  llm?: string;
   repo?: string;
   /** False with --no-redact. */
   redact?: boolean;

@@ -6,6 +6,7 @@ import { EngramError, isEngramError } from '../../errors.js';
 import { DEFAULT_DB_PATH, type StoreLocation } from '../../store/open-store.js';
 import { createEmbedderFromSpec, DEFAULT_EMBEDDER_SPEC, parseEmbedderSpec } from '../../providers/embedder-spec.js';
 import { PACKAGE_VERSION } from '../shared/package-version.js';
+import { LLM_OPTION_DESCRIPTION } from './llm-option.js';
 import type { CliContext, CommandAction, GlobalOptions, RegisterCommands, VectorUse } from './cli-context.js';
 import * as agent from './commands/agent.js';
 import * as bench from './commands/bench.js';
@@ -98,6 +99,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       '--embedder <spec>',
       `semantic recall: builtin (offline, default), none, onnx:<model id or directory> (options: 'onnx[pooling=cls,dtype=q8]:<...>'), openai:<model> (default: $ENGRAM_EMBEDDER or ${DEFAULT_EMBEDDER_SPEC})`,
     )
+    .option('--llm <spec>', LLM_OPTION_DESCRIPTION)
     .option('--repo <path>', 'the git repository that repo: and diff: pointers address (default: $ENGRAM_REPO, else the working directory)')
     .option('--no-redact', 'store credentials verbatim instead of replacing them with [REDACTED:kind:hash] (default: redact; $ENGRAM_REDACT=off)')
     // With --json, a parser error is reported once, as the JSON error object reportError prints.
