@@ -1,0 +1,93 @@
+import type { Engram } from '../src/engine.js';
+
+/**
+ * A small agent team with something to show on every dashboard screen: a lead with two children in project
+ * `shop` (engrams, one contradiction, derefs, a grant, a rejected message), an agent of project `bank`, an
+ * admin, sessions with a compacted window (markers), task-state versions, karma and recalls. Used by the
+ * browser test (test/e2e/dashboard-browser.test.ts) and the screenshot script (scripts/dashboard-screenshots.ts).
+ * `repoRoot` must hold `services/ledger/reservation.py` and `services/gateway/routes.py` at commit `sha`.
+ */
+export interface DashboardDemo {
+  tokens: Record<'root' | 'lead' | 'alice' | 'bob' | 'eve', string>;
+  span(path: 'ledger' | 'gateway', from: number, to: number): string;
+  longSession: string;
+}
+
+export const DEMO_FILES = (lines: (count: number, prefix: string) => string) => ({
+  'services/ledger/reservation.py': lines(220, 'ledger'),
+  'services/gateway/routes.py': lines(300, 'routes'),
+});
+
+export async function seedDashboardDemo(mem: Engram, sha: string): Promise<DashboardDemo> {
+  const tokens = {} as DashboardDemo['tokens'];
+  const add = async (name: keyof DashboardDemo['tokens'], options: Parameters<Engram['agents']['add']>[1]) => {
+    tokens[name] = (await mem.agents.add(name, options)).token;
+  };
+  await add('root', { role: 'admin', isAdmin: true });
+  await add('lead', { role: 'manager', project: 'shop' });
+  await add('alice', { role: 'programmer', parent: 'lead', project: 'shop' });
+  await add('bob', { role: 'tester', parent: 'lead', project: 'shop' });
+  await add('eve', { role: 'programmer', project: 'bank' });
+  const span = (path: 'ledger' | 'gateway', from: number, to: number) =>
+    `repo:services/${path === 'ledger' ? 'ledger/reservation.py' : 'gateway/routes.py'}#L${from}-L${to}@${sha}`;
+  const agent = async (name: string) => mem.agents.get(name);
+  const alice = await agent('alice');
+  const bob = await agent('bob');
+  const eve = await agent('eve');
+  const lead = await agent('lead');
+  const run = mem.bus.defaultRunId;
+  const engram = (kind: string, claim: string, refs: string[], extra: Record<string, unknown> = {}) => ({
+    kind,
+    claim,
+    pointers: refs.map((ref) => ({ type: ref.slice(0, ref.indexOf(':')), ref })),
+    confidence: 0.8,
+    ttl: 'P7D',
+    scope: 'project',
+    ...extra,
+  });
+  await mem.bus.engrams.put(alice, engram('risk', 'Reservation retries are not idempotent: a retried POST debits twice.', [span('ledger', 40, 52)]), run);
+  await mem.bus.engrams.put(alice, engram('decision', 'Use the request id as the idempotency key in reserve().', [span('ledger', 60, 64)]), run);
+  await mem.bus.engrams.put(
+    bob,
+    engram('risk', 'Gateway retries on 502 while the ledger says retries are safe: the two disagree.', [span('gateway', 120, 126), span('ledger', 40, 52)], { tags: ['contradiction'] }),
+    run,
+  );
+  await mem.bus.engrams.put(bob, engram('test', 'test_reserve_retry fails on the second debit.', [span('ledger', 88, 95)]), run);
+  await mem.bus.engrams.put(eve, engram('fact', 'Bank rounding uses banker’s rounding on cents.', [span('ledger', 10, 12)]), run);
+
+  for (const [a, b] of [[40, 52], [60, 64], [88, 95]] as const) await mem.bus.enforcer.deref(alice, { pointer: span('ledger', a, b) });
+  await mem.bus.enforcer.deref(alice, { pointer: span('ledger', 100, 110) }).catch(() => undefined);
+  await mem.bus.issueGrantTo(lead, { child: 'alice', pointer: span('ledger', 100, 110), capTokens: 300 });
+  const pasted = 'ROLE: tester\nTASK_STATUS: done\nOUTPUT:\n  summary: |\n    ```python\n    def reserve(amount):\n        return ledger.debit(amount)\n    ```\n  next: review\n';
+  await mem.bus.enforcer.submitMessage(bob, pasted, { direction: 'child-to-parent' });
+  const compliant = {
+    ROLE: 'programmer',
+    TASK_STATUS: 'done',
+    ENGRAMS: [engram('risk', 'Retries debit twice.', [span('ledger', 40, 52)])],
+    OUTPUT: { summary: 'One risk, see engram.', next: 'Await review.' },
+  };
+  await mem.bus.enforcer.submitMessage(alice, JSON.stringify(compliant), { direction: 'child-to-parent' });
+
+  // A long session whose window is compacted (markers), with task-state versions, karma and recalls.
+  const shop = mem.viewAs({ kind: 'agent', agentId: alice.id, agentName: 'alice', project: 'shop', isAdmin: false });
+  const longSession = 'shop-ledger-retries';
+  const topics = ['ledger reservation', 'gateway retry policy', 'idempotency key', 'debit twice', 'test_reserve_retry', 'rollback plan'];
+  for (let batch = 0; batch < 6; batch++) {
+    const events = [];
+    for (let i = 0; i < 30; i++) {
+      const topic = topics[(batch + Math.floor(i / 10)) % topics.length]!;
+      events.push({ kind: i % 2 === 0 ? 'user' : 'assistant', content: `Turn about the ${topic}: step ${batch * 30 + i} looks at ${topic} and what it changes for reservation ${batch}-${i}.` });
+    }
+    await shop.append(longSession, events as never);
+  }
+  await shop.updateTaskState(longSession, { goals: ['Make reservation retries idempotent'], phase: 'debugging', openLoops: ['gateway retry on 502'] });
+  await shop.updateTaskState(longSession, { phase: 'testing', nextActions: ['run test_reserve_retry'] });
+  await mem.context.pack(longSession, { windowTokens: 3000 });
+  await shop.recall({ queries: ['idempotency key'], sessionIds: [longSession] });
+  await shop.recall({ queries: ['gateway retry policy'], sessionIds: [longSession] });
+  await mem.karma.add('The ledger service owns debits; the gateway never retries a debit itself.', { sessionId: longSession as never, verifiedBy: 'lead' });
+  await shop.append('shop-checkout', [{ kind: 'user', content: 'Checkout shows the wrong total after a retry.' }, { kind: 'decision', content: 'Recompute totals server-side.' }] as never);
+  const bank = mem.viewAs({ kind: 'agent', agentId: eve.id, agentName: 'eve', project: 'bank', isAdmin: false });
+  await bank.append('bank-rounding', [{ kind: 'user', content: 'Rounding drifts by a cent on refunds.' }] as never);
+  return { tokens, span, longSession };
+}
