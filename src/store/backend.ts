@@ -255,6 +255,11 @@ export interface VectorSearchQuery {
   filter?: EventFilter;
   /** Most hits, nearest first. */
   limit: number;
+  /**
+   * Compare with every stored vector (brute force) even where the backend has an approximate index for large
+   * stores (SQLite's IVF index, docs/recall.md). Default false: the backend picks.
+   */
+  exact?: boolean;
 }
 
 export interface VectorHit {

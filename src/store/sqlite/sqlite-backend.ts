@@ -125,6 +125,7 @@ export class SqliteBackend implements StorageBackend {
     try {
       const backend = new SqliteBackend(db, path, options.durability ?? 'normal');
       backend.openOptions = options;
+      backend.vectors.configureIndex(options.vectorIndex, options.readonly ?? false);
       backend.checkpointer = startWalCheckpointer(db, path, options);
       return backend;
     } catch (err) {

@@ -7,6 +7,7 @@ import { ENGRAM_APPLICATION_ID, LATEST_SQLITE_SCHEMA_VERSION, SQLITE_MIGRATIONS 
 import { translateSqliteError } from './sqlite-errors.js';
 import { cacheStatements } from './statement-cache.js';
 import { loadVectorExtension } from './sqlite-vectors.js';
+import type { VectorIndexOptions } from './sqlite-vector-index.js';
 
 /**
  * Opening a SQLite store file: refusing foreign or newer files, pragmas, the sqlite-vec extension, creating or
@@ -30,6 +31,8 @@ export interface SqliteBackendOptions {
   create?: boolean;
   /** Checkpoint the WAL on a worker thread instead of on commits (see checkpointer.ts). Default true. */
   backgroundCheckpoint?: boolean;
+  /** Vector search above a size threshold: the IVF index, or exact only (sqlite-vector-index.ts). */
+  vectorIndex?: VectorIndexOptions;
 }
 
 // Safety net if the checkpoint worker cannot keep up or is disabled: the committing connection

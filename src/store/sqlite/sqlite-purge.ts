@@ -71,6 +71,9 @@ export class SqlitePurge {
     const dropJob = db.prepare('DELETE FROM embedding_jobs WHERE event_rowid = ?');
     const dropVector = db.prepare('DELETE FROM event_vectors WHERE event_rowid = ?');
     const dropVec0 = hasVec0 ? db.prepare('DELETE FROM vec_events WHERE rowid = ?') : undefined;
+    // The IVF index of large stores (sqlite-vector-index.ts) holds the vector too.
+    const hasIvf = db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'vec_ivf'").get() !== undefined;
+    const dropIvf = hasIvf ? db.prepare('DELETE FROM vec_ivf WHERE rowid = ?') : undefined;
     for (const t of plan.tombstones) {
       const row = rowidOf.get(t.id) as { rowid: number } | undefined;
       if (!row) continue;
@@ -79,6 +82,7 @@ export class SqlitePurge {
       counts.embeddingJobs += dropJob.run(row.rowid).changes;
       counts.vectors += dropVector.run(row.rowid).changes;
       dropVec0?.run(BigInt(row.rowid));
+      dropIvf?.run(BigInt(row.rowid));
     }
 
     // The events whose indexed context held a tombstoned event's words get their full-text row again (PurgePlan.reindex).

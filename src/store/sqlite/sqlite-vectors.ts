@@ -6,6 +6,8 @@ import type { EmbeddingQueueStats, StoredVector, VectorHit, VectorModel, VectorS
 import { MAX_EMBEDDING_ATTEMPTS } from '../backend.js';
 import { chunks, translateSqliteError } from './sqlite-errors.js';
 import { VISIBLE_SESSION_SQL } from './sqlite-sessions.js';
+import type { VectorIndexOptions } from './sqlite-vector-index.js';
+import { SqliteVectorIndex } from './sqlite-vector-index.js';
 
 type Db = Database.Database;
 
@@ -33,13 +35,27 @@ export function loadVectorExtension(db: Db): void {
  * the KNN instead of after it. Not a partition key: recall searches every session by default, and with
  * partitions an unfiltered KNN over 2,000 vectors in 200 sessions took 19 ms instead of 1 ms (measured with
  * sqlite-vec 0.1.9). The KNN is brute force: about 36 ms at 100,000 vectors of 256 dimensions. The table is created when a
- * model is chosen, with that model's dimension. Jobs are rows of `embedding_jobs`, written in the append
+ * model is chosen, with that model's dimension. Above a size threshold queries go to an IVF index instead
+ * (sqlite-vector-index.ts), unless exact search is asked for. Jobs are rows of `embedding_jobs`, written in the append
  * transaction, so a queued event survives any crash.
  */
 export class SqliteVectors {
   private model: VectorModel | null | undefined;
+  private index: SqliteVectorIndex;
 
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: Db) {
+    this.index = new SqliteVectorIndex(db);
+  }
+
+  /** Sets how queries use the IVF index (the backend's `vectorIndex` option); `isReadonly`: never build it. */
+  configureIndex(options: VectorIndexOptions = {}, isReadonly = false): void {
+    this.index = new SqliteVectorIndex(this.db, options, isReadonly);
+  }
+
+  /** The IVF index, for its owner's maintenance and the benchmarks. */
+  get vectorIndex(): SqliteVectorIndex {
+    return this.index;
+  }
 
   /** The model as stored, read fresh (another process may have reindexed). */
   readModel(): VectorModel | null {
@@ -64,6 +80,7 @@ export class SqliteVectors {
       const current = this.readModel();
       if (current && current.name === model.name && current.dimensions === model.dimensions) return { isChanged: false, queued: 0 };
       this.db.exec('DROP TABLE IF EXISTS vec_events');
+      this.index.drop();
       this.db.exec(
         `CREATE VIRTUAL TABLE vec_events USING vec0 (
            session_id TEXT,
@@ -116,6 +133,7 @@ export class SqliteVectors {
       const remove = this.db.prepare('DELETE FROM vec_events WHERE rowid = ?');
       const keep = this.db.prepare('INSERT INTO event_vectors (event_rowid, embedding) VALUES (?, ?) ON CONFLICT (event_rowid) DO UPDATE SET embedding = excluded.embedding');
       const done = this.db.prepare('DELETE FROM embedding_jobs WHERE event_rowid = ?');
+      const addToIndex = this.index.adder(current);
       for (const v of vectors) {
         const row = rows.get(v.eventId);
         if (!row) continue; // not an event of this store
@@ -132,6 +150,7 @@ export class SqliteVectors {
         const blob = toBlob(v.vector);
         insert.run(id, row.session_id, row.kind, BigInt(row.ts_ms), blob);
         keep.run(row.rowid, blob);
+        addToIndex?.(row, v.vector, blob);
       }
       for (const row of this.rowsOf(skipped).values()) done.run(row.rowid);
     });
@@ -212,9 +231,17 @@ export class SqliteVectors {
     }
     let knn: Array<{ rowid: number; distance: number }>;
     try {
-      knn = this.db.prepare(`SELECT rowid, distance FROM vec_events WHERE ${where.join(' AND ')} ORDER BY distance`).all(...params) as typeof knn;
+      const plan = q.exact ? null : this.index.plan(model, q.vector);
+      if (plan) {
+        // IVF: the same KNN over the probed lists only; vec0 answers k per list, the nearest k overall are kept.
+        where.push(`list_id IN (${plan.lists.map(() => '?').join(',')})`);
+        params.push(...plan.lists.map((l) => BigInt(l)));
+        knn = (this.db.prepare(`SELECT rowid, distance FROM vec_ivf WHERE ${where.join(' AND ')} ORDER BY distance`).all(...params) as typeof knn).slice(0, k);
+      } else {
+        knn = this.db.prepare(`SELECT rowid, distance FROM vec_events WHERE ${where.join(' AND ')} ORDER BY distance`).all(...params) as typeof knn;
+      }
     } catch (err) {
-      throw translateSqliteError(err, 'vector search failed');
+      throw err instanceof EngramError ? err : translateSqliteError(err, 'vector search failed');
     }
     if (knn.length === 0) return [];
     const ids = new Map<number, { id: string; task_id: string | null }>();
