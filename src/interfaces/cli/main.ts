@@ -13,6 +13,7 @@ import * as bench from './commands/bench.js';
 import * as bus from './commands/bus.js';
 import * as context from './commands/context.js';
 import * as embedding from './commands/embedding.js';
+import * as hierarchy from './commands/hierarchy.js';
 import * as hooks from './commands/hooks.js';
 import * as ingest from './commands/ingest.js';
 import * as init from './commands/init.js';
@@ -38,6 +39,7 @@ const COMMANDS: readonly RegisterCommands[] = [
   show.register,
   stats.register, // stats, sessions, share, unshare
   context.register, // context, compact, pin, task
+  hierarchy.register, // delegate, report, reports, tree, recall-tree
   karma.register,
   purge.register,
   agent.register,
