@@ -14,6 +14,7 @@ describe('extractJson', () => {
     ['trailing commas', '{"a": 1, "b": ["x",],}', true],
     ['single quotes and a bare key', "{'a': 1, b: ['x']}", true],
     ['an answer cut off before its closers', '{"a": 1, "b": ["x"', true],
+    ['a bracket in the prose before the object', 'Result [checked]: {"a": 1, "b": ["x"]}', false],
   ])('reads %s', (_label, text, repaired) => {
     expect(extractJson(text)).toEqual({ ok: true, value: { a: 1, b: ['x'] }, repaired });
   });

@@ -12,22 +12,31 @@ import type { ChatMessage, ChatModel, ChatRequest, ChatResult } from './chat-mod
 export function extractJson(text: string): { ok: true; value: unknown; repaired: boolean } | { ok: false; message: string } {
   const fenced = /```(?:json|JSON)?\s*\n?([\s\S]*?)```/.exec(text);
   const inner = fenced ? fenced[1]! : text;
-  const start = inner.search(/[{[]/);
-  if (start < 0) return { ok: false, message: 'the answer holds no JSON object' };
-  const closer = inner[start] === '{' ? '}' : ']';
-  const end = inner.lastIndexOf(closer);
-  // An answer cut off before its closer (max_tokens) is passed on whole: jsonrepair closes what is open.
-  const candidate = end > start ? inner.slice(start, end + 1) : inner.slice(start);
-  try {
-    return { ok: true, value: JSON.parse(candidate) as unknown, repaired: false };
-  } catch {
-    // near-JSON: repaired below
+  // The value starts at the first `{` or the first `[`: prose may hold a bracket ("[note]") before the object,
+  // so both are tried, earliest first, strict JSON before repair.
+  const starts = [inner.indexOf('{'), inner.indexOf('[')].filter((i) => i >= 0).sort((a, b) => a - b);
+  if (starts.length === 0) return { ok: false, message: 'the answer holds no JSON object' };
+  const candidates = starts.map((start) => {
+    const end = inner.lastIndexOf(inner[start] === '{' ? '}' : ']');
+    // An answer cut off before its closer (max_tokens) is passed on whole: jsonrepair closes what is open.
+    return end > start ? inner.slice(start, end + 1) : inner.slice(start);
+  });
+  for (const candidate of candidates) {
+    try {
+      return { ok: true, value: JSON.parse(candidate) as unknown, repaired: false };
+    } catch {
+      // near-JSON: repaired below
+    }
   }
-  try {
-    return { ok: true, value: JSON.parse(jsonrepair(candidate)) as unknown, repaired: true };
-  } catch (err) {
-    return { ok: false, message: `the answer is not JSON and could not be repaired (${(err as Error).message.slice(0, 120)})` };
+  let problem = '';
+  for (const candidate of candidates) {
+    try {
+      return { ok: true, value: JSON.parse(jsonrepair(candidate)) as unknown, repaired: true };
+    } catch (err) {
+      problem ||= (err as Error).message.slice(0, 120);
+    }
   }
+  return { ok: false, message: `the answer is not JSON and could not be repaired (${problem})` };
 }
 
 export interface StructuredOptions {
