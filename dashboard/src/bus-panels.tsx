@@ -217,7 +217,7 @@ export function FeedPanel(props: { run: string; isAdmin: boolean }) {
   };
   const set = (key: keyof typeof filters) => (e: Event) => setFilters({ ...filters, [key]: (e.currentTarget as HTMLInputElement).value });
   return (
-    <div class="stack">
+    <div class={open ? 'feed-layout open' : 'feed-layout'}>
       <Card title="Engram feed" actions={<span class="badge" data-testid="feed-total">{first.data?.total ?? 0} engrams</span>}>
         <div class="filters">
           {props.isAdmin && (

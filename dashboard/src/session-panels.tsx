@@ -373,7 +373,7 @@ export function OverviewPanel() {
                     <b>{d.store.artifacts.toLocaleString()}</b> artifacts
                   </div>
                   <div>
-                    <b>{(d.store.artifactStoredBytes / 1024).toFixed(0)} KiB</b> stored ({(d.store.artifactBytes / 1024).toFixed(0)} KiB raw) · {d.store.backend}
+                    <b>{(d.store.artifactStoredBytes / 1024).toFixed(0)} KiB</b> stored ({(d.store.artifactBytes / 1024).toFixed(0)} KiB raw) · {d.store.backend.split(" ")[0]}
                   </div>
                 </>
               )}

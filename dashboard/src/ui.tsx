@@ -61,9 +61,10 @@ export function Meter(props: { label: string; used: number; limit: number; unit?
 /** Vertical bars (hand-drawn SVG): one per value, with an optional limit line. */
 export function Bars(props: { values: Array<{ label: string; value: number; bad?: boolean }>; limit?: number; height?: number; testId?: string }) {
   const h = props.height ?? 80;
-  const w = Math.max(120, props.values.length * 14);
+  const w = 300;
   const max = Math.max(1, props.limit ?? 0, ...props.values.map((v) => v.value));
-  const bw = w / Math.max(1, props.values.length);
+  // At most 24 units a bar: a few values stay bars, not a filled strip.
+  const bw = Math.min(24, w / Math.max(1, props.values.length));
   return (
     <svg class="bars" viewBox={`0 0 ${w} ${h}`} preserveAspectRatio="none" data-testid={props.testId} role="img">
       {props.values.map((v, i) => {

@@ -76,7 +76,7 @@ export async function serveCommand(mem: Engram, args: ServeArgs, io: Io, version
       // One write: a reader that waits for the address line gets the agent line with it.
       io.out(
         [
-          `Engram listening on ${server.url} (HTTP API under /v1, MCP at ${server.url}/mcp; store: ${mem.store.name}; ${embedding})`,
+          `Engram listening on ${server.url} (HTTP API under /v1, MCP at ${server.url}/mcp, dashboard at ${server.url}/; store: ${mem.store.name}; ${embedding})`,
           admin
             ? `Created the admin agent "${admin.agent.name}". ${tokenNotice(admin.token)}`
             : 'Agents: engram agent list; add one with: engram agent add NAME --role ROLE [--parent NAME]',
