@@ -41,7 +41,10 @@ export interface Escalated<T> {
 export type BoundCheck = { ok: true } | { ok: false; outcome: 'over_budget' | 'invalid'; reason: string };
 
 export interface EscalationSteps<T> {
-  /** Asks the model at a level; absent when no model is configured. A throw counts as `failed` and escalates. */
+  /**
+   * Asks the model at a level; absent when no model is configured. A throw escalates: as `invalid` for
+   * PROVIDER_ERROR `invalid_output` (see `completeStructured`), else as `failed`.
+   */
   llm?: (level: LlmLevel) => Promise<T>;
   /** Whether a value is within the level's bounds (budget, caps, schema). The deterministic value must pass too. */
   check: (value: T, level: EscalationLevel) => BoundCheck;
@@ -101,7 +104,9 @@ export async function escalate<T>(steps: EscalationSteps<T>, telemetry?: Escalat
     try {
       value = await steps.llm(level);
     } catch (err) {
-      attempts.push({ level, outcome: 'failed', reason: err instanceof Error ? err.message : String(err) });
+      // A model that answered, but never with a valid object (structured output after its re-asks), is `invalid`.
+      const isInvalid = err instanceof EngramError && err.data.reason === 'invalid_output';
+      attempts.push({ level, outcome: isInvalid ? 'invalid' : 'failed', reason: err instanceof Error ? err.message : String(err) });
       continue;
     }
     const verdict = steps.check(value, level);
