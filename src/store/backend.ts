@@ -6,6 +6,7 @@ import type { ArtifactDraft, ArtifactRecord } from '../model/artifact.js';
 import type { EventArtifactRef, EventKind, EventRecord, SessionRecord } from '../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
 import type { BusStorage } from './bus-storage.js';
+import type { GraphStorage } from './graph-storage.js';
 import { writerLeaseOf, type WriterLease } from '../model/hierarchy.js';
 
 /**
@@ -151,6 +152,12 @@ export interface TextSearchQuery {
    * `searchMeta`) against the event's own text (1). Default {@link DEFAULT_CONTEXT_WEIGHT}.
    */
   contextWeight?: number;
+  /**
+   * Estimated matching rows above which the backend bounds its work: the newest matches are the candidates and
+   * only they are scored (docs/recall.md, "Full-text at scale"). Default: the backend's own bound; tests set it
+   * small to exercise the bounded path on a small store.
+   */
+  boundAbove?: number;
 }
 
 /**
@@ -444,6 +451,8 @@ export interface StorageBackend {
   readonly capabilities: BackendCapabilities;
   /** The Engram Bus tables (engrams, deref budgets, grants, telemetry); limits are enforced in the store. */
   readonly bus: BusStorage;
+  /** The knowledge graph's tables (entities, typed edges, citations; consolidate/graph/). */
+  readonly graph: GraphStorage;
 
   /**
    * Appends events to a session in one transaction, creating the session if needed. Turns are assigned

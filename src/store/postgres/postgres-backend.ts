@@ -49,9 +49,11 @@ import type { PgErrorPhase } from './pg-errors.js';
 import { isServerError, translatePgError } from './pg-errors.js';
 import { chunkForIndex, indexTokens } from './tsquery.js';
 import { rewriteTextRows } from './postgres-text-index.js';
-import { TsqueryPlanner } from './tsquery-planner.js';
+import { MAX_RANKED_ROWS, TsqueryPlanner } from './tsquery-planner.js';
 import { PostgresVectors } from './postgres-vectors.js';
 import { PostgresBus } from './postgres-bus.js';
+import { PostgresGraph } from './postgres-graph.js';
+import type { GraphStorage } from '../graph-storage.js';
 import { PostgresPurge } from './postgres-purge.js';
 import type { BusStorage } from '../bus-storage.js';
 
@@ -61,6 +63,8 @@ import type { BusStorage } from '../bus-storage.js';
 // ranking rarely drops an event the second would have kept, few enough to cost well under a millisecond.
 const RERANK_CANDIDATES_PER_HIT = 4;
 const MIN_RERANK_CANDIDATES = 100;
+/** Newest matching chunks the bounded path ranks (see searchText). */
+const BOUNDED_PG_CANDIDATES = 400;
 
 
 /** An events row as node-postgres returns it: bigints as strings, NUL-escaped content flagged, tags nullable. */
@@ -110,6 +114,7 @@ export class PostgresBackend implements StorageBackend {
   private readonly sessions: PostgresSessions;
   private readonly vectors: PostgresVectors;
   readonly bus: BusStorage;
+  readonly graph: GraphStorage;
   private readonly purger: PostgresPurge;
   private isClosed = false;
   /** The connection of the withTransaction a call is made from (found through the async context), if any. */
@@ -133,6 +138,11 @@ export class PostgresBackend implements StorageBackend {
       (fn) => this.transaction('vector write failed', fn),
     );
     this.bus = new PostgresBus(
+      this.sql.s,
+      <R>(sql: string, params: unknown[], context: string) => this.query<R>(sql, params, context),
+      (context, fn) => this.transaction(context, fn),
+    );
+    this.graph = new PostgresGraph(
       this.sql.s,
       <R>(sql: string, params: unknown[], context: string) => this.query<R>(sql, params, context),
       (context, fn) => this.transaction(context, fn),
@@ -381,9 +391,9 @@ export class PostgresBackend implements StorageBackend {
   async searchText(query: TextSearchQuery): Promise<TextHit[]> {
     this.assertOpen();
     if (query.limit <= 0) return [];
-    const tsquery = await this.planner.plan(query.terms);
-    if (tsquery === null) return [];
-    const params: unknown[] = [tsquery];
+    const plan = await this.planner.planDetailed(query.terms);
+    if (plan === null) return [];
+    const params: unknown[] = [plan.q];
     const param = (value: unknown): string => {
       params.push(value);
       return `$${params.length}`;
@@ -408,9 +418,18 @@ export class PostgresBackend implements StorageBackend {
     // frequency; recall's exact-identifier boost covers the case where that matters most. Events are joined
     // before ranking only when a filter needs them.
     const weights = `'{${contextWeightOf(query).toFixed(4)}, 0.25, 0.25, 1.0}'`;
+    // Bounded (docs/recall.md, "Full-text at scale"): when the planner counts more matching rows than the bound,
+    // only the newest BOUNDED_PG_CANDIDATES matching chunks are ranked, those holding every term first (as on
+    // SQLite). Fewer matches than that are all ranked, so an identifier or phrase finds the same events either way.
+    const isBounded = plan.estimate > (query.boundAbove ?? MAX_RANKED_ROWS);
+    const join = filters.length > 0 ? `JOIN ${s}.events e ON e.pk = c.event_pk` : '';
+    const source = isBounded
+      ? `(SELECT c.event_pk, c.tsv FROM ${s}.event_text c ${join}, q WHERE c.tsv @@ q.q ${filters.map((w) => `AND ${w}`).join(' ')}
+          ORDER BY c.tsv @@ to_tsquery(${this.sql.config}, ${param(plan.all)}) DESC, c.event_pk DESC LIMIT ${param(BOUNDED_PG_CANDIDATES)}) c, q`
+      : `${s}.event_text c ${join}, q`;
     const candidates = `SELECT c.event_pk, c.tsv, ts_rank(${weights}, c.tsv, q.q, 1) AS r
-        FROM ${s}.event_text c ${filters.length > 0 ? `JOIN ${s}.events e ON e.pk = c.event_pk` : ''}, q
-        WHERE c.tsv @@ q.q ${filters.map((w) => `AND ${w}`).join(' ')}
+        FROM ${source}
+        WHERE c.tsv @@ q.q ${isBounded ? '' : filters.map((w) => `AND ${w}`).join(' ')}
         ORDER BY r DESC, c.event_pk DESC
         LIMIT ${param(Math.max(query.limit * RERANK_CANDIDATES_PER_HIT, MIN_RERANK_CANDIDATES))}`;
     const sql = `WITH q AS (SELECT to_tsquery(${this.sql.config}, $1) AS q), cand AS (${candidates})

@@ -38,10 +38,10 @@ describe('TsqueryPlanner', () => {
     expect(calls).toEqual([["'alpha'", "'beta'"]]);
   });
 
-  it('needs no count for a single term, and returns null for no usable term', async () => {
-    const { count, calls } = counter({});
-    expect(await new TsqueryPlanner(count).plan([{ text: 'solo' }])).toBe("'solo'");
+  it('counts a single term for the bound estimate, and returns null without a count for no usable term', async () => {
+    const { count, calls } = counter({ "'solo'": 9 });
+    expect(await new TsqueryPlanner(count).planDetailed([{ text: 'solo' }])).toEqual({ q: "'solo'", estimate: 9, all: "('solo')" });
     expect(await new TsqueryPlanner(count).plan([{ text: '--' }])).toBeNull();
-    expect(calls).toEqual([]);
+    expect(calls).toEqual([["'solo'"]]);
   });
 });

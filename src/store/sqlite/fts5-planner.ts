@@ -16,6 +16,13 @@ export const MAX_SCORED_ROWS = 10_000;
 const DF_CACHE_ENTRIES = 50_000;
 const DF_CACHE_TTL_MS = 60_000;
 
+export interface Fts5Plan {
+  match: string;
+  estimate: number;
+  terms: Array<{ match: string; df: number }>;
+  allMatch: string;
+}
+
 interface TermPlan {
   term: SearchTerm;
   /** Rows containing the term (its rarest token for a phrase); Infinity when unknown (prefix terms). */
@@ -37,6 +44,15 @@ export class Fts5Planner {
   }
 
   plan(terms: SearchTerm[]): string | null {
+    return this.planDetailed(terms)?.match ?? null;
+  }
+
+  /**
+   * The plan with what the bounded path (fts5-bounded.ts) needs: the MATCH expression, an estimate of the rows it
+   * matches (the rare terms' summed document frequencies; Infinity with a prefix term), every term compiled with
+   * its frequency, and the AND of all terms.
+   */
+  planDetailed(terms: SearchTerm[]): Fts5Plan | null {
     const usable = terms.filter((t) => HAS_WORD_CHAR.test(t.text));
     if (usable.length === 0) return null;
     const planned: TermPlan[] = usable.map((term) => ({ term, df: term.isPrefix ? Number.POSITIVE_INFINITY : this.termDf(term.text) }));
@@ -52,8 +68,13 @@ export class Fts5Planner {
     }
     const common = planned.filter((p) => !rare.includes(p));
     const r = rare.map((p) => compileTerm(p.term)).join(' OR ');
-    if (common.length === 0) return r;
-    return `(${r}) AND (${[...rare, ...common].map((p) => compileTerm(p.term)).join(' OR ')})`;
+    const match = common.length === 0 ? r : `(${r}) AND (${[...rare, ...common].map((p) => compileTerm(p.term)).join(' OR ')})`;
+    return {
+      match,
+      estimate: rare.reduce((sum, p) => sum + p.df, 0),
+      terms: planned.map((p) => ({ match: compileTerm(p.term), df: p.df })),
+      allMatch: planned.map((p) => compileTerm(p.term)).join(' AND '),
+    };
   }
 
   private termDf(text: string): number {

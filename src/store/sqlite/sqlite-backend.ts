@@ -41,11 +41,14 @@ import type { AgentId, AgentRecord } from '../../model/agent.js';
 import { SqliteAgents } from './sqlite-agents.js';
 import { SqliteSessions, VISIBLE_SESSION_SQL } from './sqlite-sessions.js';
 import { SqliteBus } from './sqlite-bus.js';
+import { SqliteGraph } from './sqlite-graph.js';
+import type { GraphStorage } from '../graph-storage.js';
 import { SqlitePurge } from './sqlite-purge.js';
 import type { BusStorage } from '../bus-storage.js';
 import { eventFromColumns, eventFromDraft, type EventColumns } from '../event-record.js';
 import type { Checkpointer } from './checkpointer.js';
 import { Fts5Planner } from './fts5-planner.js';
+import { BOUND_ABOVE_ROWS, Fts5BoundedSearch } from './fts5-bounded.js';
 import { chunks, translateSqliteError } from './sqlite-errors.js';
 import { openSqliteConnection, readVersion, startWalCheckpointer, type SqliteBackendOptions } from './sqlite-connection.js';
 import { SqliteVectors } from './sqlite-vectors.js';
@@ -85,10 +88,12 @@ export class SqliteBackend implements StorageBackend {
   readonly capabilities: BackendCapabilities;
   private readonly stmts: ReturnType<typeof prepareStatements>;
   private readonly planner: Fts5Planner;
+  private readonly bounded: Fts5BoundedSearch;
   private readonly vectors: SqliteVectors;
   private readonly agents: SqliteAgents;
   private readonly sessions: SqliteSessions;
   readonly bus: BusStorage;
+  readonly graph: GraphStorage;
   private readonly purger: SqlitePurge;
   private checkpointer: Checkpointer | undefined;
   private isClosed = false;
@@ -113,10 +118,12 @@ export class SqliteBackend implements StorageBackend {
     };
     this.stmts = prepareStatements(db);
     this.planner = new Fts5Planner(db);
+    this.bounded = new Fts5BoundedSearch(db);
     this.vectors = new SqliteVectors(db);
     this.agents = new SqliteAgents(db);
     this.sessions = new SqliteSessions(db);
     this.bus = new SqliteBus(db);
+    this.graph = new SqliteGraph(db);
     this.purger = new SqlitePurge(db);
   }
 
@@ -383,8 +390,9 @@ export class SqliteBackend implements StorageBackend {
 
   async searchText(query: TextSearchQuery): Promise<TextHit[]> {
     this.assertOpen();
-    const match = this.planner.plan(query.terms);
-    if (match === null || query.limit <= 0) return [];
+    const plan = this.planner.planDetailed(query.terms);
+    if (plan === null || query.limit <= 0) return [];
+    const match = plan.match;
     const where: string[] = [];
     const params: unknown[] = [];
     const f = query.filter ?? {};
@@ -416,6 +424,16 @@ export class SqliteBackend implements StorageBackend {
     // events) contextWeight, inlined as a checked number (FTS5 reads auxiliary arguments as values). Without filters
     // the top rows are picked inside FTS5 before joining events: joining every match first doubled latency.
     const weight = contextWeightOf(query).toFixed(4);
+    if (Number.isFinite(plan.estimate) && plan.estimate > (query.boundAbove ?? BOUND_ABOVE_ROWS)) {
+      try {
+        const hits = this.bounded.search(plan, query.limit, where, params);
+        const ids = this.db.prepare('SELECT rowid, id FROM events WHERE rowid IN (SELECT value FROM json_each(?))').all(JSON.stringify(hits.map((h) => h.rowid))) as Array<{ rowid: number; id: string }>;
+        const idOf = new Map(ids.map((r) => [r.rowid, r.id]));
+        return hits.flatMap((h) => (idOf.has(h.rowid) ? [{ eventId: idOf.get(h.rowid) as EventId, relevance: h.score }] : []));
+      } catch (err) {
+        throw translateSqliteError(err, 'full-text search failed');
+      }
+    }
     const sql =
       where.length === 0
         ? `SELECT e.id AS id, f.score AS score FROM

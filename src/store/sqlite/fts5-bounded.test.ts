@@ -1,0 +1,45 @@
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Fts5BoundedSearch, readVarints } from './fts5-bounded.js';
+import { Fts5Planner } from './fts5-planner.js';
+
+let db: Database.Database;
+beforeEach(() => {
+  db = new Database(':memory:');
+  db.exec(`CREATE VIRTUAL TABLE events_fts USING fts5 (body, meta, content = '', contentless_delete = 1, tokenize = 'porter unicode61 remove_diacritics 2');
+    CREATE VIRTUAL TABLE events_fts_vocab USING fts5vocab (events_fts, 'row');
+    CREATE TABLE events (rowid INTEGER PRIMARY KEY, id TEXT);`);
+});
+afterEach(() => db.close());
+
+function fill(rows: string[]): void {
+  const insert = db.prepare('INSERT INTO events_fts (rowid, body, meta) VALUES (?, ?, ?)');
+  db.transaction(() => rows.forEach((body, i) => insert.run(i + 1, body, 'note')))();
+}
+
+describe('readVarints', () => {
+  it("reads FTS5's records: the totals record (rows, then tokens per column) and a row's sizes", () => {
+    expect(readVarints(Buffer.from('868D2087B1DD0ED8DB6C', 'hex'))).toEqual([100_000, 15_494_798, 1_453_548]);
+    expect(readVarints(Buffer.from('5A01', 'hex'))).toEqual([90, 1]);
+  });
+});
+
+describe('Fts5BoundedSearch', () => {
+  it('scores the newest rows holding every term first, shorter rows above longer ones, and stops at the candidate count', () => {
+    const filler = Array.from({ length: 50 }, (_, i) => `alpha filler ${i}`);
+    fill([...filler, 'alpha beta', 'alpha beta and many more words in this longer row here', 'beta only', 'alpha beta gamma delta epsilon']);
+    const plan = new Fts5Planner(db).planDetailed([{ text: 'alpha' }, { text: 'beta' }])!;
+    const hits = new Fts5BoundedSearch(db).search(plan, 3, [], [], 3);
+    // Candidates: the three rows holding both words (51, 52, 54); the short one ranks first, the long one last.
+    expect(hits.map((h) => h.rowid)).toEqual([51, 54, 52]);
+    expect(hits[0]!.score).toBeGreaterThan(hits[2]!.score);
+  });
+
+  it('tops up with rows holding some term when few hold all, ranked below those that hold all', () => {
+    fill(['alpha one', 'beta two', 'alpha beta', 'beta three']);
+    const plan = new Fts5Planner(db).planDetailed([{ text: 'alpha' }, { text: 'beta' }])!;
+    const hits = new Fts5BoundedSearch(db).search(plan, 3, [], [], 3);
+    expect(hits[0]!.rowid).toBe(3);
+    expect(hits).toHaveLength(3);
+  });
+});

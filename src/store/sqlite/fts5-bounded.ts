@@ -1,0 +1,116 @@
+import type Database from 'better-sqlite3';
+import type { Fts5Plan } from './fts5-planner.js';
+
+/**
+ * Estimated matching rows above which a search takes the bounded path. Below it FTS5 ranks every match with bm25
+ * (exact). Above it that costs too much at a million events: bm25 scores every match and, per statement, counts
+ * every match of each phrase again for its inverse document frequency (1M events, three common words: 1.65 s).
+ */
+export const BOUND_ABOVE_ROWS = 20_000;
+/** Newest matches the bounded path scores: a few hundred, like a re-rank stage. */
+export const BOUNDED_CANDIDATES = 400;
+
+const K1 = 1.2;
+const B = 0.75;
+
+export interface BoundedHit {
+  rowid: number;
+  score: number;
+}
+
+/**
+ * The bounded full-text path (docs/recall.md, "Full-text at scale"). A first pass asks FTS5 for the newest
+ * matches, `ORDER BY rowid DESC LIMIT n`, which FTS5 answers by walking its doclists from the end and stopping:
+ * first the rows holding every term, then, if they are fewer than {@link BOUNDED_CANDIDATES}, the rows the
+ * planner's expression matches. No bm25 is run, so no per-phrase counting. The candidates are then scored in
+ * JavaScript with FTS5's bm25 formula (k1 1.2, b 0.75, the same document frequencies, row count and document
+ * lengths FTS5 keeps), counting each term present once: rows holding every term, all of them, rows of the
+ * second pass the rarest term. When the matches are fewer than the candidate count, every match is a
+ * candidate, so the rows found are exactly those the exact path finds (an identifier or phrase found at 10K is
+ * found at 1M); only their order may differ where a term repeats in a row.
+ */
+export class Fts5BoundedSearch {
+  private readonly totals: Database.Statement;
+  private readonly sizes: Database.Statement;
+
+  constructor(private readonly db: Database.Database) {
+    this.totals = db.prepare('SELECT block FROM events_fts_data WHERE id = 1');
+    this.sizes = db.prepare('SELECT id, sz FROM events_fts_docsize WHERE id IN (SELECT value FROM json_each(?))');
+  }
+
+  /**
+   * Top `limit` rows for the plan, best first. `where` (with `params`) filters on the joined `events e`.
+   */
+  search(plan: Fts5Plan, limit: number, where: string[], params: unknown[], candidates = BOUNDED_CANDIDATES): BoundedHit[] {
+    const want = Math.max(candidates, limit);
+    const newest = (match: string, n: number): number[] => {
+      const sql =
+        where.length === 0
+          ? 'SELECT rowid FROM events_fts WHERE events_fts MATCH ? ORDER BY rowid DESC LIMIT ?'
+          : `SELECT events_fts.rowid AS rowid FROM events_fts JOIN events e ON e.rowid = events_fts.rowid
+             WHERE events_fts MATCH ? AND ${where.join(' AND ')} ORDER BY events_fts.rowid DESC LIMIT ?`;
+      const rows = this.db.prepare(sql).all(match, ...params, n) as Array<{ rowid: number }>;
+      return rows.map((r) => r.rowid);
+    };
+    const all = plan.terms.length > 1 ? newest(plan.allMatch, want) : [];
+    const holdsAll = new Set(all);
+    const some = all.length < want ? newest(plan.match, want).filter((r) => !holdsAll.has(r)) : [];
+    const rows = [...all, ...some].slice(0, want);
+    if (rows.length === 0) return [];
+
+    const { docs, avgLength } = this.averages();
+    const idf = plan.terms.map((t) => {
+      const df = Number.isFinite(t.df) ? Math.min(t.df, docs) : 1;
+      const v = Math.log((docs - df + 0.5) / (df + 0.5));
+      return v > 0 ? v : 1e-6;
+    });
+    const allIdf = idf.reduce((a, b) => a + b, 0);
+    const rarestIdf = Math.max(...idf);
+    const lengths = this.lengths(rows);
+    const hits = rows.map((rowid) => {
+      const norm = K1 * (1 - B + (B * (lengths.get(rowid) ?? avgLength)) / avgLength);
+      const saturation = (K1 + 1) / (1 + norm);
+      return { rowid, score: (holdsAll.has(rowid) || plan.terms.length === 1 ? allIdf : rarestIdf) * saturation };
+    });
+    hits.sort((a, b) => b.score - a.score || b.rowid - a.rowid);
+    return hits.slice(0, limit);
+  }
+
+  /** Rows in the index and their average length in tokens (all columns), from FTS5's own totals record. */
+  private averages(): { docs: number; avgLength: number } {
+    const row = this.totals.get() as { block: Buffer } | undefined;
+    if (!row) return { docs: 1, avgLength: 1 };
+    const values = readVarints(row.block);
+    const docs = Math.max(1, values[0] ?? 1);
+    const tokens = values.slice(1).reduce((a, b) => a + b, 0);
+    return { docs, avgLength: Math.max(1, tokens / docs) };
+  }
+
+  /** Each row's length in tokens over all columns (FTS5's docsize table: one varint per column). */
+  private lengths(rowids: number[]): Map<number, number> {
+    const rows = this.sizes.all(JSON.stringify(rowids)) as Array<{ id: number; sz: Buffer }>;
+    return new Map(rows.map((r) => [r.id, readVarints(r.sz).reduce((a, b) => a + b, 0)]));
+  }
+}
+
+/** SQLite's varints (big-endian, 7 bits a byte, the 9th byte 8 bits), as FTS5 writes its records. */
+export function readVarints(buf: Buffer): number[] {
+  const out: number[] = [];
+  let i = 0;
+  while (i < buf.length) {
+    let v = 0;
+    let n = 0;
+    for (;;) {
+      const byte = buf[i++]!;
+      if (n === 8) {
+        v = v * 256 + byte;
+        break;
+      }
+      v = v * 128 + (byte & 0x7f);
+      n++;
+      if ((byte & 0x80) === 0 || i >= buf.length) break;
+    }
+    out.push(v);
+  }
+  return out;
+}

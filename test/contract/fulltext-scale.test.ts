@@ -1,0 +1,111 @@
+import { beforeAll, afterAll, describe, expect, it } from 'vitest';
+import { openEngram, type Engram } from '../../src/engine.js';
+import type { BackendHarness } from './storage-contract.js';
+import { parseQuery } from '../../src/memory/query-terms.js';
+import { runStorageContract } from './harnesses.js';
+
+/**
+ * The full-text planner at scale on every backend (docs/recall.md, "Full-text at scale"): on a store of 10K
+ * events, the bounded path (forced on with `boundAbove: 0`, as it runs at a million events) finds exactly the
+ * events an identifier or a phrase occurs in, the same ones the exact path finds, and never a near miss; for
+ * common words it returns the newest rows that hold every word.
+ */
+const EVENTS = 10_000;
+const COMMON = ['config', 'service', 'request', 'handler', 'module', 'build', 'cache', 'worker'];
+const RARE = Array.from({ length: 400 }, (_, i) => `zq${i.toString(36)}vex`);
+const IDENTIFIER = 'src/db/pool.ts:42';
+const PHRASE = 'retry the flaky upload';
+/** Events (by position in the store) that hold the identifier or the phrase; spread from the oldest to the newest. */
+const HAS_IDENTIFIER = [3, 1_500, 4_242, 7_001, 9_990];
+const HAS_PHRASE = [17, 2_000, 5_555, 8_888, 9_999];
+/** Near misses: the identifier's or the phrase's tokens, not in that order or with another neighbour. */
+const NEAR_MISSES = [
+  'see src/db/pool.ts:43 and src/api/pool.ts:42',
+  'pool ts 42 src db in the wrong order: db/src/pool.ts:42',
+  'retry the upload, flaky again',
+  'the flaky upload retry',
+];
+
+function content(i: number): string {
+  // mulberry32, seeded by the position: the same text for an event on every run and backend.
+  let seed = i + 1;
+  const next = (n: number): number => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) % n;
+  };
+  const words = Array.from({ length: 12 }, () => (next(3) === 0 ? RARE[next(RARE.length)]! : COMMON[next(COMMON.length)]!));
+  if (HAS_IDENTIFIER.includes(i)) words.splice(5, 0, `failed at ${IDENTIFIER}`);
+  if (HAS_PHRASE.includes(i)) words.splice(3, 0, PHRASE);
+  if (i % 997 === 1) words.push(NEAR_MISSES[i % NEAR_MISSES.length]!);
+  return words.join(' ');
+}
+
+runStorageContract('full-text planner at scale', ({ createHarness }) => {
+  let harness: BackendHarness;
+  let mem: Engram;
+  let ids: string[];
+
+  beforeAll(async () => {
+    harness = await createHarness();
+    mem = await openEngram({ backend: harness.backend });
+    ids = [];
+    // Tool results: no turn context, so an event matches by its own text only.
+    for (let start = 0; start < EVENTS; start += 500) {
+      const batch = Array.from({ length: Math.min(500, EVENTS - start) }, (_, j) => ({ kind: 'tool_result' as const, toolName: 'bash', content: content(start + j) }));
+      const out = await mem.append(`s${(start / 500) % 3}`, batch);
+      ids.push(...out.map((o) => o.record.id));
+    }
+  }, 120_000);
+  afterAll(async () => {
+    await mem?.close();
+    await harness?.cleanup();
+  });
+
+  const search = async (query: string, boundAbove: number, limit = 40): Promise<string[]> =>
+    (await harness.backend.searchText({ terms: parseQuery(query).terms, limit, boundAbove })).map((h) => h.eventId);
+
+  describe('an exact identifier or phrase', () => {
+    it.each([
+      ['identifier', IDENTIFIER, HAS_IDENTIFIER],
+      ['quoted phrase', `"${PHRASE}"`, HAS_PHRASE],
+    ])('%s: the bounded path finds exactly the events holding it, as the exact path does', async (_label, query, positions) => {
+      const expected = positions.map((i) => ids[i]!).sort();
+      const exact = await search(query, Number.POSITIVE_INFINITY);
+      const bounded = await search(query, 0);
+      expect([...exact].sort()).toEqual(expected);
+      expect([...bounded].sort()).toEqual(expected);
+    });
+
+    it('finds the same events through recall with the default bound', async () => {
+      const r = await mem.recall(IDENTIFIER, { retriever: 'fts', logRecall: false, k: 10 });
+      expect(r.hits.map((h) => h.eventId).sort()).toEqual(HAS_IDENTIFIER.map((i) => ids[i]!).sort());
+    });
+  });
+
+  describe('common words', () => {
+    it('bounded: the newest events holding every word, limited, each holding the words', async () => {
+      const bounded = await search('config service request', 0, 20);
+      expect(bounded).toHaveLength(20);
+      const position = new Map(ids.map((id, i) => [id, i]));
+      const all = ids.map((_, i) => i).filter((i) => ['config', 'service', 'request'].every((w) => content(i).split(' ').includes(w)));
+      // Every hit holds all three words, and comes from the newest few hundred such events (the candidates).
+      const newest = new Set(all.slice(-400));
+      expect(all.length).toBeGreaterThan(400);
+      for (const id of bounded) expect(newest.has(position.get(id)!)).toBe(true);
+      // The exact path ranks all matches; it finds only events holding at least one word.
+      const exact = await search('config service request', Number.POSITIVE_INFINITY, 20);
+      expect(exact).toHaveLength(20);
+      for (const id of exact) expect(/config|service|request/.test(content(position.get(id)!))).toBe(true);
+    });
+
+    it('a rare word is found in every event holding it on both paths', async () => {
+      const word = RARE[7]!;
+      const holding = ids.filter((_, i) => content(i).split(' ').includes(word)).sort();
+      expect(holding.length).toBeGreaterThan(0);
+      expect((await search(word, 0, 1000)).sort()).toEqual(holding);
+      expect((await search(word, Number.POSITIVE_INFINITY, 1000)).sort()).toEqual(holding);
+    });
+  });
+});
