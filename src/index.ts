@@ -104,3 +104,6 @@ export type { SourceItem } from './consolidate/extractive-summary.js';
 export { significanceGate, toSessionSkippedRecord, meanVector, DEFAULT_SIGNIFICANCE_THRESHOLDS } from './consolidate/significance-gate.js';
 export type { SignificanceDecision, SignificanceInput, SignificanceThresholds, SessionSkippedRecord, GateCheck } from './consolidate/significance-gate.js';
 export { logLlmCallsTo, logEscalationsTo } from './consolidate/telemetry.js';
+export { deriveWithEscalation } from './consolidate/structured-escalation.js';
+export type { StructuredEscalationRequest, StructuredEscalated } from './consolidate/structured-escalation.js';
+export { sourceItemsFromEvents, sourceItemFromEvent } from './consolidate/source-items.js';
