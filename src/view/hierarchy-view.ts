@@ -419,7 +419,7 @@ export class HierarchyView {
     const delegation = (await listDelegations(this.mem.store, parentId)).find((d) => d.childSessionId === childId);
     const isSame =
       child !== null && parent !== null && delegation !== undefined && child.parentSessionId === parentId &&
-      JSON.stringify(child.packet) === JSON.stringify(packet) && (child.writer?.id ?? null) === (executor?.id ?? null);
+      canonicalJson(child.packet) === canonicalJson(packet) && (child.writer?.id ?? null) === (executor?.id ?? null);
     if (!isSame) {
       throw new EngramError('CONFLICT', `childSessionId: session ${childId} already exists; choose another id (or another subtask_id)`, { field: 'childSessionId', sessionId: childId });
     }
@@ -445,6 +445,15 @@ function cardFromPacket(p: DelegationPacket) {
     keyEvents: p.key_event_refs.map((r) => r.slice('sam:event:'.length)),
     phase: 'planning' as const,
   };
+}
+
+/** JSON with object keys sorted: stored meta may come back with its keys in another order (PostgreSQL jsonb). */
+function canonicalJson(v: unknown): string {
+  return JSON.stringify(v, (_k, value: unknown) =>
+    value && typeof value === 'object' && !Array.isArray(value)
+      ? Object.fromEntries(Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : value,
+  );
 }
 
 function clip(s: string, max: number): string {
