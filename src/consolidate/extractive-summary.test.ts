@@ -69,6 +69,11 @@ describe('extractiveSummary', () => {
     );
   });
 
+  it('leaves out sentences of fewer than two words that name nothing', () => {
+    const items: SourceItem[] = [{ id: 'a', kind: 'assistant', text: 'Create:\n```text\nThe parser now accepts trailing commas.' }];
+    expect(extractiveSummary(items, tokenizer, { budgetTokens: 100 })).toBe('The parser now accepts trailing commas.');
+  });
+
   it('gives the same summary for the same sources', () => {
     expect(extractiveSummary(session, tokenizer, { budgetTokens: 70 })).toBe(extractiveSummary(session, tokenizer, { budgetTokens: 70 }));
   });

@@ -45,6 +45,8 @@ const MAX_SENTENCES_PER_ITEM = 40;
 /** Bonus per identifier in a sentence (up to three), scaled by its kind: names, paths and codes are what recall looks for later. */
 const IDENTIFIER_BONUS = 0.25;
 const MIN_WORD_CHARS = 3;
+/** Characters per token beyond which a sentence is taken not to fit without counting it (English prose: about 4). */
+const MAX_CHARS_PER_TOKEN = 12;
 
 interface Sentence {
   text: string;
@@ -108,7 +110,13 @@ export function extractiveSummary(items: readonly SourceItem[], tokenizer: Token
   // Each kept sentence costs its own tokens plus one for the line break; the join is checked at the end.
   let used = 0;
   for (const s of ranked) {
-    if (seen.has(s.text)) continue;
+    // Nothing fits in fewer than two tokens (a word and its line break): stop counting the rest.
+    if (sentenceBudget - used < 2) break;
+    // A sentence of fewer than two words and no identifier ("Create:", a code fence) says nothing on its own.
+    if (seen.has(s.text) || (s.words.length < 2 && s.identifiers.length === 0)) continue;
+    // Not counted when it cannot fit: no token of o200k text runs this many characters in prose (this skip is a
+    // speed-up of the scan once the budget is nearly full; the budget itself is kept by the counts below).
+    if (s.text.length > (sentenceBudget - used) * MAX_CHARS_PER_TOKEN) continue;
     const cost = tokenizer.count(s.text) + 1;
     if (used + cost > sentenceBudget) continue;
     kept.push(s);
@@ -129,10 +137,17 @@ export function extractiveSummary(items: readonly SourceItem[], tokenizer: Token
   const missing = [...weightOf.keys()].sort((a, b) => weightOf.get(b)! - weightOf.get(a)!);
   if (missing.length > 0 && identifierBudget > 0) {
     let line = 'Identifiers:';
+    const room = identifierBudget + (sentenceBudget - used);
+    // Counted piece by piece (each " id" apart): counting the growing line each time was quadratic, and the
+    // pre-tokenizer splits at the spaces, so the pieces add up to the line's count; the final check below holds.
+    let lineTokens = tokenizer.count(line);
     for (const id of missing) {
+      if (room - lineTokens < 2) break;
       // A long identifier that does not fit leaves room for shorter ones after it.
-      const next = `${line} ${id}`;
-      if (tokenizer.count(next) <= identifierBudget + (sentenceBudget - used)) line = next;
+      const cost = tokenizer.count(` ${id}`);
+      if (lineTokens + cost > room) continue;
+      line = `${line} ${id}`;
+      lineTokens += cost;
     }
     if (line !== 'Identifiers:') lines.push(line);
   }

@@ -90,5 +90,6 @@ describe('helpers', () => {
 
   it('identifiersIn finds paths, codes and flags once, without sentence punctuation', () => {
     expect(identifiersIn('See src/app.ts:42, then ECONNREFUSED (again) and --max-retries=7. Also src/app.ts:42.')).toEqual(['src/app.ts:42', 'ECONNREFUSED', '--max-retries=7']);
+    expect(identifiersIn('Take 3-5 retries, e.g. <b>bold</b> or v2 of 100-200 ms')).toEqual(['v2']);
   });
 });
