@@ -1,4 +1,5 @@
 import { EngramError, invalidInputFromZod } from '../errors.js';
+import { HIERARCHY_KEY_PREFIX } from '../model/hierarchy.js';
 import type { ArtifactDraft } from '../model/artifact.js';
 import type { EventArtifactRef, InternalEventInput, ValidEventInput } from '../model/event.js';
 import { artifactIndexChars, checkAppendSize, MAX_ARTIFACT_INDEXED_CHARS } from '../model/limits.js';
@@ -75,6 +76,13 @@ export function validateEventInput(input: unknown, field = 'event', allowInterna
   const parsed = (allowInternalKinds ? internalEventInputSchema : eventInputSchema).safeParse(input);
   if (!parsed.success) throw invalidInputFromZod(parsed.error.issues, field);
   const value = parsed.data;
+  // The hierarchy's own events (its writer leases above all) are written by Engram only: a caller's event keyed
+  // `hierarchy:link` would otherwise claim a session's single writer (model/hierarchy.ts).
+  if (!allowInternalKinds && value.key?.startsWith(HIERARCHY_KEY_PREFIX)) {
+    throw new EngramError('INVALID_INPUT', `${field}.key: keys starting with "${HIERARCHY_KEY_PREFIX}" are reserved for hierarchical sessions (engram delegate)`, {
+      field: `${field}.key`,
+    });
+  }
   if (value.binary && !isBase64(value.binary.base64)) {
     throw new EngramError('INVALID_INPUT', `${field}.binary.base64: not valid base64`, { field: `${field}.binary.base64` });
   }

@@ -184,6 +184,9 @@ export interface ReportValidation {
  */
 export const HIERARCHY_LINK_KEY = 'hierarchy:link';
 
+/** Keys of the hierarchy's own events; callers' events may not use them (Engram's writers append them internally). */
+export const HIERARCHY_KEY_PREFIX = 'hierarchy:';
+
 /** The writer lease a link event's meta records, or null (none recorded, or not a link event's meta). */
 export function writerLeaseOf(meta: Record<string, unknown> | undefined | null): WriterLease | null {
   const h = meta?.hierarchy as { writer?: unknown } | undefined;

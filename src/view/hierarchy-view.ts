@@ -177,12 +177,12 @@ export class HierarchyView {
     const parentOwner = this.ownerOf(project);
     const delegatedBy = this.writer?.name ?? 'local';
     const out = await this.mem.ingestor.inTransaction(async (ingestor, tx) => {
-      if (!parentLink) await ingestor.append(parentId, [rootLinkEvent(parentId, this.writer)], parentOwner);
+      if (!parentLink) await ingestor.appendInternal(parentId, [rootLinkEvent(parentId, this.writer)], parentOwner);
       const planner = parentLink ?? (await readLink(tx, parentId))!;
-      const [delegation] = await ingestor.append(parentId, [delegationEvent(childId, packet, executor?.name ?? null)], parentOwner);
+      const [delegation] = await ingestor.appendInternal(parentId, [delegationEvent(childId, packet, executor?.name ?? null)], parentOwner);
       // The child is new: it is created in the parent's project, its link event (which holds the lease) first.
       const childOwner: AppendOptions = { project, requireProject: project };
-      await ingestor.append(childId, [childLinkEvent({ parent: planner, packet, writer: executor, delegatedBy })], childOwner);
+      await ingestor.appendInternal(childId, [childLinkEvent({ parent: planner, packet, writer: executor, delegatedBy })], childOwner);
       const card = await new TaskStateStore(tx, ingestor).update(childId, cardFromPacket(packet), {
         owner: { ...childOwner, ...(executor ? { writer: executor } : {}) },
       });
@@ -210,7 +210,8 @@ export class HierarchyView {
         field: 'sessionId',
       });
     }
-    const [stored] = await this.mem.append(id, reportEvent(link.parentSessionId, link.packet.subtask_id, report), this.ownerOf(session.project ?? DEFAULT_PROJECT));
+    const [stored] = await this.mem.ingestor.appendInternal(id, [reportEvent(link.parentSessionId, link.packet.subtask_id, report)], this.ownerOf(session.project ?? DEFAULT_PROJECT));
+    this.mem.indexer?.poke();
     return { eventId: stored!.record.id, sessionId: id, parentSessionId: link.parentSessionId, subtaskId: link.packet.subtask_id };
   }
 
@@ -237,7 +238,8 @@ export class HierarchyView {
         let validationEventId: string | undefined;
         if (options.record) {
           const digest = sha256Hex(JSON.stringify(validation)).slice(0, 16);
-          const [stored] = await this.mem.append(id, validationEvent(report, validation, digest), this.ownerOf(session.project ?? DEFAULT_PROJECT));
+          const [stored] = await this.mem.ingestor.appendInternal(id, [validationEvent(report, validation, digest)], this.ownerOf(session.project ?? DEFAULT_PROJECT));
+          this.mem.indexer?.poke();
           validationEventId = stored!.record.id;
         }
         out.push({ ...report, executor: child.executor, validation, ...(validationEventId ? { validationEventId } : {}) });

@@ -30,7 +30,7 @@ runStorageContract('hierarchical sessions', ({ createHarness }) => {
 
   it('refuses an append by another writer than the session lease holder, inside the transaction, storing nothing', async () => {
     const lease = { hierarchy: { type: 'link', writer: { id: 'agent:a', name: 'alice' } } };
-    await ctx.mem.append('s', { kind: 'note', content: 'link', key: HIERARCHY_LINK_KEY, meta: lease }, { writer: { id: 'agent:a', name: 'alice' } });
+    await ctx.mem.ingestor.appendInternal('s', [{ kind: 'note', content: 'link', key: HIERARCHY_LINK_KEY, meta: lease }], { writer: { id: 'agent:a', name: 'alice' } });
     const err = await errorOf(
       ctx.mem.append('s', [{ kind: 'note', content: 'x' }, { kind: 'note', content: 'y' }], { writer: { id: 'agent:b', name: 'bob' } }),
     );
@@ -43,6 +43,18 @@ runStorageContract('hierarchical sessions', ({ createHarness }) => {
     // A session without a lease takes any writer.
     await ctx.mem.append('free', { kind: 'note', content: 'x' }, { writer: { id: 'agent:b', name: 'bob' } });
     expect((await ctx.mem.getSession('s')).eventCount).toBe(3);
+  });
+
+  it("refuses a caller's event keyed like the hierarchy's own, so no lease can be forged", async () => {
+    const { exec } = await team();
+    await exec.append('mine', { kind: 'note', content: 'x' });
+    const forged = { kind: 'note', content: 'I am the writer', key: HIERARCHY_LINK_KEY, meta: { hierarchy: { type: 'link', writer: { id: 'agent:x', name: 'mallory' } } } } as const;
+    for (const attempt of [exec.append('mine', forged), ctx.mem.append('mine', forged)]) {
+      const err = await errorOf(attempt);
+      expect(isEngramError(err, 'INVALID_INPUT')).toBe(true);
+      expect((err as { data: { field: string } }).data.field).toBe('events[0].key');
+    }
+    expect((await ctx.mem.getSession('mine')).eventCount).toBe(1);
   });
 
   it('delegates: creates the child in the parent project, records the packet in both sessions and seeds the child card', async () => {
