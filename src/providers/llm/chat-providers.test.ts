@@ -103,6 +103,26 @@ describe('protocol details', () => {
     });
   });
 
+  it('OpenAI: drops a leading <think> block of a local reasoning model from the answer', async () => {
+    server.script.push({ text: '<think>\nThe user wants a summary. Let me see...\n</think>\n\nThe cache moved to Redis.' });
+    const result = await createOpenAiChatModel({ baseUrl: server.baseUrl, model: 'qwen3:4b' }).complete({ messages: [{ role: 'user', content: 'x' }] });
+    expect(result.text).toBe('The cache moved to Redis.');
+  });
+
+  it('OpenAI: names the answer cap max_completion_tokens for api.openai.com only', async () => {
+    let sent: Record<string, unknown> | undefined;
+    const fetchSpy: typeof fetch = async (_url, init) => {
+      sent = JSON.parse(String(init?.body)) as Record<string, unknown>;
+      return new Response(JSON.stringify({ choices: [{ message: { content: 'ok' } }] }), { status: 200 });
+    };
+    await createOpenAiChatModel({ baseUrl: 'https://api.openai.com/v1', model: 'gpt-5-mini', fetch: fetchSpy }).complete({ messages: [{ role: 'user', content: 'x' }], maxTokens: 99 });
+    expect(sent).toMatchObject({ max_completion_tokens: 99 });
+    expect(sent).not.toHaveProperty('max_tokens');
+    server.script.push({ text: 'ok' });
+    await createOpenAiChatModel({ baseUrl: server.baseUrl, model: 'm' }).complete({ messages: [{ role: 'user', content: 'x' }], maxTokens: 99 });
+    expect(server.requests[0]!.body).toMatchObject({ max_tokens: 99 });
+  });
+
   it('OpenAI: leaves out response_format for servers without JSON mode', async () => {
     server.script.push({ text: '{}' });
     await createOpenAiChatModel({ baseUrl: server.baseUrl, model: 'm', supportsJsonMode: false }).complete({ messages: [{ role: 'user', content: 'x' }], json: true });

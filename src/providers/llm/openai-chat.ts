@@ -13,7 +13,18 @@ export interface OpenAiChatOptions extends HttpRetryOptions {
    * some gateways reject it, and the prompt asks for JSON anyway.
    */
   supportsJsonMode?: boolean;
+  /**
+   * The name of the answer cap in the request. Default `max_completion_tokens` for api.openai.com (its reasoning
+   * models reject `max_tokens`), `max_tokens` elsewhere (what Ollama, vLLM, llama.cpp and LM Studio read).
+   */
+  maxTokensParameter?: 'max_tokens' | 'max_completion_tokens';
 }
+
+/**
+ * A reasoning block some local models (Qwen3, DeepSeek-R1 through Ollama or llama.cpp) put before their answer in
+ * `content`: it is not the answer, and it would count against a summary's budget.
+ */
+const LEADING_THINK_BLOCK = /^\s*<think>[\s\S]*?<\/think>\s*/;
 
 interface CompletionBody {
   model?: unknown;
@@ -24,12 +35,13 @@ interface CompletionBody {
 /**
  * Chat Completions (`POST {baseUrl}/chat/completions`) as OpenAI, Ollama, vLLM, llama.cpp, LM Studio and
  * OpenRouter speak it: system messages stay in `messages`, usage comes from `usage.prompt_tokens` and
- * `usage.completion_tokens`.
+ * `usage.completion_tokens`; a leading `<think>...</think>` block is not part of the answer.
  */
 export function createOpenAiChatModel(options: OpenAiChatOptions): ChatModel {
   const base = options.baseUrl.replace(/\/+$/, '');
   const url = base.endsWith('/chat/completions') ? base : `${base}/chat/completions`;
   const name = `openai:${options.model}`;
+  const maxTokensParameter = options.maxTokensParameter ?? (/^https:\/\/api\.openai\.com\//.test(url) ? 'max_completion_tokens' : 'max_tokens');
   return {
     name,
     async complete(request: ChatRequest): Promise<ChatResult> {
@@ -38,7 +50,7 @@ export function createOpenAiChatModel(options: OpenAiChatOptions): ChatModel {
         messages: request.messages.map((m) => ({ role: m.role, content: m.content })),
         temperature: request.temperature ?? 0,
       };
-      if (request.maxTokens !== undefined) body.max_tokens = request.maxTokens;
+      if (request.maxTokens !== undefined) body[maxTokensParameter] = request.maxTokens;
       if (request.json && options.supportsJsonMode !== false) body.response_format = { type: 'json_object' };
       const headers: Record<string, string> = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
       const { body: raw, attempts } = await postJsonWithRetries(name, url, headers, body, options);
@@ -49,7 +61,7 @@ export function createOpenAiChatModel(options: OpenAiChatOptions): ChatModel {
         throw new EngramError('PROVIDER_ERROR', `${name} (${url}): the answer has no choices[0].message.content`, { retryable: false, reason: 'bad_response', attempts });
       }
       return {
-        text: content,
+        text: content.replace(LEADING_THINK_BLOCK, ''),
         usage: { inputTokens: count(json.usage?.prompt_tokens), outputTokens: count(json.usage?.completion_tokens) },
         model: typeof json.model === 'string' ? json.model : options.model,
         finishReason: typeof choice?.finish_reason === 'string' ? choice.finish_reason : 'stop',
