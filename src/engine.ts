@@ -28,6 +28,10 @@ import { openRepoResolver, type RepoResolver } from './bus/resolvers/repo-resolv
 import type { AgentRecord } from './model/agent.js';
 import { TaskStateStore } from './memory/task-state-store.js';
 import { KarmaStore } from './memory/karma-store.js';
+import { KnowledgeGraph } from './consolidate/graph/knowledge-graph.js';
+import { GraphBuilder } from './consolidate/graph/graph-builder.js';
+import { DeterministicExtractor } from './consolidate/graph/deterministic-extractor.js';
+import type { EntityExtractor } from './consolidate/graph/extractor.js';
 import { AgentRegistry } from './memory/agent-registry.js';
 import { ContextEngine } from './context/context-engine.js';
 import { createFormatterRegistry } from './context/assembly/formatters.js';
@@ -276,6 +280,16 @@ export class Engram {
         },
       },
     });
+  }
+
+  /** The knowledge graph (entities, typed edges, expansion, impact) with full trust; `viewAs(p).knowledge` bounds it. */
+  get knowledge(): KnowledgeGraph {
+    return new KnowledgeGraph(this.store, this.tokenizer);
+  }
+
+  /** Builds the knowledge graph from stored events and from repositories at a commit (deterministic extraction by default). */
+  graphBuilder(extractor: EntityExtractor = new DeterministicExtractor()): GraphBuilder {
+    return new GraphBuilder(this.store, extractor);
   }
 
   /** Hierarchical sessions (planner / executor / sub-executor) with full trust; `viewAs(p).hierarchy` bounds them. */

@@ -18,6 +18,7 @@ import { computeBusMetrics } from '../bus/bus-metrics.js';
 import type { RecallOptions, RecallResult } from '../memory/recall.js';
 import type { RecallOutcome, RecallRequest } from './agent-recall.js';
 import { HierarchyView } from './hierarchy-view.js';
+import { KnowledgeGraph } from '../consolidate/graph/knowledge-graph.js';
 import { checkExpandMaxTokens, DEFAULT_EXPAND_MAX_TOKENS, expandArtifact, expandEvent, type ExpandAnswer } from './expand.js';
 
 /** Sessions holding an artifact that are looked at to decide whether a reader may see it. */
@@ -235,6 +236,11 @@ export class EngramView {
   }
 
   private hierarchyView: HierarchyView | undefined;
+
+  /** The knowledge graph as this principal may read it: rows citing its project's readable sessions or repositories indexed for it. */
+  get knowledge(): KnowledgeGraph {
+    return new KnowledgeGraph(this.mem.store, this.mem.tokenizer, this.project ?? undefined);
+  }
 
   private async facts(id: SessionId): Promise<SessionAccessFacts | undefined> {
     return (await this.mem.store.getSessionAccess([id])).get(id);

@@ -486,6 +486,56 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       END $$;
     `,
   },
+  {
+    version: 11,
+    description: 'knowledge graph: entities, typed edges, their citations, extraction cursors',
+    sql: (s) => `
+      -- Derived from events and repositories (consolidate/graph/), rebuilt from them; never the only copy.
+      CREATE TABLE ${s}.graph_entities (
+        id        text PRIMARY KEY,
+        kind      text NOT NULL,
+        name      text NOT NULL,
+        first_ms  bigint NOT NULL,
+        citations integer NOT NULL DEFAULT 0
+      );
+      CREATE INDEX graph_entities_kind ON ${s}.graph_entities (kind, name);
+      CREATE TABLE ${s}.graph_edges (
+        id         text PRIMARY KEY,
+        type       text NOT NULL,
+        src_id     text NOT NULL REFERENCES ${s}.graph_entities(id),
+        dst_id     text NOT NULL REFERENCES ${s}.graph_entities(id),
+        confidence double precision NOT NULL,
+        first_ms   bigint NOT NULL
+      );
+      CREATE INDEX graph_edges_src ON ${s}.graph_edges (src_id, type);
+      CREATE INDEX graph_edges_dst ON ${s}.graph_edges (dst_id, type);
+      -- Every entity and edge cites an event (session_id copied from it, for the trust model) or a repo span
+      -- (pointer, digest, commit and the project it was indexed for). source_key is the event id or the pointer.
+      CREATE TABLE ${s}.graph_citations (
+        id         bigserial PRIMARY KEY,
+        target_id  text NOT NULL,
+        source_key text NOT NULL,
+        event_id   text REFERENCES ${s}.events(id),
+        session_id text,
+        pointer    text,
+        digest     text,
+        commit_sha text,
+        project    text,
+        confidence double precision NOT NULL,
+        quote      text NOT NULL,
+        ts_ms      bigint NOT NULL,
+        UNIQUE (target_id, source_key),
+        CHECK ((event_id IS NULL) <> (pointer IS NULL))
+      );
+      CREATE INDEX graph_citations_event ON ${s}.graph_citations (event_id) WHERE event_id IS NOT NULL;
+      CREATE INDEX graph_citations_session ON ${s}.graph_citations (session_id, target_id);
+      CREATE TABLE ${s}.graph_cursors (
+        source     text PRIMARY KEY,
+        position   bigint NOT NULL,
+        updated_ms bigint NOT NULL
+      );
+    `,
+  },
 ];
 
 export const LATEST_POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1]!.version;

@@ -418,6 +418,56 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       BEGIN SELECT RAISE(ABORT, 'engram: engram keys are never deleted'); END;
     `,
   },
+  {
+    version: 11,
+    description: 'knowledge graph: entities, typed edges, their citations, extraction cursors',
+    sql: `
+      -- Derived from events and repositories (consolidate/graph/), rebuilt from them; never the only copy.
+      CREATE TABLE graph_entities (
+        id        TEXT PRIMARY KEY,
+        kind      TEXT NOT NULL,
+        name      TEXT NOT NULL,
+        first_ms  INTEGER NOT NULL,
+        citations INTEGER NOT NULL DEFAULT 0
+      ) STRICT;
+      CREATE INDEX graph_entities_kind ON graph_entities (kind, name);
+      CREATE TABLE graph_edges (
+        id         TEXT PRIMARY KEY,
+        type       TEXT NOT NULL,
+        src_id     TEXT NOT NULL REFERENCES graph_entities(id),
+        dst_id     TEXT NOT NULL REFERENCES graph_entities(id),
+        confidence REAL NOT NULL,
+        first_ms   INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX graph_edges_src ON graph_edges (src_id, type);
+      CREATE INDEX graph_edges_dst ON graph_edges (dst_id, type);
+      -- Every entity and edge cites an event (session_id copied from it, for the trust model) or a repo span
+      -- (pointer, digest, commit and the project it was indexed for). source_key is the event id or the pointer.
+      CREATE TABLE graph_citations (
+        id         INTEGER PRIMARY KEY,
+        target_id  TEXT NOT NULL,
+        source_key TEXT NOT NULL,
+        event_id   TEXT REFERENCES events(id),
+        session_id TEXT,
+        pointer    TEXT,
+        digest     TEXT,
+        commit_sha TEXT,
+        project    TEXT,
+        confidence REAL NOT NULL,
+        quote      TEXT NOT NULL,
+        ts_ms      INTEGER NOT NULL,
+        UNIQUE (target_id, source_key),
+        CHECK ((event_id IS NULL) <> (pointer IS NULL))
+      ) STRICT;
+      CREATE INDEX graph_citations_event ON graph_citations (event_id) WHERE event_id IS NOT NULL;
+      CREATE INDEX graph_citations_session ON graph_citations (session_id, target_id);
+      CREATE TABLE graph_cursors (
+        source     TEXT PRIMARY KEY,
+        position   INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL
+      ) STRICT;
+    `,
+  },
 ];
 
 export const LATEST_SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS[SQLITE_MIGRATIONS.length - 1]!.version;
