@@ -115,6 +115,10 @@ runStorageContract('hierarchical sessions', ({ createHarness }) => {
     const upward = await errorOf(exec.append('plan', { kind: 'note', content: 'into the planner' }));
     expect(isEngramError(upward, 'SCOPE_DENIED')).toBe(true);
     expect((upward as { data: { holder: string } }).data.holder).toBe('lead');
+    // Delegating writes to the planner session too: only its writer delegates from it, and nothing is created otherwise.
+    const hijack = await errorOf(exec2.hierarchy.delegate({ parentSessionId: 'plan', executor: 'bob', packet: packet('gateway') }));
+    expect(isEngramError(hijack, 'SCOPE_DENIED')).toBe(true);
+    expect((await ctx.mem.listSessions()).map((s) => s.id).sort()).toEqual(['plan', 'plan.ledger']);
     // Reads stay open to the project: the planner reads its executor's session.
     expect((await planner.listEvents({ sessionId: 'plan.ledger' as never })).map((e) => e.content)).toContain('reading the logs');
   });
