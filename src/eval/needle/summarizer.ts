@@ -5,7 +5,10 @@
  * extractive one never invents anything, so it is kinder to the baselines than a model that paraphrases or
  * confabulates (ENGRAM §10A.3); every report labels its rows as a simulation.
  */
-import { EngramError } from '../../errors.js';
+import { createAnthropicChatModel } from '../../providers/llm/anthropic-chat.js';
+import type { ChatModel } from '../../providers/llm/chat-model.js';
+import { resolveLlmSpec } from '../../providers/llm/llm-spec.js';
+import { createOpenAiChatModel } from '../../providers/llm/openai-chat.js';
 import type { Tokenizer } from '../../providers/tokenizer.js';
 
 export interface SummaryRequest {
@@ -87,11 +90,17 @@ export interface LlmSummarizerOptions {
   tokenizer: Tokenizer;
   /** Per request. Default 120 s. */
   timeoutMs?: number;
+  /** `openai` (default) or `anthropic` (the Messages API at `baseUrl`). */
+  provider?: 'openai' | 'anthropic';
 }
 
-/** A summarizer that asks a chat model (`POST {baseUrl}/chat/completions`); the answer is cut to the budget. */
+/**
+ * A summarizer that asks a chat model through the LLM seam (`src/providers/llm/`: retries with backoff on 429 and
+ * 5xx); the answer is cut to the budget.
+ */
 export function createLlmSummarizer(options: LlmSummarizerOptions): Summarizer {
-  const url = options.baseUrl.replace(/\/+$/, '').endsWith('/chat/completions') ? options.baseUrl : `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+  const http = { baseUrl: options.baseUrl, model: options.model, ...(options.apiKey ? { apiKey: options.apiKey } : {}), timeoutMs: options.timeoutMs ?? 120_000 };
+  const model: ChatModel = options.provider === 'anthropic' ? createAnthropicChatModel(http) : createOpenAiChatModel(http);
   return {
     name: `llm:${options.model}`,
     isSimulation: false,
@@ -100,50 +109,31 @@ export function createLlmSummarizer(options: LlmSummarizerOptions): Summarizer {
         depth === 0
           ? `You compact the history of an AI coding agent. Summarize the transcript below as a narrative the agent can continue from, in at most ${budgetTokens} tokens.`
           : `You condense earlier summaries of an AI coding agent's session into one narrative summary of at most ${budgetTokens} tokens.`;
-      let response: Response;
-      try {
-        response = await fetch(url, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}) },
-          body: JSON.stringify({
-            model: options.model,
-            temperature: 0,
-            max_tokens: budgetTokens,
-            messages: [
-              { role: 'system', content: system },
-              { role: 'user', content: items.join('\n\n') },
-            ],
-          }),
-          signal: AbortSignal.timeout(options.timeoutMs ?? 120_000),
-        });
-      } catch (err) {
-        throw new EngramError('PROVIDER_ERROR', `summarizer ${url}: ${err instanceof Error ? err.message : String(err)}`, { retryable: true }, { cause: err });
-      }
-      if (!response.ok) {
-        throw new EngramError('PROVIDER_ERROR', `summarizer ${url}: HTTP ${response.status} ${(await response.text()).slice(0, 200)}`, {
-          status: response.status,
-          retryable: response.status === 429 || response.status >= 500,
-        });
-      }
-      const body = (await response.json()) as { choices?: Array<{ message?: { content?: unknown } }> };
-      const content = body.choices?.[0]?.message?.content;
-      if (typeof content !== 'string') throw new EngramError('PROVIDER_ERROR', `summarizer ${url}: the answer has no choices[0].message.content`, { retryable: false });
-      return options.tokenizer.truncate(content, budgetTokens);
+      const answer = await model.complete({
+        messages: [
+          { role: 'system', content: system },
+          { role: 'user', content: items.join('\n\n') },
+        ],
+        maxTokens: budgetTokens,
+        purpose: `needle-summary:${depth}`,
+      });
+      return options.tokenizer.truncate(answer.text, budgetTokens);
     },
   };
 }
 
 /**
- * The summarizer the environment asks for: a model at `$ENGRAM_LLM_URL` (`$ENGRAM_LLM_MODEL`, default
- * `gpt-4o-mini`; `$ENGRAM_LLM_API_KEY`), else the extractive one.
+ * The summarizer the environment asks for (`resolveLlmSpec`: `$ENGRAM_LLM`, else an OpenAI-compatible model at
+ * `$ENGRAM_LLM_URL`, `$ENGRAM_LLM_MODEL` default `gpt-4o-mini`, key `$ENGRAM_LLM_API_KEY`), else the extractive one.
  */
 export function summarizerFromEnv(tokenizer: Tokenizer, env: NodeJS.ProcessEnv = process.env): Summarizer {
-  const baseUrl = env.ENGRAM_LLM_URL?.trim();
-  if (!baseUrl) return createExtractiveSummarizer(tokenizer);
+  const spec = resolveLlmSpec(undefined, env);
+  if (spec.provider === 'none') return createExtractiveSummarizer(tokenizer);
   return createLlmSummarizer({
-    baseUrl,
-    model: env.ENGRAM_LLM_MODEL?.trim() || 'gpt-4o-mini',
+    provider: spec.provider,
+    baseUrl: spec.baseUrl,
+    model: spec.model,
     tokenizer,
-    ...(env.ENGRAM_LLM_API_KEY ? { apiKey: env.ENGRAM_LLM_API_KEY } : {}),
+    ...(spec.apiKey ? { apiKey: spec.apiKey } : {}),
   });
 }
