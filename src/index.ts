@@ -107,3 +107,6 @@ export { logLlmCallsTo, logEscalationsTo } from './consolidate/telemetry.js';
 export { deriveWithEscalation } from './consolidate/structured-escalation.js';
 export type { StructuredEscalationRequest, StructuredEscalated } from './consolidate/structured-escalation.js';
 export { sourceItemsFromEvents, sourceItemFromEvent } from './consolidate/source-items.js';
+export { agentPrincipal, LOCAL_PRINCIPAL } from './model/access.js';
+export type { Principal } from './model/access.js';
+export type { EngramView } from './view/engram-view.js';
