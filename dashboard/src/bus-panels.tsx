@@ -45,6 +45,12 @@ interface Brief {
   parent: Agent;
   brief: { lines: string[]; tokens: number; included: string[]; omitted: Array<{ id: string; reason: string }>; contradictions: number };
 }
+interface FeedPage {
+  items: FeedItem[];
+  total: number | null;
+  hasMore: boolean;
+  projects: Array<string | null>;
+}
 interface FeedItem {
   engram: { id: string; kind: string; claim: string; scope: string; confidence: number; pointers: Array<{ type: string; ref: string }>; tags?: string[]; provenance: { created_at: string } };
   project: string | null;
@@ -194,31 +200,36 @@ const PAGE = 100;
 /** LESS §11 "Engram feed": newest first, filtered, paged on scroll; contradictions show both sources side by side. */
 export function FeedPanel(props: { run: string; isAdmin: boolean }) {
   const [filters, setFilters] = useState({ project: '', role: '', scope: '', kind: '', agent: '' });
-  const [pages, setPages] = useState<Map<number, FeedItem[]>>(new Map());
+  const [feed, setFeed] = useState<{ items: FeedItem[]; hasMore: boolean; total: number | null }>({ items: [], hasMore: false, total: 0 });
   const [open, setOpen] = useState<FeedItem | null>(null);
   const query = Object.entries(filters)
     .filter(([, v]) => v !== '')
     .map(([k, v]) => `${k}=${encodeURIComponent(v)}`)
     .concat(`run=${encodeURIComponent(props.run)}`)
     .join('&');
-  const loading = useRef(new Set<number>());
+  const loading = useRef(false);
   const first = useData(async () => {
-    const page = await api<{ items: FeedItem[]; total: number; projects: Array<string | null> }>(`/v1/dashboard/engrams?${query}&offset=0&limit=${PAGE}`);
-    loading.current = new Set();
-    setPages(new Map([[0, page.items]]));
+    const page = await api<FeedPage>(`/v1/dashboard/engrams?${query}&offset=0&limit=${PAGE}`);
+    loading.current = false;
+    setFeed({ items: page.items, hasMore: page.hasMore, total: page.total });
     return page;
   }, [query]);
-  const need = (from: number, to: number) => {
-    for (let p = Math.floor(from / PAGE); p <= Math.floor(Math.max(from, to - 1) / PAGE); p++) {
-      if (pages.has(p) || loading.current.has(p) || p * PAGE >= (first.data?.total ?? 0)) continue;
-      loading.current.add(p);
-      void api<{ items: FeedItem[] }>(`/v1/dashboard/engrams?${query}&offset=${p * PAGE}&limit=${PAGE}`).then((r) => setPages((old) => new Map(old).set(p, r.items)));
-    }
+  // Infinite scroll: the next page is read when the row after the last loaded one comes into view.
+  const need = (_from: number, to: number) => {
+    if (loading.current || !feed.hasMore || to < feed.items.length) return;
+    loading.current = true;
+    const offset = feed.items.length;
+    void api<FeedPage>(`/v1/dashboard/engrams?${query}&offset=${offset}&limit=${PAGE}`)
+      .then((r) => setFeed((old) => (old.items.length === offset ? { items: [...old.items, ...r.items], hasMore: r.hasMore, total: r.total ?? old.total } : old)))
+      .finally(() => {
+        loading.current = false;
+      });
   };
+  const count = feed.total ?? feed.items.length + (feed.hasMore ? 1 : 0);
   const set = (key: keyof typeof filters) => (e: Event) => setFilters({ ...filters, [key]: (e.currentTarget as HTMLInputElement).value });
   return (
     <div class={open ? 'feed-layout open' : 'feed-layout'}>
-      <Card title="Engram feed" actions={<span class="badge" data-testid="feed-total">{first.data?.total ?? 0} engrams</span>}>
+      <Card title="Engram feed" actions={<span class="badge" data-testid="feed-total">{feed.total === null ? `${feed.items.length}+` : feed.total} engrams</span>}>
         <div class="filters">
           {props.isAdmin && (
             <label>
@@ -264,10 +275,10 @@ export function FeedPanel(props: { run: string; isAdmin: boolean }) {
         <ErrorLine error={first.error} />
         <VirtualList
           testId="feed-list"
-          count={first.data?.total ?? 0}
+          count={count}
           rowHeight={64}
           height={520}
-          row={(i) => pages.get(Math.floor(i / PAGE))?.[i % PAGE]}
+          row={(i) => feed.items[i]}
           onNeed={need}
           render={(item) => (
             <div class={`feed-item ${item.isContradiction ? 'contradiction' : ''}`} data-testid="feed-item" onClick={() => setOpen(item)}>

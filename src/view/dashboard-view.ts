@@ -8,6 +8,7 @@ import type { SessionId } from '../model/ids.js';
 import type { Marker } from '../model/marker.js';
 import type { BusEventRecord, DerefUsage, EngramRow } from '../store/bus-storage.js';
 import { isContradiction } from '../bus/messages/shared-brief.js';
+import { LruCache } from '../util/lru-cache.js';
 import { parsePointerRef } from '../bus/pointer.js';
 import type { EngramView } from './engram-view.js';
 
@@ -19,10 +20,25 @@ import type { EngramView } from './engram-view.js';
 
 /** Most telemetry events read for one answer (newest kept). */
 const TELEMETRY_WINDOW = 100_000;
-/** Most engrams read per project for the feed before paging. */
+/** The feed goes back this many engrams per project (newest first). */
 const FEED_SCAN = 5000;
 /** Events read per page when a session's kinds are counted. */
 const SCAN_PAGE = 1000;
+/** Turns per counted chunk of a session's timeline; the strip shows at most {@link TIMELINE_BUCKETS} bars. */
+const CHUNK_TURNS = 16;
+const TIMELINE_BUCKETS = 60;
+/** Sessions whose kind counts are kept per store. */
+const SCANS_PER_STORE = 64;
+
+interface KindScan {
+  upToTurn: number;
+  count: number;
+  kinds: Partial<Record<EventKind, number>>;
+  perChunk: Map<number, number>;
+}
+
+const SCANS = new WeakMap<Engram, LruCache<string, KindScan>>();
+
 /** Lines shown before and after a repo span on click-through. */
 const CONTEXT_LINES = 5;
 /** Rejections kept per agent in the meter's history. */
@@ -239,7 +255,7 @@ export class DashboardView {
   }
 
   /** A page of the engram feed, newest first, filtered; contradictions flagged. */
-  async feed(q: FeedQuery): Promise<{ items: FeedItem[]; total: number; projects: Array<string | null> }> {
+  async feed(q: FeedQuery): Promise<{ items: FeedItem[]; total: number | null; hasMore: boolean; projects: Array<string | null> }> {
     const agents = await this.mem.agents.list();
     const byId = new Map(agents.map((a) => [a.id as string, a]));
     const projects = this.isAdmin ? [...new Set(agents.map((a) => a.project ?? null))] : [this.busProject];
@@ -247,25 +263,30 @@ export class DashboardView {
     if (!this.isAdmin && q.project !== undefined && wanted.length === 0) {
       throw new EngramError('NOT_FOUND', `project: no project "${q.project}" visible to ${this.caller.name}`, { field: 'project' });
     }
-    const authors = q.agent === undefined ? undefined : agents.filter((a) => a.name === q.agent || a.id === q.agent).map((a) => a.id as string);
+    // Author and role both become the writer filter of the query, so only the rows of the page and the ones
+    // before it are read (newest first), never the whole feed.
+    const authors = agents
+      .filter((a) => (q.agent === undefined || a.name === q.agent || a.id === q.agent) && (q.role === undefined || a.role === q.role))
+      .map((a) => a.id as string);
+    const isFiltered = q.agent !== undefined || q.role !== undefined;
+    const need = Math.min(FEED_SCAN, q.offset + q.limit + 1);
     const rows: EngramRow[] = [];
-    for (const project of wanted) {
-      rows.push(
-        ...(await this.mem.store.bus.listEngrams({
-          project,
-          runId: q.run,
-          nowMs: Date.now(),
-          ...(q.scope ? { scopes: [q.scope] } : {}),
-          ...(q.kind ? { kinds: [q.kind] } : {}),
-          ...(authors ? { createdBy: authors } : {}),
-          limit: FEED_SCAN,
-        })),
-      );
+    let isComplete = true;
+    for (const project of isFiltered && authors.length === 0 ? [] : wanted) {
+      const page = await this.mem.store.bus.listEngrams({
+        project,
+        runId: q.run,
+        nowMs: Date.now(),
+        ...(q.scope ? { scopes: [q.scope] } : {}),
+        ...(q.kind ? { kinds: [q.kind] } : {}),
+        ...(isFiltered ? { createdBy: authors } : {}),
+        limit: need,
+      });
+      if (page.length >= need) isComplete = false;
+      rows.push(...page);
     }
-    const filtered = rows
-      .filter((r) => q.role === undefined || byId.get(r.createdBy)?.role === q.role)
-      .sort((a, b) => b.createdMs - a.createdMs || (a.engram.id < b.engram.id ? 1 : -1));
-    const items = filtered.slice(q.offset, q.offset + q.limit).map((r) => {
+    rows.sort((a, b) => b.createdMs - a.createdMs || (a.engram.id < b.engram.id ? 1 : -1));
+    const items = rows.slice(q.offset, q.offset + q.limit).map((r) => {
       const author = byId.get(r.createdBy);
       return {
         engram: r.engram,
@@ -276,7 +297,8 @@ export class DashboardView {
         expiresAt: new Date(r.expiresMs).toISOString(),
       };
     });
-    return { items, total: filtered.length, projects };
+    const hasMore = rows.length > q.offset + q.limit && q.offset + q.limit < FEED_SCAN;
+    return { items, total: isComplete ? rows.length : null, hasMore, projects };
   }
 
   /** A page of the sessions the caller may read, most recently active first, with their projects' totals. */
@@ -333,20 +355,14 @@ export class DashboardView {
   async timeline(sessionId: string): Promise<SessionTimeline> {
     const session = await this.view.getSession(sessionId);
     const id = session.id;
-    const kinds: Partial<Record<EventKind, number>> = {};
-    const bucketSize = Math.max(1, Math.ceil(session.lastTurn / 60));
+    const scan = await this.scanKinds(session);
+    const bucketSize = Math.max(CHUNK_TURNS, Math.ceil(session.lastTurn / TIMELINE_BUCKETS / CHUNK_TURNS) * CHUNK_TURNS);
     const buckets = new Map<number, number>();
-    let afterTurn = 0;
-    for (;;) {
-      const page = await this.mem.store.listEvents({ sessionId: id, afterTurn, limit: SCAN_PAGE });
-      for (const e of page) {
-        kinds[e.kind] = (kinds[e.kind] ?? 0) + 1;
-        const b = Math.floor((e.turn - 1) / bucketSize);
-        buckets.set(b, (buckets.get(b) ?? 0) + 1);
-      }
-      if (page.length < SCAN_PAGE) break;
-      afterTurn = page[page.length - 1]!.turn;
+    for (const [chunk, count] of scan.perChunk) {
+      const b = Math.floor((chunk * CHUNK_TURNS) / bucketSize);
+      buckets.set(b, (buckets.get(b) ?? 0) + count);
     }
+    const kinds = { ...scan.kinds };
     const state = await this.mem.store.getContextState(id);
     const entries = state?.entries ?? [];
     const versions = await this.mem.taskStates.history(id, { limit: 50 });
@@ -429,6 +445,32 @@ export class DashboardView {
   private async telemetry(agentIds: Set<string>): Promise<BusEventRecord[]> {
     const events = await this.mem.bus.events({ sinceMs: Date.now() - 7 * 24 * 3600_000, limit: TELEMETRY_WINDOW });
     return events.filter((e) => e.agentId !== undefined && agentIds.has(e.agentId));
+  }
+
+  /**
+   * Events per kind and per chunk of turns of a session. Turns only grow, so the counts are kept per store and
+   * session and only the events appended since the last look are read: a 100K-event session is read once, and
+   * each live refresh after that reads what is new.
+   */
+  private async scanKinds(session: SessionRecord): Promise<KindScan> {
+    let cache = SCANS.get(this.mem);
+    if (!cache) SCANS.set(this.mem, (cache = new LruCache<string, KindScan>(SCANS_PER_STORE)));
+    let scan = cache.get(session.id);
+    // A purge of the whole session (or a store swapped underneath) leaves fewer events than counted: start over.
+    if (!scan || scan.count > session.eventCount || scan.upToTurn > session.lastTurn) scan = { upToTurn: 0, count: 0, kinds: {}, perChunk: new Map() };
+    while (scan.upToTurn < session.lastTurn) {
+      const page = await this.mem.store.listEvents({ sessionId: session.id, afterTurn: scan.upToTurn, limit: SCAN_PAGE });
+      for (const e of page) {
+        scan.kinds[e.kind] = (scan.kinds[e.kind] ?? 0) + 1;
+        const chunk = Math.floor((e.turn - 1) / CHUNK_TURNS);
+        scan.perChunk.set(chunk, (scan.perChunk.get(chunk) ?? 0) + 1);
+        scan.count += 1;
+        scan.upToTurn = e.turn;
+      }
+      if (page.length < SCAN_PAGE) break;
+    }
+    cache.set(session.id, scan);
+    return scan;
   }
 
   private async embeddingQueue(id: SessionId): Promise<{ pending: number; failed: number; pendingInSession: number }> {

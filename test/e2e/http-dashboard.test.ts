@@ -70,6 +70,9 @@ describe('dashboard endpoints', () => {
 
     const mine = await api('/v1/dashboard/engrams', 'alice');
     expect(mine.body.items.map((i: any) => i.engram.claim).sort()).toEqual(['Reservation is not idempotent on retry.', 'Retry test covers the ledger path.']);
+    // A page reads only the rows up to it: past the page the total is not counted, only that more follow.
+    expect((await api('/v1/dashboard/engrams?limit=1', 'alice')).body).toMatchObject({ total: null, hasMore: true, items: [{ author: { name: 'bob' } }] });
+    expect((await api('/v1/dashboard/engrams?limit=1&offset=1', 'alice')).body).toMatchObject({ total: 2, hasMore: false, items: [{ author: { name: 'alice' } }] });
     expect((await api('/v1/dashboard/engrams?kind=test', 'alice')).body.items.map((i: any) => i.author.name)).toEqual(['bob']);
     expect((await api('/v1/dashboard/engrams?role=programmer', 'alice')).body.items.map((i: any) => i.author.name)).toEqual(['alice']);
     expect((await api('/v1/dashboard/engrams?agent=bob', 'alice')).body.total).toBe(1);
@@ -185,6 +188,18 @@ describe('dashboard endpoints', () => {
     expect(eveText).toContain('event: ready');
     expect(eveText).not.toContain('less.engram.put');
     expect((await fetch(`${server.url}/v1/dashboard/stream`)).status).toBe(401);
+    // Revoking the token ends its open stream.
+    const res = await fetch(`${server.url}/v1/dashboard/stream`, { headers: { Authorization: `Bearer ${tokens.eve}` } });
+    const reader = res.body!.getReader();
+    await reader.read();
+    await mem.agents.revoke('eve');
+    const ended = await Promise.race([
+      (async () => {
+        for (;;) if ((await reader.read()).done) return true;
+      })(),
+      new Promise<boolean>((r) => setTimeout(() => r(false), 4000)),
+    ]);
+    expect(ended).toBe(true);
   });
 
   it('serves the UI at / without a token, with a content security policy, and nothing outside its folder', async () => {

@@ -77,7 +77,12 @@ export const DASHBOARD_ROUTES: readonly Route[] = [
       ...page,
     }),
     headers: runHeader,
-    success: { status: 200, description: '`{ items: [{ engram, project, run, author, isContradiction, expiresAt }], total, projects }`' },
+    success: {
+      status: 200,
+      description:
+        '`{ items: [{ engram, project, run, author, isContradiction, expiresAt }], total, hasMore, projects }`: only the rows up to the page are read, ' +
+        'so `total` is null when more follow than were read (`hasMore`); the feed goes back 5,000 engrams per project.',
+    },
     errors: [400, 404],
     handle: async (ctx) => {
       const q = ctx.query;

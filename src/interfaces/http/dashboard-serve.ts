@@ -20,7 +20,7 @@ import { DashboardView } from '../../view/dashboard-view.js';
 export const STREAM_POLL_MS = 1000;
 /** A comment line this often keeps proxies from closing an idle stream. */
 const HEARTBEAT_MS = 15_000;
-/** A stream ends after this long; the client reconnects (a revoked token then stops being served). */
+/** A stream ends after this long; the client reconnects (and authenticates again). */
 const STREAM_MAX_MS = 10 * 60_000;
 
 const TYPES: Record<string, string> = {
@@ -125,6 +125,8 @@ function stream(c: Context<Env>, mem: Engram, open: Set<() => void>): Response {
       while (isOpen && Date.now() - started < STREAM_MAX_MS) {
         await sleep(STREAM_POLL_MS);
         if (!isOpen) break;
+        // A token revoked while its page is open stops being served at the next poll.
+        if ((await mem.agents.get(agent.id)).revokedAt !== undefined) break;
         const events = await dashboard.telemetrySince(lastId, sinceMs);
         for (const e of events) {
           lastId = Math.max(lastId, e.id);
