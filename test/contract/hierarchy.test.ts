@@ -109,7 +109,13 @@ runStorageContract('hierarchical sessions', ({ createHarness }) => {
     expect(isEngramError(cardByPlanner, 'SCOPE_DENIED')).toBe(true);
     const packByPlanner = await errorOf(planner.pack('plan.ledger', { windowTokens: 4000 }));
     expect(isEngramError(packByPlanner, 'SCOPE_DENIED')).toBe(true);
-    expect((await exec.pack('plan.ledger', { windowTokens: 4000 })).pack).toBeDefined();
+    // The executor's own window: its task card (the packet's objective and acceptance criteria) and its history.
+    const { pack } = await exec.pack('plan.ledger', { windowTokens: 4000 });
+    const packText = pack.blocks.map((b) => b.text).join('\n');
+    expect(packText).toContain('Find out why the ledger reservation retries twice.');
+    expect(packText).toContain('Acceptance: The cause is cited with a pointer to the log line');
+    expect(packText).toContain('reading the logs');
+    expect(packText).not.toContain('plan the ledger fix');
     const bySibling = await errorOf(exec2.append('plan.ledger', { kind: 'note', content: 'me too' }));
     expect(isEngramError(bySibling, 'SCOPE_DENIED')).toBe(true);
     const upward = await errorOf(exec.append('plan', { kind: 'note', content: 'into the planner' }));
