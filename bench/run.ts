@@ -31,6 +31,7 @@ const USAGE = `usage:
   npm run bench -- bus [--engrams 100000] [--queries 500] [--backends sqlite,postgres] [--pg-engrams 10000]
   npm run bench -- locomo [--data FILE] [--k 5,10,25,50] [--retriever fts,vector,hybrid] [--json] [--ablation] [--out locomo]
   npm run bench -- adversarial [--repeats 1] [--no-redact]
+  npm run bench -- dashboard [--sizes 10000,100000] [--engrams 5000]
   npm run bench -- needle [--quick] [--seed 1,2] [--window 32000] [--cycles 1,3,5] [--json] [--out DIR] [--replay FILE [--format F] [--session S]]`;
 
 const [name, ...rest] = process.argv.slice(2);
@@ -186,6 +187,7 @@ switch (name) {
     await runEmbedderBench({ texts: Number(values.texts), loads: Number(values.loads) });
     break;
   case 'bus-deref': await (await import('./bus-deref.js')).runBusDerefBench(); break;
+  case 'dashboard': await (await import('./dashboard.js')).runDashboardBench(rest); break;
   case 'scale-vectors': {
     const { writeScaleVectors } = await import('./vectors-report.js');
     await writeScaleVectors({
