@@ -130,6 +130,23 @@ describe('dashboard endpoints', () => {
     expect((await api('/v1/dashboard/pointer', 'root', { pointer: 'repo:a.py#L1-L2' })).body.error.code).toBe('POINTER_INVALID');
   });
 
+  it('pointer click-through opens an artifact section and a sam: event, and never another project\'s', async () => {
+    const doc = `# Guide\n\nIntro.\n\n## Install\n\nRun the installer with --retries 3.\n\n## Usage\n\n${'More text. '.repeat(600)}\n`;
+    const out = await api('/v1/events', 'eve', { sessionId: 's-bank', events: [{ kind: 'tool_result', toolName: 'Read', content: doc }, { kind: 'decision', content: 'Round refunds half-even.' }] });
+    const [artifactEvent, decision] = out.body.events;
+    expect(artifactEvent.artifactId).toMatch(/^art_/);
+    const section = await api('/v1/dashboard/pointer', 'root', { pointer: `artifact:${artifactEvent.artifactId}#sec=Install` });
+    expect(section.status).toBe(200);
+    expect(section.body.excerpt).toContain('Run the installer with --retries 3.');
+    expect(section.body.excerpt).not.toContain('More text.');
+    const event = await api('/v1/dashboard/pointer', 'root', { pointer: `sam:event:${decision.id}` });
+    expect(event.body.excerpt).toContain('Round refunds half-even.');
+    // alice (project shop) may not read project bank's session: its event and artifact do not exist for her.
+    expect((await api('/v1/dashboard/pointer', 'alice', { pointer: `sam:event:${decision.id}` })).status).toBe(404);
+    expect((await api('/v1/dashboard/pointer', 'alice', { pointer: `artifact:${artifactEvent.artifactId}#sec=Install` })).status).toBe(404);
+    expect((await api('/v1/dashboard/pointer', 'eve', { pointer: `sam:event:${decision.id}` })).body.excerpt).toContain('Round refunds half-even.');
+  });
+
   it("sessions and timelines: an agent never sees another project's sessions; the timeline shows kinds, task states and recalls", async () => {
     expect((await api('/v1/events', 'alice', { sessionId: 's-shop', events: [{ kind: 'user', content: 'fix the ledger retry' }, { kind: 'assistant', content: 'looking at reservation.py' }] })).status).toBe(200);
     expect((await api('/v1/events', 'eve', { sessionId: 's-bank', events: [{ kind: 'user', content: 'rounding' }] })).status).toBe(200);
