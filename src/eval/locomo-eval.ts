@@ -13,6 +13,7 @@ import { EngramError } from '../errors.js';
 import { MAX_APPEND_EVENTS } from '../model/limits.js';
 import { RETRIEVERS, type RecallOptions, type Retriever } from '../memory/recall.js';
 import type { Embedder } from '../providers/embedder.js';
+import type { StoreLocation } from '../store/open-store.js';
 import { LOCOMO_CATEGORIES, turnText, type LocomoCategory, type LocomoConversation } from './locomo-data.js';
 
 /** The depths the LoCoMo paper reports (Table 3). */
@@ -51,6 +52,8 @@ export interface LocomoEvalOptions {
   recordSpeakers?: boolean;
   /** Keep every question's ranked turns and recall in the report (`questionResults`). Default false. */
   keepQuestions?: boolean;
+  /** Options of each conversation's SQLite store (e.g. its vector index: bench/vectors-report.ts). Default none. */
+  sqlite?: StoreLocation['sqlite'];
   /** Called as turns are embedded and questions asked; `done` and `total` count both, over all conversations. */
   onProgress?: (p: LocomoProgress) => void;
 }
@@ -129,6 +132,7 @@ export async function evaluateLocomo(conversations: readonly LocomoConversation[
     try {
       const mem = await openEngram({
         db: join(dir, 'locomo.db'),
+        ...(options.sqlite ? { sqlite: options.sqlite } : {}),
         ...(options.turnContextEvents !== undefined ? { ingest: { turnContextEvents: options.turnContextEvents } } : {}),
         ...(borrowed ? { embedder: borrowed, indexing: { background: false } } : {}),
       });

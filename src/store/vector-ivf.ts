@@ -20,9 +20,9 @@ const TRAIN_ITERATIONS = 8;
 const SAMPLE_PER_LIST = 48;
 const MAX_SAMPLE = 16_384;
 
-/** Lists and default probes for an index over `count` vectors. */
-export function ivfShape(count: number, probes?: number): IvfShape {
-  const lists = Math.max(1, Math.min(MAX_IVF_LISTS, Math.round(Math.sqrt(count) / 4)));
+/** Lists and default probes for an index over `count` vectors (`lists` given: that many, for tests and benchmarks). */
+export function ivfShape(count: number, probes?: number, lists?: number): IvfShape {
+  lists = Math.max(1, Math.min(MAX_IVF_LISTS, Math.floor(lists ?? Math.round(Math.sqrt(count) / 4))));
   // About 1/12 of the lists and never fewer than 8: measured on the built-in embedder in
   // bench/results/vectors-scale.md (recall@10 against exact search).
   const p = probes ?? Math.max(8, Math.ceil(lists / 12));

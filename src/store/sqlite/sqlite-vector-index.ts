@@ -15,6 +15,8 @@ export interface VectorIndexOptions {
   minVectors?: number;
   /** Lists a query compares (default: about 1/12 of them, at least 8; see vector-ivf.ts). */
   probes?: number;
+  /** Lists of a (re)built index (default about sqrt(N) / 4, at most 256; for tests and benchmarks). */
+  lists?: number;
 }
 
 /**
@@ -57,6 +59,7 @@ export class SqliteVectorIndex {
   private readonly mode: 'auto' | 'exact';
   private readonly minVectors: number;
   private readonly probes: number | undefined;
+  private readonly lists: number | undefined;
   private centroids: { builtAtMs: number; data: Float32Array } | undefined;
   private counted: { atMs: number; n: number } | undefined;
 
@@ -68,6 +71,7 @@ export class SqliteVectorIndex {
     this.mode = options.mode ?? 'auto';
     this.minVectors = Math.max(0, options.minVectors ?? DEFAULT_IVF_MIN_VECTORS);
     this.probes = options.probes;
+    this.lists = options.lists;
   }
 
   /** The index as stored, or null when there is none (or its tables are gone). */
@@ -97,7 +101,7 @@ export class SqliteVectorIndex {
       }
     }
     const centroids = this.loadCentroids(meta!);
-    return { lists: probeLists(query, centroids, meta!.dimensions, ivfShape(meta!.trainedOn, this.probes).probes) };
+    return { lists: probeLists(query, centroids, meta!.dimensions, ivfShape(meta!.trainedOn, this.probes, meta!.lists).probes) };
   }
 
   /** Stored vectors (event_vectors rows), counted at most every {@link COUNT_TTL_MS}. */
@@ -149,7 +153,7 @@ export class SqliteVectorIndex {
     const run = this.db.transaction((): IvfMeta => {
       const dims = model.dimensions;
       const n = (this.db.prepare('SELECT count(*) AS n FROM event_vectors').get() as { n: number }).n;
-      const shape = ivfShape(n, this.probes);
+      const shape = ivfShape(n, this.probes, this.lists);
       this.drop();
       const sampler = new IvfSampler(shape.lists);
       this.scan((batch) => {

@@ -1,0 +1,206 @@
+/**
+ * Vectors at scale (issue #14): stores of the synthetic agent trace embedded with the built-in embedder (real
+ * vectors, not synthetic ones: an IVF index's recall depends on how vectors cluster), then the same queries through
+ * exact search and the fast path: vector search p50 / p95, hybrid recall p50 / p95, and recall@10 of the fast
+ * path against exact. Exported for `bench/scale.ts`; `npm run bench -- scale-vectors` writes
+ * bench/results/vectors-scale.{md,json}.
+ *
+ *   npm run bench -- scale-vectors [--events 100000] [--queries 200] [--backends sqlite,postgres] [--pg-events 100000]
+ */
+import { cpus } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { openEngram, type Engram } from '../src/engine.js';
+import type { EventInput } from '../src/model/event.js';
+import type { Embedder } from '../src/providers/embedder.js';
+import { createBuiltinEmbedder } from '../src/providers/builtin-embedder.js';
+import type { StorageBackend, VectorHit } from '../src/store/backend.js';
+import type { StoreLocation } from '../src/store/open-store.js';
+import { agentTrace, recallQueries } from './lib/agent-trace.js';
+import { createBenchStore } from './lib/bench-stores.js';
+import { machineLine, round, summarize } from './lib/stats.js';
+
+export interface ScaleVectorsOptions {
+  events: number;
+  backends: Array<'sqlite' | 'postgres'>;
+  queries: number;
+  /** Events of the PostgreSQL store (default `events`): its exact scan is slow to fill at 1M on 2 cores. */
+  pgEvents?: number;
+}
+
+/** What recall asks the store for (recall.ts, MIN_VECTOR_CANDIDATES). */
+const VECTOR_DEPTH = 100;
+const BATCH = 500;
+const WARMUP = 10;
+
+interface Latency {
+  p50: number;
+  p95: number;
+}
+
+export interface ScaleVectorsRow {
+  backend: 'sqlite' | 'postgres';
+  events: number;
+  vectors: number;
+  /** How the fast path answers on this backend. */
+  fastPath: string;
+  ingestSeconds: number;
+  embedPerSec: number;
+  /** Building the fast path's index (first query above the threshold), ms; null where there is none. */
+  indexBuildMs: number | null;
+  vector: { exact: Latency; fast: Latency };
+  hybrid: { exact: Latency; fast: Latency };
+  /** Mean share of exact search's top 10 the fast path returns (ties at the 10th similarity count as found). */
+  recallAt10: number;
+}
+
+/** Builds the stores, measures, and returns the report (markdown and JSON); writes nothing. */
+export async function runScaleVectors(opts: ScaleVectorsOptions): Promise<{ markdown: string; json: unknown }> {
+  const started = new Date();
+  const embedder = await createBuiltinEmbedder();
+  const rows: ScaleVectorsRow[] = [];
+  for (const backend of opts.backends) {
+    const events = backend === 'postgres' ? (opts.pgEvents ?? opts.events) : opts.events;
+    console.error(`== scale-vectors: ${backend}, ${events.toLocaleString('en')} events`);
+    const store = await createBenchStore(backend);
+    try {
+      rows.push(await measure(backend, store.location, events, opts.queries, embedder));
+    } finally {
+      await store.cleanup();
+    }
+  }
+  const json = {
+    generatedAt: started.toISOString(),
+    machine: `${machineLine()}, ${cpus().length} cores`,
+    embedder: embedder.name,
+    vectors: 'built-in embedder (256 dimensions) over the synthetic agent trace',
+    options: opts,
+    rows,
+  };
+  return { markdown: toMarkdown(json, rows), json };
+}
+
+async function measure(backend: 'sqlite' | 'postgres', location: StoreLocation, events: number, queries: number, embedder: Embedder): Promise<ScaleVectorsRow> {
+  // Two engines over one store: default options (the fast path above its threshold) and exact search only.
+  const fastMem = await openEngram({ ...location, embedder: shared(embedder), indexing: { background: false, batchSize: 256 } });
+  const exactLocation: StoreLocation = backend === 'sqlite' ? { ...location, sqlite: { vectorIndex: { mode: 'exact' } } } : location;
+  let exactMem: Engram | undefined;
+  try {
+    const t0 = performance.now();
+    const pending = new Map<string, EventInput[]>();
+    for (const t of agentTrace(events)) {
+      const list = pending.get(t.sessionId) ?? [];
+      list.push(t.event);
+      pending.set(t.sessionId, list);
+      if (list.length >= BATCH) {
+        await fastMem.append(t.sessionId, list);
+        pending.set(t.sessionId, []);
+      }
+    }
+    for (const [s, list] of pending) if (list.length > 0) await fastMem.append(s, list);
+    const t1 = performance.now();
+    const done = await fastMem.indexer!.drain();
+    const embedPerSec = done.embedded / ((performance.now() - t1) / 1000);
+    console.error(`   ingest ${round((t1 - t0) / 1000, 1)} s, embedded ${done.embedded} at ${round(embedPerSec, 0)}/s`);
+    exactMem = await openEngram({ ...exactLocation, embedder: shared(embedder), indexing: { background: false } });
+
+    const texts = recallQueries(queries);
+    const vectors = await embedder.embed(texts);
+    const search = (store: StorageBackend, vector: Float32Array, limit: number, exact: boolean): Promise<VectorHit[]> =>
+      store.searchVectors({ vector, model: embedder.name, limit, ...(exact ? { exact: true } : {}) });
+
+    // The first fast query builds the index when the store is above the threshold and has none.
+    const tb = performance.now();
+    await search(fastMem.store, vectors[0]!, VECTOR_DEPTH, false);
+    const firstMs = performance.now() - tb;
+    const fastPath = describeFastPath(fastMem.store);
+    const indexBuildMs = fastPath.startsWith('IVF') ? round(firstMs, 0) : null;
+    console.error(`   fast path: ${fastPath}${indexBuildMs !== null ? `, first query (index build) ${indexBuildMs} ms` : ''}`);
+
+    const vector = { exact: await timed(vectors, (v) => search(exactMem!.store, v, VECTOR_DEPTH, true)), fast: await timed(vectors, (v) => search(fastMem.store, v, VECTOR_DEPTH, false)) };
+    const hybrid = {
+      exact: await timed(texts, (q) => exactMem!.recall(q, { retriever: 'hybrid', logRecall: false })),
+      fast: await timed(texts, (q) => fastMem.recall(q, { retriever: 'hybrid', logRecall: false })),
+    };
+    let found = 0;
+    let wanted = 0;
+    for (const v of vectors) {
+      const exact = await search(fastMem.store, v, 10, true);
+      const fast = await search(fastMem.store, v, 10, false);
+      if (exact.length === 0) continue;
+      const ids = new Set(exact.map((h) => h.eventId));
+      const tenth = exact[exact.length - 1]!.similarity;
+      found += fast.filter((h) => ids.has(h.eventId) || h.similarity >= tenth - 1e-6).length;
+      wanted += exact.length;
+    }
+    const stats = await fastMem.store.embeddingQueueStats();
+    console.error(`   vector exact ${vector.exact.p95} fast ${vector.fast.p95}, hybrid exact ${hybrid.exact.p95} fast ${hybrid.fast.p95} (p95 ms), recall@10 ${round(found / wanted, 4)}`);
+    return {
+      backend,
+      events,
+      vectors: done.embedded,
+      fastPath,
+      ingestSeconds: round((t1 - t0) / 1000, 1),
+      embedPerSec: round(embedPerSec, 0),
+      indexBuildMs,
+      vector,
+      hybrid,
+      recallAt10: round(wanted === 0 ? 1 : found / wanted, 4),
+      ...(stats.pending > 0 ? { pendingEmbeddings: stats.pending } : {}),
+    };
+  } finally {
+    if (exactMem) await exactMem.close();
+    await fastMem.close();
+  }
+}
+
+/** The engine closes its embedder; the benchmark's is shared by every engine, so it is wrapped without close. */
+function shared(embedder: Embedder): Embedder {
+  return { name: embedder.name, dimensions: embedder.dimensions, embed: (texts) => embedder.embed(texts) };
+}
+
+async function timed<T>(inputs: T[], fn: (input: T) => Promise<unknown>): Promise<Latency> {
+  for (const x of inputs.slice(0, WARMUP)) await fn(x);
+  const times: number[] = [];
+  for (const x of inputs) {
+    const t = performance.now();
+    await fn(x);
+    times.push(performance.now() - t);
+  }
+  const s = summarize(times);
+  return { p50: round(s.p50), p95: round(s.p95) };
+}
+
+/** The index the fast path used, read from the store's own description of it. */
+function describeFastPath(store: StorageBackend): string {
+  if (store.name !== 'sqlite') return `none (${store.capabilities.vectorSearch}: the same search as exact)`;
+  const index = (store as unknown as { vectors: { vectorIndex: { readMeta(): { lists: number; trainedOn: number } | null } } }).vectors.vectorIndex;
+  const meta = index.readMeta();
+  return meta ? `IVF, ${meta.lists} lists over ${meta.trainedOn.toLocaleString('en')} vectors` : 'exact (below the index threshold)';
+}
+
+function toMarkdown(json: { generatedAt: string; machine: string; embedder: string; options: ScaleVectorsOptions }, rows: ScaleVectorsRow[]): string {
+  const o = json.options;
+  const table = rows
+    .map(
+      (r) =>
+        `| ${r.backend} | ${r.events.toLocaleString('en')} | ${r.fastPath} | ${r.indexBuildMs === null ? '-' : (r.indexBuildMs / 1000).toFixed(1) + ' s'} | ` +
+        `${r.vector.exact.p50} / ${r.vector.exact.p95} | ${r.vector.fast.p50} / ${r.vector.fast.p95} | ${r.hybrid.exact.p50} / ${r.hybrid.exact.p95} | ` +
+        `${r.hybrid.fast.p50} / ${r.hybrid.fast.p95} | ${(r.recallAt10 * 100).toFixed(1)} % |`,
+    )
+    .join('\n');
+  return `## Vectors at scale
+
+Generated by \`npm run bench -- scale-vectors --events ${o.events} --queries ${o.queries} --backends ${o.backends.join(',')}${o.pgEvents !== undefined ? ` --pg-events ${o.pgEvents}` : ''}\`
+on ${json.generatedAt} (${json.machine}; shared machine, noisy). Vectors: \`${json.embedder}\` (256 dimensions) over the
+synthetic agent trace (real embeddings, so the index sees how real vectors cluster). ${o.queries} agent-style queries; vector
+search asks for ${VECTOR_DEPTH} neighbours (recall's depth); hybrid is \`recall(q, { retriever: 'hybrid' })\` with default
+options and the recall log off. Exact: brute force (\`vec_events\` on SQLite, \`exact: true\`); fast: the backend's default.
+recall@10: share of exact search's 10 nearest the fast path returns (a tie with the 10th similarity counts as found).
+
+| backend | events | fast path | index build | vector exact p50 / p95 ms | vector fast p50 / p95 ms | hybrid exact p50 / p95 ms | hybrid fast p50 / p95 ms | recall@10 fast vs exact |
+| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |
+${table}
+
+Targets (issue #14): hybrid recall p95 at 1M events < 80 ms on SQLite, < 150 ms on PostgreSQL.
+`;
+}
