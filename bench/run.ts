@@ -28,6 +28,8 @@ const USAGE = `usage:
   npm run bench -- recall-vectors [--sizes 10000,100000] [--queries 300] [--backends sqlite,postgres]
   npm run bench -- scale-vectors [--events 100000] [--queries 300] [--backends sqlite,postgres] [--pg-events N]
   npm run bench -- vectors-locomo [--data FILE]
+  npm run bench -- scale-vectors [--events 100000] [--queries 300] [--backends sqlite,postgres] [--pg-events N]
+  npm run bench -- vectors-locomo [--data FILE]
   npm run bench -- bus [--engrams 100000] [--queries 500] [--backends sqlite,postgres] [--pg-engrams 10000]
   npm run bench -- locomo [--data FILE] [--k 5,10,25,50] [--retriever fts,vector,hybrid] [--json] [--ablation] [--out locomo]
   npm run bench -- adversarial [--repeats 1] [--no-redact]
@@ -74,6 +76,8 @@ const { values } = parseArgs({
     repeats: { type: 'string', default: '1' },
     'no-redact': { type: 'boolean', default: false },
     'pg-engrams': { type: 'string', default: '10000' },
+    events: { type: 'string', default: '100000' },
+    'pg-events': { type: 'string' },
     events: { type: 'string', default: '100000' },
     'pg-events': { type: 'string' },
     // needle (bench/needle.ts parses its own flags again; these only keep this parser from refusing them)
@@ -188,6 +192,21 @@ switch (name) {
     break;
   case 'bus-deref': await (await import('./bus-deref.js')).runBusDerefBench(); break;
   case 'dashboard': await (await import('./dashboard.js')).runDashboardBench(rest); break;
+  case 'scale-vectors': {
+    const { writeScaleVectors } = await import('./vectors-report.js');
+    await writeScaleVectors({
+      events: Number(values.events),
+      queries: Number(values.queries),
+      backends: values.backends.split(',') as Array<'sqlite' | 'postgres'>,
+      ...(values['pg-events'] !== undefined ? { pgEvents: Number(values['pg-events']) } : {}),
+    });
+    break;
+  }
+  case 'vectors-locomo': {
+    const { writeVectorsLocomo } = await import('./vectors-report.js');
+    await writeVectorsLocomo(resolve(values.data));
+    break;
+  }
   case 'scale-vectors': {
     const { writeScaleVectors } = await import('./vectors-report.js');
     await writeScaleVectors({
