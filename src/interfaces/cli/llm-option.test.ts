@@ -51,6 +51,17 @@ describe('openLlm', () => {
     expect(server.requests[0]).toMatchObject({ path: '/v1/chat/completions', headers: { authorization: 'Bearer sk-local' }, body: { model: 'qwen2.5:0.5b' } });
   });
 
+  it('applies the hourly call limit of $ENGRAM_LLM_MAX_CALLS_PER_HOUR', async () => {
+    server = await startScriptedLlmServer();
+    server.fallback = () => ({ text: 'ok' });
+    const llm = await openLlm({ llm: 'openai:m' }, {}, { ENGRAM_LLM_URL: server.baseUrl, ENGRAM_LLM_MAX_CALLS_PER_HOUR: '2' });
+    await llm!.complete({ messages: [{ role: 'user', content: 'a' }] });
+    await llm!.complete({ messages: [{ role: 'user', content: 'b' }] });
+    const err = await llm!.complete({ messages: [{ role: 'user', content: 'c' }] }).catch((e: unknown) => e);
+    expect(isEngramError(err, 'PROVIDER_ERROR') && err.data.reason).toBe('spend_limit');
+    expect(server.requests).toHaveLength(2);
+  });
+
   it('is null without --llm, $ENGRAM_LLM or $ENGRAM_LLM_URL: consolidation is deterministic', async () => {
     expect(await openLlm({}, {}, {})).toBeNull();
     expect(await openLlm({ llm: 'none' }, {}, { ENGRAM_LLM_URL: 'http://127.0.0.1:1/v1' })).toBeNull();

@@ -7,8 +7,9 @@ export const LLM_OPTION_DESCRIPTION =
 
 /**
  * The model a command that derives objects runs with: `--llm`, else the environment (see `resolveLlmSpec`);
- * null when none is configured, and the command then works at the deterministic level. A bad spec is
- * INVALID_INPUT naming `llm` (exit 2).
+ * null when none is configured, and the command then works at the deterministic level. The hourly limits and
+ * the timeout come from `$ENGRAM_LLM_MAX_CALLS_PER_HOUR`, `$ENGRAM_LLM_MAX_TOKENS_PER_HOUR` and
+ * `$ENGRAM_LLM_TIMEOUT_MS` (`llmLimitsFromEnv`), `options` win. A bad spec is INVALID_INPUT naming `llm` (exit 2).
  */
 export async function openLlm(
   args: Pick<GlobalOptions, 'llm'>,
@@ -16,6 +17,9 @@ export async function openLlm(
   env: Record<string, string | undefined> = process.env,
 ): Promise<GuardedChatModel | null> {
   // Loaded here, not by main.ts: every engram command parses --llm's help, few open a model.
-  const { createChatModelFromSpec, resolveLlmSpec } = await import('../../providers/llm/llm-spec.js');
-  return createChatModelFromSpec(resolveLlmSpec(args.llm, env), options);
+  const { createChatModelFromSpec, llmLimitsFromEnv, resolveLlmSpec } = await import('../../providers/llm/llm-spec.js');
+  const spec = resolveLlmSpec(args.llm, env);
+  if (spec.provider === 'none') return null;
+  const limits = llmLimitsFromEnv(env);
+  return createChatModelFromSpec(spec, { ...limits, ...options, spend: { ...limits.spend, ...options.spend } });
 }

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { isEngramError } from '../../errors.js';
 import type { LlmCallRecord } from './chat-model.js';
-import { createChatModelFromSpec, parseLlmSpec, resolveLlmSpec } from './llm-spec.js';
+import { createChatModelFromSpec, llmLimitsFromEnv, parseLlmSpec, resolveLlmSpec } from './llm-spec.js';
 import { startScriptedLlmServer, type ScriptedLlmServer } from './test-support.js';
 
 function invalid(fn: () => unknown): { message: string; field: unknown } {
@@ -79,5 +79,37 @@ describe('createChatModelFromSpec', () => {
     expect((await model!.complete({ messages: [{ role: 'user', content: 'x' }] })).text).toBe('hi');
     expect(server.requests[0]!.headers['x-api-key']).toBe('k');
     expect(calls).toMatchObject([{ outcome: 'ok', inputTokens: 5, outputTokens: 1 }]);
+  });
+});
+
+describe('llmLimitsFromEnv', () => {
+  it('reads the hourly limits and the timeout, and nothing when they are unset', () => {
+    expect(llmLimitsFromEnv({})).toEqual({});
+    expect(llmLimitsFromEnv({ ENGRAM_LLM_MAX_CALLS_PER_HOUR: '50', ENGRAM_LLM_MAX_TOKENS_PER_HOUR: '100000', ENGRAM_LLM_TIMEOUT_MS: '30000' })).toEqual({
+      spend: { windowMs: 3_600_000, maxCalls: 50, maxTokens: 100_000 },
+      http: { timeoutMs: 30_000 },
+    });
+  });
+
+  it('names the variable that is not a positive whole number', () => {
+    expect(invalid(() => llmLimitsFromEnv({ ENGRAM_LLM_MAX_CALLS_PER_HOUR: '1e9x' }))).toEqual({
+      message: 'ENGRAM_LLM_MAX_CALLS_PER_HOUR: "1e9x" is not a positive whole number',
+      field: 'ENGRAM_LLM_MAX_CALLS_PER_HOUR',
+    });
+    expect(invalid(() => llmLimitsFromEnv({ ENGRAM_LLM_TIMEOUT_MS: '0' })).field).toBe('ENGRAM_LLM_TIMEOUT_MS');
+  });
+
+  it('limits a model made from a spec: a second call in the hour is refused', async () => {
+    const server = await startScriptedLlmServer();
+    try {
+      server.fallback = () => ({ text: 'ok' });
+      const model = await createChatModelFromSpec(parseLlmSpec('openai:m', { ENGRAM_LLM_URL: server.baseUrl }), llmLimitsFromEnv({ ENGRAM_LLM_MAX_CALLS_PER_HOUR: '1' }));
+      await model!.complete({ messages: [{ role: 'user', content: 'x' }] });
+      const err = await model!.complete({ messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e);
+      expect((err as { data: { reason: string } }).data.reason).toBe('spend_limit');
+      expect(server.requests).toHaveLength(1);
+    } finally {
+      await server.close();
+    }
   });
 });

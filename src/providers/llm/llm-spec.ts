@@ -66,3 +66,30 @@ export async function createChatModelFromSpec(
   const { createAnthropicChatModel } = await import('./anthropic-chat.js');
   return createGuardedChatModel(createAnthropicChatModel({ ...http, baseUrl: spec.baseUrl, model: spec.model, ...key }), guard);
 }
+
+/**
+ * Limits a user sets in the environment, for {@link createChatModelFromSpec}: `$ENGRAM_LLM_MAX_CALLS_PER_HOUR`
+ * (default 600), `$ENGRAM_LLM_MAX_TOKENS_PER_HOUR` (default 2,000,000; input plus output) and
+ * `$ENGRAM_LLM_TIMEOUT_MS` (per attempt, default 120,000). Each is a positive integer; anything else is
+ * INVALID_INPUT naming the variable.
+ */
+export function llmLimitsFromEnv(env: Env = process.env): GuardedChatModelOptions & { http?: HttpRetryOptions } {
+  const read = (name: string): number | undefined => {
+    const raw = env[name]?.trim();
+    if (!raw) return undefined;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value <= 0) {
+      throw new EngramError('INVALID_INPUT', `${name}: "${raw}" is not a positive whole number`, { field: name });
+    }
+    return value;
+  };
+  const maxCalls = read('ENGRAM_LLM_MAX_CALLS_PER_HOUR');
+  const maxTokens = read('ENGRAM_LLM_MAX_TOKENS_PER_HOUR');
+  const timeoutMs = read('ENGRAM_LLM_TIMEOUT_MS');
+  return {
+    ...(maxCalls !== undefined || maxTokens !== undefined
+      ? { spend: { windowMs: 3_600_000, ...(maxCalls !== undefined ? { maxCalls } : {}), ...(maxTokens !== undefined ? { maxTokens } : {}) } }
+      : {}),
+    ...(timeoutMs !== undefined ? { http: { timeoutMs } } : {}),
+  };
+}
