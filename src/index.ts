@@ -93,7 +93,7 @@ export { createGuardedChatModel } from './providers/llm/guarded-chat-model.js';
 export type { GuardedChatModel, GuardedChatModelOptions, SpendLimits, CircuitBreakerOptions, GuardState } from './providers/llm/guarded-chat-model.js';
 export { completeStructured, extractJson } from './providers/llm/structured-output.js';
 export type { StructuredOptions, StructuredResult } from './providers/llm/structured-output.js';
-export { parseLlmSpec, resolveLlmSpec, createChatModelFromSpec } from './providers/llm/llm-spec.js';
+export { parseLlmSpec, resolveLlmSpec, createChatModelFromSpec, llmLimitsFromEnv } from './providers/llm/llm-spec.js';
 export type { LlmSpec } from './providers/llm/llm-spec.js';
 export { escalate, createEscalationCounter, LEVEL_CONFIDENCE, ESCALATION_LEVELS } from './consolidate/escalation.js';
 export type { EscalationLevel, Escalated, EscalationSteps, EscalationStats, EscalationTelemetry, LevelAttempt } from './consolidate/escalation.js';
