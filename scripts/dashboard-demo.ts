@@ -67,6 +67,8 @@ export async function seedDashboardDemo(mem: Engram, sha: string): Promise<Dashb
     OUTPUT: { summary: 'One risk, see engram.', next: 'Await review.' },
   };
   await mem.bus.enforcer.submitMessage(alice, JSON.stringify(compliant), { direction: 'child-to-parent' });
+  // alice's turn 1: two spans read, one left.
+  for (const [a, b] of [[1, 20], [120, 140]] as const) await mem.bus.enforcer.deref(alice, { pointer: span('ledger', a, b) });
 
   // A long session whose window is compacted (markers), with task-state versions, karma and recalls.
   const shop = mem.viewAs({ kind: 'agent', agentId: alice.id, agentName: 'alice', project: 'shop', isAdmin: false });

@@ -38,6 +38,7 @@ interface AgentMeter {
   remaining: { repo: number; artifact: number; sam: number; tokens: number };
   inlineByTurn: Array<{ turn: number; inlineTokens: number; engrams: number; ok: boolean }>;
   maxInlineTokens: number;
+  derefsByTurn: Array<{ turn: number; derefs: number; tokens: number; refused: number }>;
   grants: { issued: Grant[]; received: Grant[] };
   rejections: Rejection[];
 }
@@ -159,6 +160,12 @@ export function BudgetPanel() {
             <p class="muted small">no messages yet</p>
           ) : (
             <Bars values={m.inlineByTurn.map((t) => ({ label: `turn ${t.turn}`, value: t.inlineTokens, bad: !t.ok }))} limit={m.maxInlineTokens} />
+          )}
+          <h3>Deref tokens per turn (limit {m.limits.tokens}; red: a turn with refusals)</h3>
+          {m.derefsByTurn.length === 0 ? (
+            <p class="muted small">no derefs yet</p>
+          ) : (
+            <Bars values={m.derefsByTurn.map((t) => ({ label: `turn ${t.turn}: ${t.derefs} derefs, ${t.tokens} tokens, ${t.refused} refused`, value: t.tokens, bad: t.refused > 0 }))} limit={m.limits.tokens} />
           )}
           <h3>
             Rejections <span class="badge" data-testid={`rejections-${m.agent.name}`}>{m.rejections.length}</span>

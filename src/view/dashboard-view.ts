@@ -67,6 +67,8 @@ export interface AgentMeter {
   /** Inline tokens of the agent's messages per turn, newest last (at most 50 turns). */
   inlineByTurn: Array<{ turn: number; inlineTokens: number; engrams: number; ok: boolean }>;
   maxInlineTokens: number;
+  /** Derefs served per turn (with a grant or within the budget) and their tokens, newest last (at most 50 turns). */
+  derefsByTurn: Array<{ turn: number; derefs: number; tokens: number; refused: number }>;
   grants: { issued: GrantView[]; received: GrantView[] };
   /** Rejected messages, refused derefs and rate limits, newest first. */
   rejections: RejectionView[];
@@ -244,6 +246,7 @@ export class DashboardView {
           .slice(-50)
           .map((e) => ({ turn: num(e.data.turn), inlineTokens: num(e.data.inlineTokens), engrams: num(e.data.engrams), ok: e.data.ok === true })),
         maxInlineTokens: limits.maxInlineTokens,
+        derefsByTurn: derefsByTurn(mine),
         grants: {
           issued: [...grants.values()].filter((g) => g.parent === agent.name),
           received: [...grants.values()].filter((g) => g.child === agent.name),
@@ -479,6 +482,21 @@ export class DashboardView {
     const pending = await this.mem.store.pendingEmbeddings(recent.map((e) => e.id));
     return { ...stats, pendingInSession: pending.size };
   }
+}
+
+function derefsByTurn(events: BusEventRecord[]): AgentMeter['derefsByTurn'] {
+  const turns = new Map<number, { turn: number; derefs: number; tokens: number; refused: number }>();
+  for (const e of events) {
+    if (e.type !== 'less.deref.request') continue;
+    const turn = num(e.data.turn);
+    const row = turns.get(turn) ?? { turn, derefs: 0, tokens: 0, refused: 0 };
+    if (e.data.allowed === true) {
+      row.derefs += 1;
+      row.tokens += num(e.data.tokens);
+    } else row.refused += 1;
+    turns.set(turn, row);
+  }
+  return [...turns.values()].sort((a, b) => a.turn - b.turn).slice(-50);
 }
 
 function rejectionOf(e: BusEventRecord): RejectionView[] {

