@@ -103,7 +103,7 @@ export default defineConfig(
   {
     // The raw SQLite + FTS5 baseline that ingest and recall are measured against builds its MATCH queries with
     // the backend's own compiler, so both sides search for the same terms.
-    files: ['bench/ingest-recall.ts'],
+    files: ['bench/ingest-recall.ts', 'bench/scale.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: benchPatterns(1, true) }] },
   },
 );

@@ -28,12 +28,11 @@ const USAGE = `usage:
   npm run bench -- recall-vectors [--sizes 10000,100000] [--queries 300] [--backends sqlite,postgres]
   npm run bench -- scale-vectors [--events 100000] [--queries 300] [--backends sqlite,postgres] [--pg-events N]
   npm run bench -- vectors-locomo [--data FILE]
-  npm run bench -- scale-vectors [--events 100000] [--queries 300] [--backends sqlite,postgres] [--pg-events N]
-  npm run bench -- vectors-locomo [--data FILE]
   npm run bench -- bus [--engrams 100000] [--queries 500] [--backends sqlite,postgres] [--pg-engrams 10000]
   npm run bench -- locomo [--data FILE] [--k 5,10,25,50] [--retriever fts,vector,hybrid] [--json] [--ablation] [--out locomo]
   npm run bench -- adversarial [--repeats 1] [--no-redact]
   npm run bench -- dashboard [--sizes 10000,100000] [--engrams 5000]
+  npm run bench -- scale [--events 1000000] [--backends sqlite,postgres] [--pg-events 100000] [--parts fts,ingest,cli,hybrid] [--queries 25] [--reuse]
   npm run bench -- needle [--quick] [--seed 1,2] [--window 32000] [--cycles 1,3,5] [--json] [--out DIR] [--replay FILE [--format F] [--session S]]`;
 
 const [name, ...rest] = process.argv.slice(2);
@@ -78,8 +77,6 @@ const { values } = parseArgs({
     'pg-engrams': { type: 'string', default: '10000' },
     events: { type: 'string', default: '100000' },
     'pg-events': { type: 'string' },
-    events: { type: 'string', default: '100000' },
-    'pg-events': { type: 'string' },
     // needle (bench/needle.ts parses its own flags again; these only keep this parser from refusing them)
     quick: { type: 'boolean' },
     window: { type: 'string' },
@@ -89,6 +86,8 @@ const { values } = parseArgs({
     session: { type: 'string' },
     traces: { type: 'string' },
     'needles-per-type': { type: 'string' },
+    // scale (bench/scale.ts); --events, --parts and --queries are shared, with its own defaults when not given
+    reuse: { type: 'boolean' },
   },
 });
 
@@ -207,21 +206,6 @@ switch (name) {
     await writeVectorsLocomo(resolve(values.data));
     break;
   }
-  case 'scale-vectors': {
-    const { writeScaleVectors } = await import('./vectors-report.js');
-    await writeScaleVectors({
-      events: Number(values.events),
-      queries: Number(values.queries),
-      backends: values.backends.split(',') as Array<'sqlite' | 'postgres'>,
-      ...(values['pg-events'] !== undefined ? { pgEvents: Number(values['pg-events']) } : {}),
-    });
-    break;
-  }
-  case 'vectors-locomo': {
-    const { writeVectorsLocomo } = await import('./vectors-report.js');
-    await writeVectorsLocomo(resolve(values.data));
-    break;
-  }
   case 'recall-vectors': {
     const { runRecallVectors } = await import('./recall-vectors.js');
     await runRecallVectors({
@@ -238,6 +222,27 @@ switch (name) {
       queries: Number(values.queries),
       backends: values.backends.split(',') as Array<'sqlite' | 'postgres'>,
       pgEngrams: Number(values['pg-engrams']),
+    });
+    break;
+  }
+  case 'scale': {
+    const { runScale, SCALE_PARTS } = await import('./scale.js');
+    const count = (field: string, text: string | undefined, fallback: number): number => {
+      const n = Number(text ?? fallback);
+      if (!Number.isInteger(n) || n < 1) fail(`--${field}: expected a positive integer, found "${text}"`);
+      return n;
+    };
+    const given = (flag: string): boolean => rest.some((a) => a === `--${flag}` || a.startsWith(`--${flag}=`));
+    const parts = (given('parts') ? values.parts : SCALE_PARTS.join(',')).split(',');
+    const unknownParts = parts.filter((p) => !(SCALE_PARTS as readonly string[]).includes(p));
+    if (unknownParts.length > 0) fail(`--parts: unknown "${unknownParts.join(', ')}"; expected ${SCALE_PARTS.join(', ')}`);
+    await runScale({
+      events: count('events', given('events') ? values.events : undefined, 1_000_000),
+      pgEvents: count('pg-events', values['pg-events'], 100_000),
+      backends: values.backends.split(',') as Array<'sqlite' | 'postgres'>,
+      parts: parts as Array<(typeof SCALE_PARTS)[number]>,
+      queries: count('queries', given('queries') ? values.queries : undefined, 25),
+      reuse: values.reuse === true,
     });
     break;
   }

@@ -7,6 +7,12 @@ import type { Fts5Plan } from './fts5-planner.js';
  * every match of each phrase again for its inverse document frequency (1M events, three common words: 1.65 s).
  */
 export const BOUND_ABOVE_ROWS = 20_000;
+/**
+ * The bound when a phrase decides the matches (an identifier, a quoted phrase): its estimate is its rarest token's
+ * frequency, far above its real matches, and the exact path evaluates the phrase twice (to match it, then again in
+ * bm25 to count its rows), the bounded path once. With fewer matches than the candidates both find the same rows.
+ */
+export const BOUND_PHRASE_ABOVE_ROWS = 2_000;
 /** Newest matches the bounded path scores: a few hundred, like a re-rank stage. */
 export const BOUNDED_CANDIDATES = 400;
 

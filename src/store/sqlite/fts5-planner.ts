@@ -21,6 +21,8 @@ export interface Fts5Plan {
   estimate: number;
   terms: Array<{ match: string; df: number }>;
   allMatch: string;
+  /** A rare term is a phrase of several tokens (an identifier such as `src/db/pool.ts:42`, a quoted phrase). */
+  hasPhrase: boolean;
 }
 
 interface TermPlan {
@@ -74,6 +76,7 @@ export class Fts5Planner {
       estimate: rare.reduce((sum, p) => sum + p.df, 0),
       terms: planned.map((p) => ({ match: compileTerm(p.term), df: p.df })),
       allMatch: planned.map((p) => compileTerm(p.term)).join(' AND '),
+      hasPhrase: rare.some((p) => tokenize(p.term.text).length > 1),
     };
   }
 

@@ -48,7 +48,7 @@ import type { BusStorage } from '../bus-storage.js';
 import { eventFromColumns, eventFromDraft, type EventColumns } from '../event-record.js';
 import type { Checkpointer } from './checkpointer.js';
 import { Fts5Planner } from './fts5-planner.js';
-import { BOUND_ABOVE_ROWS, Fts5BoundedSearch } from './fts5-bounded.js';
+import { BOUND_ABOVE_ROWS, BOUND_PHRASE_ABOVE_ROWS, Fts5BoundedSearch } from './fts5-bounded.js';
 import { chunks, translateSqliteError } from './sqlite-errors.js';
 import { openSqliteConnection, readVersion, startWalCheckpointer, type SqliteBackendOptions } from './sqlite-connection.js';
 import { SqliteVectors } from './sqlite-vectors.js';
@@ -424,7 +424,7 @@ export class SqliteBackend implements StorageBackend {
     // events) contextWeight, inlined as a checked number (FTS5 reads auxiliary arguments as values). Without filters
     // the top rows are picked inside FTS5 before joining events: joining every match first doubled latency.
     const weight = contextWeightOf(query).toFixed(4);
-    if (Number.isFinite(plan.estimate) && plan.estimate > (query.boundAbove ?? BOUND_ABOVE_ROWS)) {
+    if (Number.isFinite(plan.estimate) && plan.estimate > (query.boundAbove ?? (plan.hasPhrase ? BOUND_PHRASE_ABOVE_ROWS : BOUND_ABOVE_ROWS))) {
       try {
         const hits = this.bounded.search(plan, query.limit, where, params);
         const ids = this.db.prepare('SELECT rowid, id FROM events WHERE rowid IN (SELECT value FROM json_each(?))').all(JSON.stringify(hits.map((h) => h.rowid))) as Array<{ rowid: number; id: string }>;
