@@ -38,7 +38,7 @@ export interface CliContext {
   withStore<A extends GlobalOptions>(
     run: (mem: Engram, args: A) => Promise<number>,
     createStore?: boolean | ((args: A) => boolean),
-    vectors?: VectorUse,
+    vectors?: VectorUse | ((args: A) => VectorUse),
   ): CommandAction;
   /** An action that touches no store of the user's (migrate names its own, bench makes temporary ones). */
   withoutStore<A extends GlobalOptions>(run: (args: A) => Promise<number>): CommandAction;

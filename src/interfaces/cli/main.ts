@@ -13,6 +13,7 @@ import * as bench from './commands/bench.js';
 import * as bus from './commands/bus.js';
 import * as context from './commands/context.js';
 import * as embedding from './commands/embedding.js';
+import * as graph from './commands/graph.js';
 import * as hierarchy from './commands/hierarchy.js';
 import * as hooks from './commands/hooks.js';
 import * as ingest from './commands/ingest.js';
@@ -41,6 +42,7 @@ const COMMANDS: readonly RegisterCommands[] = [
   context.register, // context, compact, pin, task
   hierarchy.register, // delegate, report, reports, tree, recall-tree
   karma.register,
+  graph.register, // graph build, entities, impact, expand
   purge.register,
   agent.register,
   serve.register,
@@ -77,12 +79,12 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   const withStore = <A extends GlobalOptions>(
     run: (mem: Engram, args: A) => Promise<number>,
     createStore: boolean | ((args: A) => boolean) = false,
-    vectors: VectorUse = 'none',
+    vectors: VectorUse | ((args: A) => VectorUse) = 'none',
   ): CommandAction =>
     merged(async (args: A): Promise<void> => {
       // Only writing verbs create a store; read verbs on a missing store fail with NOT_FOUND.
       const create = typeof createStore === 'function' ? createStore(args) : createStore;
-      exitCode = await run(await openStore(args, { create, vectors }), args);
+      exitCode = await run(await openStore(args, { create, vectors: typeof vectors === 'function' ? vectors(args) : vectors }), args);
     });
   const withoutStore = <A extends GlobalOptions>(run: (args: A) => Promise<number>): CommandAction =>
     merged(async (args: A): Promise<void> => {
