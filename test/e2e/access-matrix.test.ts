@@ -134,6 +134,9 @@ describe.each(BACKEND_HARNESSES)('access matrix (%s)', (_backend, createHarness)
       const listed = (r.body.sessions as Array<{ id: string }>).map((s) => s.id).sort();
       const expected = SESSIONS.filter((s) => READERS[s].includes(actor)).sort();
       expect({ actor, listed }).toEqual({ actor, listed: expected });
+      // The dashboard's paged list is the same list.
+      const paged = await api(actor, '/v1/dashboard/sessions?limit=500');
+      expect({ actor, listed: (paged.body.sessions as Array<{ id: string }>).map((s) => s.id).sort(), total: paged.body.total }).toEqual({ actor, listed: expected, total: expected.length });
     }
   });
 
@@ -149,6 +152,9 @@ describe.each(BACKEND_HARNESSES)('access matrix (%s)', (_backend, createHarness)
     ['POST /v1/pointer/deref (sam:decision)', (s) => ({ path: '/v1/pointer/deref', body: { pointer: `sam:decision:${seeded[s].decisionId}` } })],
     ['POST /v1/pointer/deref (sam:task)', (s) => ({ path: '/v1/pointer/deref', body: { pointer: `sam:task:${s}@1` } })],
     ['POST /v1/pointer/deref (artifact:)', (s) => ({ path: '/v1/pointer/deref', body: { pointer: `artifact:${seeded[s].artifactId}` } })],
+    ['GET /v1/dashboard/sessions/{id}/timeline', (s) => ({ path: `/v1/dashboard/sessions/${s}/timeline` })],
+    ['POST /v1/dashboard/pointer (sam:event)', (s) => ({ path: '/v1/dashboard/pointer', body: { pointer: `sam:event:${seeded[s].decisionId}` } })],
+    ['POST /v1/dashboard/pointer (artifact:)', (s) => ({ path: '/v1/dashboard/pointer', body: { pointer: `artifact:${seeded[s].artifactId}` } })],
   ];
   it.each(readRoutes)('%s: readers 200, everyone else 404', async (_name, request) => {
     for (const session of SESSIONS) {
