@@ -52,10 +52,12 @@ describe('MCP over Streamable HTTP (real SDK client)', () => {
     expect(tools.map((t) => t.name).sort()).toEqual([
       'append_events',
       'delegate',
+      'entities',
       'expand',
       'get_task_state',
       'hierarchy_recall',
       'hierarchy_tree',
+      'impact',
       'less_deref_pointer',
       'less_put_engram',
       'less_query_engrams',

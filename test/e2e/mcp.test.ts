@@ -12,10 +12,12 @@ const BIN = resolve('bin/engram.js');
 const TOOLS = [
   'append_events',
   'delegate',
+  'entities',
   'expand',
   'get_task_state',
   'hierarchy_recall',
   'hierarchy_tree',
+  'impact',
   'less_deref_pointer',
   'less_put_engram',
   'less_query_engrams',

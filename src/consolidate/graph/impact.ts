@@ -138,3 +138,15 @@ function round(x: number): number {
 function bad(field: string, message: string): EngramError {
   return new EngramError('INVALID_INPUT', `${field}: ${message}`, { field });
 }
+
+/** The answer as text: one block per depth, each line the entity, the path confidence, the edge and its citations. */
+export function formatImpact(a: ImpactAnswer): string {
+  const head = `${a.direction === 'dependents' ? 'What depends on' : 'What is used by'} ${a.entity.kind}:${a.entity.name} (min confidence ${a.minConfidence}, depth <= ${a.maxDepth})`;
+  if (a.groups.length === 0) return `${head}\n(nothing reached)`;
+  const blocks = a.groups.map(
+    (g) =>
+      `## depth ${g.depth}: ${g.label} (${g.entities.length})\n` +
+      g.entities.map((e) => `- ${e.kind}:${e.name} (${e.confidence.toFixed(2)}, ${e.via.type})${e.cites.length ? ` [${e.cites.join(', ')}]` : ''}`).join('\n'),
+  );
+  return [head, ...blocks, ...(a.isTruncated ? ['(cut: a depth reached more edges than one answer reads)'] : [])].join('\n\n');
+}

@@ -14,6 +14,7 @@ import { BUS_ROUTES } from './bus-routes.js';
 import { ADMIN_ROUTES } from './admin-routes.js';
 import { DASHBOARD_ROUTES } from './dashboard-routes.js';
 import { HIERARCHY_ROUTES } from './hierarchy-routes.js';
+import { KNOWLEDGE_ROUTES } from './knowledge-routes.js';
 import { defineRoute, type Route } from './route.js';
 
 /** Most events in one `POST /v1/events` batch (one transaction): the engine's limit; the body size limit applies as well. */
@@ -341,6 +342,7 @@ export const ROUTES: readonly Route[] = [
   ...ADMIN_ROUTES,
   ...DASHBOARD_ROUTES,
   ...HIERARCHY_ROUTES,
+  ...KNOWLEDGE_ROUTES,
 ];
 
 /** The same error with `from` (and `from.*`, `from[...]`) renamed to `to` in its field and message. */

@@ -15,6 +15,7 @@ import { toolErrorResult } from './errors.js';
 import type { BusAgent } from '../../bus/bus-agent.js';
 import { registerBusTools } from './bus-tools.js';
 import { registerHierarchyTools } from './hierarchy-tools.js';
+import { entityExpandResult, isEntityTarget, registerKnowledgeTools } from './knowledge-tools.js';
 
 export interface EngramMcpServerOptions {
   /** The session this server works for: `append_events` writes to it, task state tools read and write its card. */
@@ -76,8 +77,15 @@ const recallInput = z.object({
 });
 
 const expandInput = z.object({
-  id: z.string().describe('An event id (evt_...) or artifact id (art_...) as a recall hit printed it, or a unique prefix of at least 4 characters after the underscore.'),
-  maxTokens: z.number().int().min(1).optional().describe(`Longest answer in tokens; longer content is cut with a notice. Default ${DEFAULT_EXPAND_MAX_TOKENS}.`),
+  id: z
+    .string()
+    .describe(
+      'An event id (evt_...) or artifact id (art_...) as a recall hit printed it, or a unique prefix of at least 4 characters after the underscore; ' +
+        'or an entity: its id (ent_...) or kind:name (file:src/app.ts, service:ledger, error:ERR_TIMEOUT).',
+    ),
+  maxTokens: z.number().int().min(1).optional().describe(`Longest answer in tokens; longer content is cut with a notice. Default ${DEFAULT_EXPAND_MAX_TOKENS} (1500 for an entity).`),
+  aspect: z.string().optional().describe('Entity only: one group (evidence, depends_on, imported by, ...) or a topic word.'),
+  question: z.string().optional().describe('Entity only: lines sharing its words come first.'),
 });
 
 const updateTaskStateInput = z.object({
@@ -146,7 +154,7 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
   server.registerTool(
     'expand',
     {
-      title: 'Expand an event or artifact',
+      title: 'Expand an event, artifact or entity',
       description:
         'Read the full stored content of one event (evt_...) or artifact (art_..., e.g. a large tool output kept outside the context) by its id ' +
         'from a recall hit. Use it when an excerpt is not enough to answer exactly. Long content is cut at maxTokens with a notice.',
@@ -155,6 +163,15 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
     },
     (args) =>
       run(async () => {
+        if (isEntityTarget(args.id)) {
+          return entityExpandResult(
+            await view.knowledge.expand(args.id, {
+              ...(args.aspect ? { aspect: args.aspect } : {}),
+              ...(args.question ? { question: args.question } : {}),
+              ...(args.maxTokens !== undefined ? { maxTokens: args.maxTokens } : {}),
+            }),
+          );
+        }
         const { text, details } = await view.expand(args.id, args.maxTokens ?? DEFAULT_EXPAND_MAX_TOKENS);
         return { content: [{ type: 'text', text }], structuredContent: details };
       }),
@@ -235,6 +252,7 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
 
   registerBusTools(server, mem, { agent: options.agent, runId: options.runId ?? mem.bus.defaultRunId, canIssueGrants: options.canIssueGrants ?? false }, run);
   registerHierarchyTools(server, view, sessionId, run);
+  registerKnowledgeTools(server, view, run);
 
   server.registerResource(
     'task-state',
