@@ -14,7 +14,6 @@ import * as bus from './commands/bus.js';
 import * as context from './commands/context.js';
 import * as embedding from './commands/embedding.js';
 import * as graph from './commands/graph.js';
-import * as graph from './commands/graph.js';
 import * as hierarchy from './commands/hierarchy.js';
 import * as hooks from './commands/hooks.js';
 import * as ingest from './commands/ingest.js';
@@ -43,7 +42,6 @@ const COMMANDS: readonly RegisterCommands[] = [
   context.register, // context, compact, pin, task
   hierarchy.register, // delegate, report, reports, tree, recall-tree
   karma.register,
-  graph.register, // graph build, entities, impact, expand
   graph.register, // graph build, entities, impact, expand
   purge.register,
   agent.register,
