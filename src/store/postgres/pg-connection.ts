@@ -1,6 +1,7 @@
 import { EngramError } from '../../errors.js';
 import { LATEST_POSTGRES_SCHEMA_VERSION, MIGRATIONS_TABLE, POSTGRES_MIGRATIONS, TEXT_SEARCH_CONFIG } from './migrations.js';
 import { redactPgUrl, translatePgError } from './pg-errors.js';
+import type { PgVectorIndexOptions } from './postgres-vector-index.js';
 
 /** Connecting to PostgreSQL and creating or migrating Engram's schema; the backend itself is postgres-backend.ts. */
 
@@ -24,6 +25,8 @@ export interface PostgresBackendOptions {
   connectTimeoutMs?: number;
   /** Create the schema when it does not exist. Default true; false fails with NOT_FOUND instead. */
   create?: boolean;
+  /** Vector search without pgvector above a size threshold: the IVF index, or the exact scan only (postgres-vector-index.ts). */
+  vectorIndex?: PgVectorIndexOptions;
 }
 
 

@@ -176,6 +176,7 @@ export class PostgresBackend implements StorageBackend {
     try {
       const isPowerLossDurable = await migrate(pool, location, options.create ?? true);
       const backend = new PostgresBackend(pool, location, isPowerLossDurable);
+      backend.vectors.configureIndex(options.vectorIndex);
       const probe = await pool.query<{ available: boolean }>(`SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS available`);
       if (probe.rows[0]?.available) backend.capabilities.hasPgvector = true;
       return backend;

@@ -78,6 +78,10 @@ export class PostgresPurge {
       // either it committed before this (its vector is deleted below) or it finds no job and writes nothing.
       counts.embeddingJobs = (await c.query(`DELETE FROM ${s}.embedding_jobs WHERE event_id = ANY($1::text[])`, [ids])).rowCount ?? 0;
       counts.vectors = (await c.query(`DELETE FROM ${s}.event_vectors WHERE event_id = ANY($1::text[])`, [ids])).rowCount ?? 0;
+      // The IVF index without pgvector (postgres-vector-index.ts) holds the vector too.
+      if ((await c.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [`${s}.vector_ivf`])).rows[0]?.t) {
+        await c.query(`DELETE FROM ${s}.vector_ivf WHERE event_id = ANY($1::text[])`, [ids]);
+      }
     }
 
     // The events whose indexed context held a tombstoned event's words get their full-text rows again (PurgePlan.reindex).

@@ -3,6 +3,7 @@ import type { EventId } from '../../model/ids.js';
 import type { EmbeddingQueueStats, StoredVector, VectorHit, VectorModel, VectorSearchQuery } from '../backend.js';
 import { visibleSessionSql } from './postgres-sessions.js';
 import { MAX_EMBEDDING_ATTEMPTS } from '../backend.js';
+import { PostgresVectorIndex, type PgVectorIndexOptions } from './postgres-vector-index.js';
 
 /** The slice of a pooled connection these statements use. */
 export interface PgRunner {
@@ -29,11 +30,20 @@ const RETRY_DELAY_MS = 30_000;
  * re-queues every event, never neither.
  */
 export class PostgresVectors {
+  private index: PostgresVectorIndex;
+
   constructor(
     private readonly s: string,
     private readonly query: <R>(sql: string, params?: unknown[]) => Promise<R[]>,
     private readonly transaction: <T>(fn: (c: PgRunner) => Promise<T>) => Promise<T>,
-  ) {}
+  ) {
+    this.index = new PostgresVectorIndex(s, query, transaction);
+  }
+
+  /** Sets how queries use the IVF index (the backend's `vectorIndex` option, postgres-vector-index.ts). */
+  configureIndex(options: PgVectorIndexOptions = {}): void {
+    this.index = new PostgresVectorIndex(this.s, this.query, this.transaction, options);
+  }
 
   async readModel(c?: PgRunner): Promise<VectorModel | null> {
     const sql = `SELECT value FROM ${this.s}.store_meta WHERE key = $1`;
@@ -61,6 +71,7 @@ export class PostgresVectors {
       const current = JSON.parse(row.value) as VectorModel | null;
       if (current && current.name === model.name && current.dimensions === model.dimensions) return { isChanged: false, queued: 0 };
       await c.query(`DELETE FROM ${s}.event_vectors`);
+      await this.index.drop(c);
       await c.query(`DELETE FROM ${s}.embedding_jobs`);
       const queued = await c.query(`INSERT INTO ${s}.embedding_jobs (event_id) SELECT id FROM ${s}.events ORDER BY session_id, turn`);
       await c.query(`UPDATE ${s}.store_meta SET value = $2 WHERE key = $1`, [VECTOR_MODEL_KEY, JSON.stringify(model)]);
@@ -117,6 +128,7 @@ export class PostgresVectors {
            ON CONFLICT (event_id) DO UPDATE SET model = excluded.model, vector = excluded.vector`,
           [kept.map((v) => v.eventId), kept.map((v) => toBytea(v.vector)), model],
         );
+        await this.index.add(c, current, kept);
       }
     });
   }
@@ -163,12 +175,15 @@ export class PostgresVectors {
       throw new EngramError('INVALID_INPUT', `vector: ${q.vector.length} dimensions, the store's model has ${model.dimensions}`, { field: 'vector' });
     }
     if (q.limit <= 0) return [];
-    const where = ['model = $1'];
-    const params: unknown[] = [q.model];
+    const lists = q.exact ? null : await this.index.plan(model, q.vector);
+    const where: string[] = [];
+    const params: unknown[] = [];
     const param = (value: unknown): string => {
       params.push(value);
       return `$${params.length}`;
     };
+    // The IVF index (postgres-vector-index.ts) holds the store's model only: its probed lists are read whole.
+    where.push(lists ? `list_id = ANY(${param(lists)}::int[])` : `model = ${param(q.model)}`);
     const f = q.filter ?? {};
     if (f.sessionIds && f.sessionIds.length > 0) where.push(`session_id = ANY(${param(f.sessionIds)}::text[])`);
     if (f.visibleToProject !== undefined) where.push(`session_id IN (${visibleSessionSql(this.s, param(f.visibleToProject))})`);
@@ -177,7 +192,9 @@ export class PostgresVectors {
     if (f.toMs !== undefined) where.push(`ts_ms <= ${param(Math.floor(f.toMs))}`);
     if (f.taskId !== undefined) where.push(`task_id = ${param(f.taskId)}`);
     const rows = await this.query<{ event_id: string; vector: Buffer }>(
-      `SELECT event_id, vector FROM ${this.s}.event_vectors WHERE ${where.join(' AND ')} ORDER BY ts_ms DESC LIMIT ${param(EXACT_SCAN_MAX_ROWS)}`,
+      lists
+        ? `SELECT event_id, vector FROM ${this.s}.vector_ivf WHERE ${where.join(' AND ')}`
+        : `SELECT event_id, vector FROM ${this.s}.event_vectors WHERE ${where.join(' AND ')} ORDER BY ts_ms DESC LIMIT ${param(EXACT_SCAN_MAX_ROWS)}`,
       params,
     );
     return topK(q.vector, rows, q.limit);
