@@ -196,15 +196,18 @@ describe('dashboard endpoints', () => {
       }
       return text;
     };
-    const lead = read('lead', (t) => t.includes('less.engram.put'));
+    const lead = read('lead', (t) => t.includes('less.engram.put') && t.includes('event: sessions'));
     const eve = read('eve', () => false);
     await new Promise((r) => setTimeout(r, 300));
     expect((await api('/v1/engram', 'alice', riskEngram('Streamed claim.', [span(1, 2)]))).status).toBe(201);
+    expect((await api('/v1/events', 'alice', { sessionId: 's-live', events: [{ kind: 'user', content: 'new activity' }] })).status).toBe(200);
     const [leadText, eveText] = await Promise.all([lead, eve]);
     expect(leadText).toContain('event: ready');
     expect(leadText).toMatch(/event: bus\ndata: .*less\.engram\.put.*\nid: \d+/);
     expect(eveText).toContain('event: ready');
+    expect(leadText).toContain('event: sessions');
     expect(eveText).not.toContain('less.engram.put');
+    expect(eveText).not.toContain('event: sessions');
     expect((await fetch(`${server.url}/v1/dashboard/stream`)).status).toBe(401);
     // Revoking the token ends its open stream.
     const res = await fetch(`${server.url}/v1/dashboard/stream`, { headers: { Authorization: `Bearer ${tokens.eve}` } });

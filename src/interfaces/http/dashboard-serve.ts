@@ -18,6 +18,8 @@ import { DashboardView } from '../../view/dashboard-view.js';
 
 /** How often the stream looks for new telemetry and session activity. */
 export const STREAM_POLL_MS = 1000;
+/** Most recently active sessions compared at each poll to notice activity. */
+const SESSIONS_WATCHED = 50;
 /** A comment line this often keeps proxies from closing an idle stream. */
 const HEARTBEAT_MS = 15_000;
 /** A stream ends after this long; the client reconnects (and authenticates again). */
@@ -92,7 +94,8 @@ export function mountDashboard(app: Hono<Env>, mem: Engram): DashboardMount {
 
 function stream(c: Context<Env>, mem: Engram, open: Set<() => void>): Response {
   const agent = c.get('agent');
-  const dashboard = new DashboardView(mem, mem.viewAs(agentPrincipal(agent)), agent);
+  const view = mem.viewAs(agentPrincipal(agent));
+  const dashboard = new DashboardView(mem, view, agent);
   c.header('Cache-Control', 'no-store');
   c.header('X-Accel-Buffering', 'no');
   return streamSSE(c, async (sse) => {
@@ -112,6 +115,9 @@ function stream(c: Context<Env>, mem: Engram, open: Set<() => void>): Response {
           resolve();
         };
       });
+    // The most recently active sessions change first when anything is appended or created.
+    const sessionsSignature = async () =>
+      (await view.listSessions({ limit: SESSIONS_WATCHED })).map((s) => `${s.id}:${s.eventCount}:${s.lastTurn}`).join('|');
     const started = Date.now();
     let lastId = 0;
     let sinceMs = started - 1000;
@@ -121,6 +127,7 @@ function stream(c: Context<Env>, mem: Engram, open: Set<() => void>): Response {
       // The cursor starts at the newest event now: the client loads the panels itself, then follows changes.
       const initial = await dashboard.telemetrySince(0, sinceMs);
       lastId = initial.reduce((m, e) => Math.max(m, e.id), 0);
+      sessionsSig = await sessionsSignature();
       await sse.writeSSE({ event: 'ready', data: JSON.stringify({ agent: agent.name, pollMs: STREAM_POLL_MS }) });
       while (isOpen && Date.now() - started < STREAM_MAX_MS) {
         await sleep(STREAM_POLL_MS);
@@ -133,10 +140,9 @@ function stream(c: Context<Env>, mem: Engram, open: Set<() => void>): Response {
           sinceMs = Math.max(sinceMs, e.tsMs - 60_000);
           await sse.writeSSE({ event: 'bus', id: String(e.id), data: JSON.stringify({ id: e.id, type: e.type, agentId: e.agentId ?? null, role: e.role ?? null, ts: new Date(e.tsMs).toISOString(), data: e.data }) });
         }
-        const page = await dashboard.sessions({ offset: 0, limit: 200 });
-        const sig = page.sessions.map((s) => `${s.id}:${s.eventCount}:${s.lastTurn}`).join('|') + `#${page.total}`;
+        const sig = await sessionsSignature();
         if (sig !== sessionsSig) {
-          if (sessionsSig !== '') await sse.writeSSE({ event: 'sessions', data: JSON.stringify({ total: page.total }) });
+          await sse.writeSSE({ event: 'sessions', data: '{}' });
           sessionsSig = sig;
         }
         if (Date.now() - lastBeat > HEARTBEAT_MS) {
