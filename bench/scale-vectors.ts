@@ -82,7 +82,8 @@ export async function runScaleVectors(opts: ScaleVectorsOptions): Promise<{ mark
 async function measure(backend: 'sqlite' | 'postgres', location: StoreLocation, events: number, queries: number, embedder: Embedder): Promise<ScaleVectorsRow> {
   // Two engines over one store: default options (the fast path above its threshold) and exact search only.
   const fastMem = await openEngram({ ...location, embedder: shared(embedder), indexing: { background: false, batchSize: 256 } });
-  const exactLocation: StoreLocation = backend === 'sqlite' ? { ...location, sqlite: { vectorIndex: { mode: 'exact' } } } : location;
+  const exactLocation: StoreLocation =
+    backend === 'sqlite' ? { ...location, sqlite: { vectorIndex: { mode: 'exact' } } } : { ...location, postgres: { vectorIndex: { mode: 'exact' } } };
   let exactMem: Engram | undefined;
   try {
     const t0 = performance.now();
@@ -112,7 +113,7 @@ async function measure(backend: 'sqlite' | 'postgres', location: StoreLocation, 
     const tb = performance.now();
     await search(fastMem.store, vectors[0]!, VECTOR_DEPTH, false);
     const firstMs = performance.now() - tb;
-    const fastPath = describeFastPath(fastMem.store);
+    const fastPath = await describeFastPath(fastMem.store);
     const indexBuildMs = fastPath.startsWith('IVF') ? round(firstMs, 0) : null;
     console.error(`   fast path: ${fastPath}${indexBuildMs !== null ? `, first query (index build) ${indexBuildMs} ms` : ''}`);
 
@@ -170,15 +171,20 @@ async function timed<T>(inputs: T[], fn: (input: T) => Promise<unknown>): Promis
   return { p50: round(s.p50), p95: round(s.p95) };
 }
 
-/** The index the fast path used, read from the store's own description of it. */
-function describeFastPath(store: StorageBackend): string {
-  if (store.name !== 'sqlite') return `none (${store.capabilities.vectorSearch}: the same search as exact)`;
-  const index = (store as unknown as { vectors: { vectorIndex: { readMeta(): { lists: number; trainedOn: number } | null } } }).vectors.vectorIndex;
-  const meta = index.readMeta();
+/** The index the fast path used, read from the store's own description of it (store_meta `vector_ivf`). */
+async function describeFastPath(store: StorageBackend): Promise<string> {
+  let meta: { lists: number; trainedOn: number } | null = null;
+  if (store.name === 'sqlite') {
+    meta = (store as unknown as { vectors: { vectorIndex: { readMeta(): typeof meta } } }).vectors.vectorIndex.readMeta();
+  } else {
+    const pg = store as unknown as { query<R>(sql: string, params: unknown[], context: string): Promise<R[]>; sql: { s: string } };
+    const rows = await pg.query<{ value: string }>(`SELECT value FROM ${pg.sql.s}.store_meta WHERE key = 'vector_ivf'`, [], 'bench');
+    meta = rows[0] ? (JSON.parse(rows[0].value) as typeof meta) : null;
+  }
   return meta ? `IVF, ${meta.lists} lists over ${meta.trainedOn.toLocaleString('en')} vectors` : 'exact (below the index threshold)';
 }
 
-function toMarkdown(json: { generatedAt: string; machine: string; embedder: string; options: ScaleVectorsOptions }, rows: ScaleVectorsRow[]): string {
+export function toMarkdown(json: { generatedAt: string; machine: string; embedder: string; options: ScaleVectorsOptions }, rows: ScaleVectorsRow[]): string {
   const o = json.options;
   const table = rows
     .map(
