@@ -45,7 +45,7 @@ beforeAll(async () => {
   repo = createTempRepo();
   const sha = repo.commit(DEMO_FILES(numberedLines));
   dir = mkdtempSync(join(tmpdir(), 'engram-dashboard-browser-'));
-  mem = await openEngram({ db: join(dir, 'engram.db'), indexing: { background: false }, bus: { repoRoot: repo.dir } });
+  mem = await openEngram({ db: join(dir, 'engram.db'), indexing: { background: false }, bus: { repoRoot: repo.dir, limits: { maxEngramsPerAgentPerMinute: 10_000 } } });
   demo = await seedDashboardDemo(mem, sha);
   server = await startHttpServer(mem, { port: 0, version: '0.0.0-test' });
   browser = await chromium.launch({ executablePath, args: ['--headless', '--no-sandbox', '--disable-gpu'] });
@@ -152,6 +152,30 @@ describe('dashboard in a real browser', () => {
     await expect(page.getByTestId('recalls').textContent()).resolves.toContain('idempotency key');
     await page.getByTestId('assemble-pack').click();
     await expect(page.getByTestId('pack').textContent()).resolves.toContain('markers');
+    await page.close();
+  });
+
+  it('renders a feed of hundreds of engrams a screenful at a time and reads the next page as it scrolls', async () => {
+    const bob = await mem.agents.get('bob');
+    for (let i = 0; i < 300; i++) {
+      const line = 1 + (i % 200);
+      await mem.bus.engrams.put(bob, { kind: 'fact', claim: `Bulk finding number ${i} on line ${line}.`, pointers: [{ type: 'repo', ref: demo.span('ledger', line, line + 1) }], confidence: 0.6, ttl: 'P1D', scope: 'project' }, mem.bus.defaultRunId);
+    }
+    const page = await signIn(demo.tokens.lead, '#/feed');
+    await page.getByTestId('feed-item').first().waitFor();
+    // 100 read, more to come: the badge says so, and only the rows in view are in the page.
+    await expect(page.getByTestId('feed-total').textContent()).resolves.toBe('100+ engrams');
+    expect(await page.getByTestId('feed-item').count()).toBeLessThan(30);
+    const list = page.getByTestId('feed-list');
+    for (let i = 0; i < 12 && !(await page.getByText('Bulk finding number 0 on line 1.', { exact: true }).count()); i++) {
+      await list.evaluate((el) => {
+        el.scrollTop = el.scrollHeight;
+      });
+      await page.waitForTimeout(300);
+    }
+    await page.getByText('Bulk finding number 0 on line 1.', { exact: true }).waitFor();
+    expect(await page.getByTestId('feed-item').count()).toBeLessThan(30);
+    await expect(page.getByTestId('feed-total').textContent()).resolves.toMatch(/^30\d engrams$/);
     await page.close();
   });
 
