@@ -117,6 +117,25 @@ runStorageContract('knowledge graph', ({ createHarness }) => {
     await expect(new KnowledgeGraph(ctx.mem.store, ctx.mem.tokenizer, 'blue').get('file:src/c.ts')).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 
+  it('a purge takes the graph rows derived from the purged events with it', async () => {
+    await seed();
+    await ctx.mem.append('keep', { kind: 'assistant', content: 'The ledger service is healthy.' });
+    await ctx.mem.graphBuilder().buildFromSessions();
+    const g = ctx.mem.knowledge;
+    const dry = await ctx.mem.purge({ sessionId: 'pay' }, { actor: 'os:test', isDryRun: true });
+    expect(dry).toBeDefined();
+    expect((await g.get('error:ERR_PAYMENT_DECLINED')).citations).toBe(2);
+    await ctx.mem.purge({ sessionId: 'pay' }, { actor: 'os:test' });
+    await expect(g.get('error:ERR_PAYMENT_DECLINED')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(g.get('service:checkout')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    const ledger = await g.get('service:ledger');
+    expect(ledger.citations).toBe(1);
+    const cites = await g.citations([ledger.id], 10);
+    expect(cites.map((c) => c.sessionId)).toEqual(['keep']);
+    expect((await g.impact('service:ledger')).groups).toEqual([]);
+    expect(await ctx.mem.graphBuilder().buildFromSessions()).toMatchObject({ events: 0 });
+  });
+
   it('expands an entity into a bounded block grouped by aspect, each line citing its sources', async () => {
     await seed();
     await ctx.mem.graphBuilder().buildFromSessions();

@@ -117,6 +117,25 @@ export class PostgresPurge {
         )
       ).rowCount ?? 0;
 
+    // The knowledge graph's citations of a purged event go (their quotes hold its words), and the edges and entities no
+    // other citation holds (consolidate/graph/: derived from events, rebuilt from them).
+    const cited = (await c.query<{ target_id: string }>(`DELETE FROM ${s}.graph_citations WHERE event_id = ANY($1::text[]) RETURNING target_id`, [ids])).rows.map(
+      (r) => r.target_id,
+    );
+    if (cited.length > 0) {
+      const targets = [...new Set(cited)];
+      for (const table of ['graph_edges', 'graph_entities']) {
+        await c.query(
+          `DELETE FROM ${s}.${table} t WHERE t.id = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM ${s}.graph_citations c WHERE c.target_id = t.id)`,
+          [targets],
+        );
+      }
+      await c.query(
+        `UPDATE ${s}.graph_entities e SET citations = (SELECT count(*) FROM ${s}.graph_citations c WHERE c.target_id = e.id) WHERE e.id = ANY($1::text[])`,
+        [targets],
+      );
+    }
+
     const engrams = (await c.query<{ id: string; body: string }>(`SELECT id, body::text AS body FROM ${s}.engrams`)).rows;
     for (const e of engramsToScrub(engrams, plan, droppedArtifacts)) {
       await c.query(

@@ -120,6 +120,23 @@ export class SqlitePurge {
       )
       .run({ whole, purged: purgedIds, match }).changes;
 
+    // The knowledge graph's citations of a purged event go (their quotes hold its words), and the edges and entities no
+    // other citation holds (consolidate/graph/: derived from events, rebuilt from them).
+    const cited = (
+      db.prepare('SELECT DISTINCT target_id FROM graph_citations WHERE event_id IN (SELECT value FROM json_each(?))').all(purgedIds) as Array<{ target_id: string }>
+    ).map((r) => r.target_id);
+    if (cited.length > 0) {
+      const targets = JSON.stringify(cited);
+      db.prepare('DELETE FROM graph_citations WHERE event_id IN (SELECT value FROM json_each(?))').run(purgedIds);
+      const uncited = (table: string) =>
+        `DELETE FROM ${table} WHERE id IN (SELECT value FROM json_each(?)) AND NOT EXISTS (SELECT 1 FROM graph_citations c WHERE c.target_id = ${table}.id)`;
+      db.prepare(uncited('graph_edges')).run(targets);
+      db.prepare(uncited('graph_entities')).run(targets);
+      db.prepare(
+        'UPDATE graph_entities SET citations = (SELECT count(*) FROM graph_citations c WHERE c.target_id = graph_entities.id) WHERE id IN (SELECT value FROM json_each(?))',
+      ).run(targets);
+    }
+
     const engrams = db.prepare('SELECT id, body FROM engrams').all() as Array<{ id: string; body: string }>;
     const scrub = db.prepare(
       `UPDATE engrams SET body = ?, index_keys = '[]', dedupe_key = ?, removed_ms = COALESCE(removed_ms, ?),
