@@ -75,7 +75,8 @@ async function api(path: string, token: string, body: unknown): Promise<number> 
   return res.status;
 }
 
-describe('dashboard in a real browser', () => {
+// A browser under a full parallel test run on two cores is slow to start pages: generous limits, no timing asserted.
+describe('dashboard in a real browser', { timeout: 120_000 }, () => {
   it('refuses a wrong token, signs in with a right one, and keeps the token out of the URL', async () => {
     const page = await browser.newPage();
     await page.goto(`${server.url}/`);

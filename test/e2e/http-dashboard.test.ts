@@ -178,16 +178,17 @@ describe('dashboard endpoints', () => {
   });
 
   it('the live stream delivers a child\'s engram put to its project and not to another project', async () => {
-    const read = async (as: string, until: (text: string) => boolean) => {
+    // Each read ends when `until` holds or `stop` resolves (generous, for a loaded machine; no timing is asserted).
+    const read = async (as: string, until: (text: string) => boolean, stop: Promise<unknown> = new Promise((r) => setTimeout(r, 15_000))) => {
       const ac = new AbortController();
       const res = await fetch(`${server.url}/v1/dashboard/stream`, { headers: { Authorization: `Bearer ${tokens[as]}` }, signal: ac.signal });
       expect(res.headers.get('content-type')).toContain('text/event-stream');
       const reader = res.body!.getReader();
       let text = '';
-      const deadline = Date.now() + 4000;
+      const stopped = stop.then(() => null);
       try {
-        while (!until(text) && Date.now() < deadline) {
-          const chunk = await Promise.race([reader.read(), new Promise<null>((r) => setTimeout(() => r(null), Math.max(1, deadline - Date.now())))]);
+        while (!until(text)) {
+          const chunk = await Promise.race([reader.read(), stopped]);
           if (chunk === null || chunk.done) break;
           text += new TextDecoder().decode(chunk.value);
         }
@@ -197,7 +198,8 @@ describe('dashboard endpoints', () => {
       return text;
     };
     const lead = read('lead', (t) => t.includes('less.engram.put') && t.includes('event: sessions'));
-    const eve = read('eve', () => false);
+    // eve listens until two polls after lead has seen everything.
+    const eve = read('eve', () => false, lead.then(() => new Promise((r) => setTimeout(r, 2000))));
     await new Promise((r) => setTimeout(r, 300));
     expect((await api('/v1/engram', 'alice', riskEngram('Streamed claim.', [span(1, 2)]))).status).toBe(201);
     expect((await api('/v1/events', 'alice', { sessionId: 's-live', events: [{ kind: 'user', content: 'new activity' }] })).status).toBe(200);
@@ -218,7 +220,7 @@ describe('dashboard endpoints', () => {
       (async () => {
         for (;;) if ((await reader.read()).done) return true;
       })(),
-      new Promise<boolean>((r) => setTimeout(() => r(false), 4000)),
+      new Promise<boolean>((r) => setTimeout(() => r(false), 15_000)),
     ]);
     expect(ended).toBe(true);
   });
