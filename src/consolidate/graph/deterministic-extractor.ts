@@ -8,6 +8,10 @@ const PATH_RE = new RegExp(`(?<![\\w/.-])(?:\\.{0,2}/)?(?:[\\w@.-]+/)*[\\w.-]+\\
 /** `payment service`, `payment-service`, `services/payment/`, `service:payment`. */
 const SERVICE_RES = [/\b([a-z][a-z0-9]*(?:-[a-z0-9]+)*)[- ]service\b/gi, /\bservices\/([a-z][\w-]*)\//gi, /\bservice:([a-z][\w-]*)/gi];
 /** Error codes and error classes: ECONNREFUSED, ERR_PAYMENT_TIMEOUT, TS2345, E1234, HTTP 503, CardDeclinedError. */
+/** Words before "service" that name no service ("the service", "each service", "a web service"). */
+const NOT_A_SERVICE = new Set(
+  'the a an this that these those our your their its my his her each every any which what whose one same other another new old main whole web micro some no all both either'.split(' '),
+);
 const ERROR_RE = /\b(E[A-Z]{4,}|ERR_[A-Z0-9_]+|[A-Z][A-Z0-9]*_ERROR|TS\d{4,5}|E\d{3,5}|HTTP [45]\d\d|[A-Z][A-Za-z0-9]*(?:Error|Exception))\b/g;
 /** Command-line tools whose invocations name a command entity (first words: `npm run build`, `git rebase`). */
 const CLI_TOOLS = new Set([
@@ -71,7 +75,9 @@ export class DeterministicExtractor implements EntityExtractor {
       add('file', path, m.index);
       taken.push([m.index, m.index + m[0].length]);
     }
-    for (const re of SERVICE_RES) for (const m of text.matchAll(re)) add('service', m[1]!.toLowerCase(), m.index);
+    for (const re of SERVICE_RES) {
+      for (const m of text.matchAll(re)) if (!NOT_A_SERVICE.has(m[1]!.toLowerCase())) add('service', m[1]!.toLowerCase(), m.index);
+    }
     for (const m of text.matchAll(ERROR_RE)) {
       if (isTaken(m.index, m.index + m[0].length)) continue;
       add('error', m[1]!, m.index);
