@@ -105,6 +105,17 @@ export { significanceGate, toSessionSkippedRecord, meanVector, DEFAULT_SIGNIFICA
 export type { SignificanceDecision, SignificanceInput, SignificanceThresholds, SessionSkippedRecord, GateCheck } from './consolidate/significance-gate.js';
 export { logLlmCallsTo, logEscalationsTo } from './consolidate/telemetry.js';
 export { deriveWithEscalation } from './consolidate/structured-escalation.js';
+export { KnowledgeGraph } from './consolidate/graph/knowledge-graph.js';
+export type { EntityListQuery } from './consolidate/graph/knowledge-graph.js';
+export { GraphBuilder } from './consolidate/graph/graph-builder.js';
+export type { BuildReport, RepoBuildReport } from './consolidate/graph/graph-builder.js';
+export { DeterministicExtractor } from './consolidate/graph/deterministic-extractor.js';
+export type { EntityExtractor, Extraction, ExtractionInput, ExtractedEntity, ExtractedEdge } from './consolidate/graph/extractor.js';
+export { formatImpact, DEFAULT_MIN_CONFIDENCE, DEFAULT_MAX_DEPTH } from './consolidate/graph/impact.js';
+export type { ImpactAnswer, ImpactGroup, ImpactEntry, ImpactOptions } from './consolidate/graph/impact.js';
+export type { EntityExpandAnswer, EntityExpandGroup, EntityExpandLine, EntityExpandOptions } from './consolidate/graph/entity-expand.js';
+export { ENTITY_KINDS, EDGE_TYPES, entityId, edgeId, parseEntityRef } from './model/graph.js';
+export type { EntityKind, EdgeType, EntityRecord, EdgeRecord, CitationRecord } from './model/graph.js';
 export type { StructuredEscalationRequest, StructuredEscalated } from './consolidate/structured-escalation.js';
 export { sourceItemsFromEvents, sourceItemFromEvent } from './consolidate/source-items.js';
 export { agentPrincipal, LOCAL_PRINCIPAL } from './model/access.js';

@@ -53,6 +53,8 @@ import { MAX_RANKED_ROWS, TsqueryPlanner } from './tsquery-planner.js';
 import { PostgresVectors } from './postgres-vectors.js';
 import { PostgresBus } from './postgres-bus.js';
 import { PostgresGraph } from './postgres-graph.js';
+import { PostgresSummaries } from './postgres-summaries.js';
+import type { SummaryStorage } from '../summary-storage.js';
 import type { GraphStorage } from '../graph-storage.js';
 import { PostgresPurge } from './postgres-purge.js';
 import type { BusStorage } from '../bus-storage.js';
@@ -115,6 +117,7 @@ export class PostgresBackend implements StorageBackend {
   private readonly vectors: PostgresVectors;
   readonly bus: BusStorage;
   readonly graph: GraphStorage;
+  readonly summaries: SummaryStorage;
   private readonly purger: PostgresPurge;
   private isClosed = false;
   /** The connection of the withTransaction a call is made from (found through the async context), if any. */
@@ -144,6 +147,12 @@ export class PostgresBackend implements StorageBackend {
     );
     this.graph = new PostgresGraph(
       this.sql.s,
+      <R>(sql: string, params: unknown[], context: string) => this.query<R>(sql, params, context),
+      (context, fn) => this.transaction(context, fn),
+    );
+    this.summaries = new PostgresSummaries(
+      this.sql.s,
+      this.sql.config,
       <R>(sql: string, params: unknown[], context: string) => this.query<R>(sql, params, context),
       (context, fn) => this.transaction(context, fn),
     );
