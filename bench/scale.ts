@@ -7,10 +7,10 @@
  *                          [--parts fts,ingest,cli,hybrid] [--queries 25] [--reuse]
  *
  * Stores are kept in $TMPDIR/engram-scale/ (a 1M store takes minutes to build); `--reuse` opens one built by an
- * earlier run with the same size instead of building it again (the ingest figures are then not measured).
+ * earlier run with the same size instead of building it again (the ingest figures are then those measured when it was built).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -114,7 +114,8 @@ export async function runScale(args: ScaleArgs): Promise<void> {
       if (args.parts.includes('ingest')) {
         if (store.eventsPerSec !== undefined && rawBuilt !== undefined) {
           ingest = { events, oursEventsPerSec: round(store.eventsPerSec, 0), rawEventsPerSec: round(rawBuilt, 0), ratio: round(store.eventsPerSec / rawBuilt) };
-        } else notes.push('Ingest was not measured: the stores were reused from an earlier run (`--reuse`).');
+          if (!store.built) notes.push('Ingest: measured when the reused stores were built (`--reuse` keeps the rates in the stores\' markers).');
+        } else notes.push('Ingest was not measured: the stores were reused from an earlier run (`--reuse`) that recorded no rate.');
       }
     }
     if (args.parts.includes('fts')) {
@@ -186,11 +187,11 @@ async function ingestOurs(location: StoreLocation, events: number): Promise<numb
 async function buildSqlite(events: number, reuse: boolean): Promise<BuiltStore> {
   const path = join(STORE_DIR, `ours-${events}.db`);
   const done = `${path}.complete`;
-  if (reuse && existsSync(done)) return { location: { db: path }, built: false };
+  if (reuse && existsSync(done)) return { location: { db: path }, built: false, ...builtRate(done) };
   for (const f of [path, `${path}-wal`, `${path}-shm`, done]) rmSync(f, { force: true });
   const start = performance.now();
   const eventsPerSec = await ingestOurs({ db: path }, events);
-  writeFileSync(done, new Date().toISOString());
+  writeFileSync(done, JSON.stringify({ builtAt: new Date().toISOString(), eventsPerSec }));
   return { location: { db: path }, built: true, buildSeconds: round((performance.now() - start) / 1000, 1), eventsPerSec };
 }
 
@@ -218,10 +219,20 @@ async function buildPostgres(events: number, reuse: boolean): Promise<BuiltStore
   return { location, built: true, buildSeconds: round((performance.now() - start) / 1000, 1), eventsPerSec };
 }
 
+/** The ingest rate measured when a reused store was built (kept in its `.complete` marker), if recorded. */
+function builtRate(marker: string): { eventsPerSec?: number } {
+  try {
+    const rate = (JSON.parse(readFileSync(marker, 'utf8')) as { eventsPerSec?: unknown }).eventsPerSec;
+    return typeof rate === 'number' ? { eventsPerSec: rate } : {};
+  } catch {
+    return {};
+  }
+}
+
 /** The floor: a plain table plus the same FTS5 index, same pragmas and batches (as bench/ingest-recall.ts). */
 function buildRaw(path: string, events: number, reuse: boolean): number | undefined {
   const done = `${path}.complete`;
-  if (reuse && existsSync(done)) return undefined;
+  if (reuse && existsSync(done)) return builtRate(done).eventsPerSec;
   for (const f of [path, `${path}-wal`, `${path}-shm`, done]) rmSync(f, { force: true });
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
@@ -251,7 +262,7 @@ function buildRaw(path: string, events: number, reuse: boolean): number | undefi
   if (batch.length > 0) tx(batch);
   const secs = (performance.now() - start) / 1000;
   db.close();
-  writeFileSync(done, new Date().toISOString());
+  writeFileSync(done, JSON.stringify({ builtAt: new Date().toISOString(), eventsPerSec: events / secs }));
   return events / secs;
 }
 
