@@ -32,6 +32,8 @@ import { KnowledgeGraph } from './consolidate/graph/knowledge-graph.js';
 import { GraphBuilder } from './consolidate/graph/graph-builder.js';
 import { DeterministicExtractor } from './consolidate/graph/deterministic-extractor.js';
 import type { EntityExtractor } from './consolidate/graph/extractor.js';
+import { SummaryReader } from './consolidate/summary-reader.js';
+import { Consolidator, type ConsolidatorOptions } from './consolidate/consolidator.js';
 import { AgentRegistry } from './memory/agent-registry.js';
 import { ContextEngine } from './context/context-engine.js';
 import { createFormatterRegistry } from './context/assembly/formatters.js';
@@ -285,6 +287,16 @@ export class Engram {
   /** The knowledge graph (entities, typed edges, expansion, impact) with full trust; `viewAs(p).knowledge` bounds it. */
   get knowledge(): KnowledgeGraph {
     return new KnowledgeGraph(this.store, this.tokenizer);
+  }
+
+  /** The summary DAG (session, arc, epoch summaries; the cold tier) with full trust; `viewAs(p).summaries` bounds it. */
+  get summaries(): SummaryReader {
+    return new SummaryReader(this.store);
+  }
+
+  /** Makes summaries (consolidate/consolidator.ts): with no model (`llm: null`) at the deterministic level. */
+  consolidator(options: Omit<ConsolidatorOptions, 'tokenizer'> & { tokenizer?: ConsolidatorOptions['tokenizer'] } = { llm: null }): Consolidator {
+    return new Consolidator(this.store, { tokenizer: this.tokenizer, ...options });
   }
 
   /** Builds the knowledge graph from stored events and from repositories at a commit (deterministic extraction by default). */

@@ -7,6 +7,7 @@ import type { EventArtifactRef, EventKind, EventRecord, SessionRecord } from '..
 import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
 import type { BusStorage } from './bus-storage.js';
 import type { GraphStorage } from './graph-storage.js';
+import type { SummaryStorage } from './summary-storage.js';
 import { writerLeaseOf, type WriterLease } from '../model/hierarchy.js';
 
 /**
@@ -80,6 +81,20 @@ export interface AppendOptions {
    * append transaction. Absent: a full-trust caller, not checked.
    */
   writer?: WriterLease;
+}
+
+/** {@link StorageBackend.activityByDay}'s range and visibility. */
+export interface ActivityQuery {
+  sinceMs: number;
+  visibleToProject?: string;
+}
+
+/** One UTC day of activity: events appended with their timestamps in that day, and those of them holding an artifact. */
+export interface DayActivity {
+  /** `YYYY-MM-DD` (UTC). */
+  day: string;
+  events: number;
+  artifacts: number;
 }
 
 /** A session's owner and the projects it is shared with, read-only. */
@@ -453,6 +468,8 @@ export interface StorageBackend {
   readonly bus: BusStorage;
   /** The knowledge graph's tables (entities, typed edges, citations; consolidate/graph/). */
   readonly graph: GraphStorage;
+  /** The summary DAG, the gate's skipped sessions and consolidation jobs (consolidate/summary-dag.ts). */
+  readonly summaries: SummaryStorage;
 
   /**
    * Appends events to a session in one transaction, creating the session if needed. Turns are assigned
@@ -602,5 +619,11 @@ export interface StorageBackend {
   listPurgeLog(options?: { limit?: number }): Promise<PurgeLogRecord[]>;
 
   stats(): Promise<StoreStats>;
+  /**
+   * Events and artifact-holding events per UTC day from `sinceMs` on, oldest day first, days without events left
+   * out; `visibleToProject` counts only the sessions that project may read (its own and those shared with it).
+   * Reads every event in the range: for overviews, not per request.
+   */
+  activityByDay(query: ActivityQuery): Promise<DayActivity[]>;
   close(): Promise<void>;
 }

@@ -19,6 +19,7 @@ import type { RecallOptions, RecallResult } from '../memory/recall.js';
 import type { RecallOutcome, RecallRequest } from './agent-recall.js';
 import { HierarchyView } from './hierarchy-view.js';
 import { KnowledgeGraph } from '../consolidate/graph/knowledge-graph.js';
+import { SummaryReader } from '../consolidate/summary-reader.js';
 import { checkExpandMaxTokens, DEFAULT_EXPAND_MAX_TOKENS, expandArtifact, expandEvent, type ExpandAnswer } from './expand.js';
 
 /** Sessions holding an artifact that are looked at to decide whether a reader may see it. */
@@ -240,6 +241,11 @@ export class EngramView {
   /** The knowledge graph as this principal may read it: rows citing its project's readable sessions or repositories indexed for it. */
   get knowledge(): KnowledgeGraph {
     return new KnowledgeGraph(this.mem.store, this.mem.tokenizer, this.project ?? undefined);
+  }
+
+  /** The summary DAG as this principal may read it: summaries whose every covered session it may read. */
+  get summaries(): SummaryReader {
+    return new SummaryReader(this.mem.store, this.project ?? undefined);
   }
 
   private async facts(id: SessionId): Promise<SessionAccessFacts | undefined> {

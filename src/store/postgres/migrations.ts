@@ -4,6 +4,8 @@
  * `<schema>.engram_migrations`; the backend applies pending steps in one transaction under an advisory
  * lock (see postgres-backend.ts). Migrations only add: no step drops or rewrites stored events.
  */
+import { postgresSummaryMigrationSql } from './summary-migration.js';
+
 export interface PostgresMigration {
   version: number;
   description: string;
@@ -535,6 +537,11 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         updated_ms bigint NOT NULL
       );
     `,
+  },
+  {
+    version: 12,
+    description: 'summary DAG (session, arc, epoch summaries; cold tier), skipped sessions, consolidation jobs',
+    sql: (s) => postgresSummaryMigrationSql(s, TEXT_SEARCH_CONFIG),
   },
 ];
 

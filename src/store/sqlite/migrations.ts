@@ -2,6 +2,8 @@
  * Versioned schema migrations for the SQLite store. `PRAGMA user_version` holds the applied version;
  * each step runs in its own transaction. Migrations only add: no step drops or rewrites stored events.
  */
+import { SQLITE_SUMMARY_MIGRATION_SQL } from './summary-migration.js';
+
 export interface SqliteMigration {
   version: number;
   description: string;
@@ -467,6 +469,11 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         updated_ms INTEGER NOT NULL
       ) STRICT;
     `,
+  },
+  {
+    version: 12,
+    description: 'summary DAG (session, arc, epoch summaries; cold tier), skipped sessions, consolidation jobs',
+    sql: SQLITE_SUMMARY_MIGRATION_SQL,
   },
 ];
 

@@ -5,6 +5,8 @@ import type { ArtifactDraft } from '../../model/artifact.js';
 import type { EventKind, EventRecord, SessionRecord } from '../../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../../model/ids.js';
 import type {
+  ActivityQuery,
+  DayActivity,
   AppendOptions,
   AppendOutcome,
   BackendCapabilities,
@@ -42,6 +44,8 @@ import { SqliteAgents } from './sqlite-agents.js';
 import { SqliteSessions, VISIBLE_SESSION_SQL } from './sqlite-sessions.js';
 import { SqliteBus } from './sqlite-bus.js';
 import { SqliteGraph } from './sqlite-graph.js';
+import { SqliteSummaries } from './sqlite-summaries.js';
+import type { SummaryStorage } from '../summary-storage.js';
 import type { GraphStorage } from '../graph-storage.js';
 import { SqlitePurge } from './sqlite-purge.js';
 import type { BusStorage } from '../bus-storage.js';
@@ -58,6 +62,8 @@ type Db = Database.Database;
 
 export type { SqliteBackendOptions } from './sqlite-connection.js';
 
+
+const DAY_MS = 86_400_000;
 /** An events row as SQLite returns it: the shared columns, with tags and meta still JSON text. */
 type EventRow = Omit<EventColumns, 'tags' | 'meta'> & {
   rowid: number;
@@ -94,6 +100,7 @@ export class SqliteBackend implements StorageBackend {
   private readonly sessions: SqliteSessions;
   readonly bus: BusStorage;
   readonly graph: GraphStorage;
+  readonly summaries: SummaryStorage;
   private readonly purger: SqlitePurge;
   private checkpointer: Checkpointer | undefined;
   private isClosed = false;
@@ -124,6 +131,7 @@ export class SqliteBackend implements StorageBackend {
     this.sessions = new SqliteSessions(db);
     this.bus = new SqliteBus(db);
     this.graph = new SqliteGraph(db);
+    this.summaries = new SqliteSummaries(db);
     this.purger = new SqlitePurge(db);
   }
 
@@ -670,6 +678,18 @@ export class SqliteBackend implements StorageBackend {
   async listPurgeLog(options: { limit?: number } = {}): Promise<PurgeLogRecord[]> {
     this.assertOpen();
     return this.purger.listLog(options.limit ?? 100);
+  }
+
+  async activityByDay(query: ActivityQuery): Promise<DayActivity[]> {
+    this.assertOpen();
+    const visible = query.visibleToProject !== undefined ? ` AND session_id IN (${VISIBLE_SESSION_SQL})` : '';
+    const params = query.visibleToProject !== undefined ? [query.sinceMs, query.visibleToProject, query.visibleToProject] : [query.sinceMs];
+    const rows = this.db
+      .prepare(
+        `SELECT ts_ms / ${DAY_MS} AS day, COUNT(*) AS events, COUNT(artifact_id) AS artifacts FROM events WHERE ts_ms >= ?${visible} GROUP BY day ORDER BY day`,
+      )
+      .all(...params) as Array<{ day: number; events: number; artifacts: number }>;
+    return rows.map((r) => ({ day: new Date(r.day * DAY_MS).toISOString().slice(0, 10), events: r.events, artifacts: r.artifacts }));
   }
 
   async stats(): Promise<StoreStats> {

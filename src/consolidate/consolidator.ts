@@ -1,0 +1,327 @@
+/**
+ * Consolidation (ENGRAM layer 3): session summaries (depth 0, one per episode) after the significance gate, arcs
+ * every N sessions of a project (depth 1), epochs every M arcs (depth 2). Derived objects only: raw events are
+ * never changed, and a summary that a newer one replaces goes to the cold tier, never away.
+ */
+import { EngramError } from '../errors.js';
+import type { EventRecord, SessionRecord } from '../model/event.js';
+import type { SessionId } from '../model/ids.js';
+import { newSummaryId, SUMMARY_DEPTH_NAMES, type SummaryDepth, type SummaryRecord } from '../model/summary.js';
+import { maskPrivate } from '../memory/private-spans.js';
+import type { ChatModel } from '../providers/llm/chat-model.js';
+import type { Tokenizer } from '../providers/tokenizer.js';
+import type { StorageBackend } from '../store/backend.js';
+import type { ColdMove } from '../store/summary-storage.js';
+import { summarizeWithEscalation, type BoundedSummary } from './bounded-summary.js';
+import { DEFAULT_DEPTH_BUDGETS, DEPTH_INSTRUCTIONS } from './depth-prompts.js';
+import { segmentEpisodes, type EpisodeOptions } from './episodes.js';
+import type { EscalationTelemetry } from './escalation.js';
+import type { SourceItem } from './extractive-summary.js';
+import { significanceGate, toSessionSkippedRecord, type SignificanceThresholds } from './significance-gate.js';
+import { sourceItemsFromEvents } from './source-items.js';
+
+export interface ConsolidatorOptions {
+  /** The model, or null: every summary is made at the deterministic level. */
+  llm: ChatModel | null;
+  tokenizer: Tokenizer;
+  telemetry?: EscalationTelemetry;
+  /** Sessions per arc (default 8) and arcs per epoch (default 4). */
+  sessionsPerArc?: number;
+  arcsPerEpoch?: number;
+  /** Thresholds of the significance gate; `false` turns it off (every session is summarized). */
+  gate?: Partial<SignificanceThresholds> | false;
+  episodes?: EpisodeOptions;
+  /** Token budgets of a summary's text by depth (default 400 / 600 / 800). */
+  budgets?: Partial<Record<SummaryDepth, number>>;
+}
+
+export type SessionStatus = 'summarized' | 'skipped' | 'unchanged' | 'empty';
+
+export interface SessionOutcome {
+  sessionId: string;
+  status: SessionStatus;
+  /** The summaries made (depth 0, one per episode). */
+  summaries: SummaryRecord[];
+  /** The gate's reasons when skipped. */
+  reasons?: string[];
+  /** Model tokens used. */
+  usage: { inputTokens: number; outputTokens: number };
+  ms: number;
+}
+
+export interface RollUpOutcome {
+  arcs: SummaryRecord[];
+  epochs: SummaryRecord[];
+  usage: { inputTokens: number; outputTokens: number };
+}
+
+/** Most known terms read from the knowledge graph for the gate's overlap check. */
+const KNOWN_TERMS_LIMIT = 500;
+/** Most events of a session read for its summary. */
+const MAX_SESSION_EVENTS = 100_000;
+/** Most parentless summaries read per roll-up round. */
+const ROLLUP_WINDOW = 5_000;
+
+export class Consolidator {
+  private readonly sessionsPerArc: number;
+  private readonly arcsPerEpoch: number;
+  private readonly budgets: Record<SummaryDepth, number>;
+
+  constructor(
+    private readonly store: StorageBackend,
+    private readonly options: ConsolidatorOptions,
+  ) {
+    this.sessionsPerArc = positive(options.sessionsPerArc ?? 8, 'sessionsPerArc');
+    this.arcsPerEpoch = positive(options.arcsPerEpoch ?? 4, 'arcsPerEpoch');
+    this.budgets = { ...DEFAULT_DEPTH_BUDGETS, ...options.budgets };
+  }
+
+  /**
+   * Summarizes a session's new turns: the gate first (unless `backfill`: a skipped session is summarized anyway),
+   * then one depth-0 summary per episode. Summaries of the session's earlier turns go cold, replaced by these.
+   */
+  async consolidateSession(sessionId: string, o: { backfill?: boolean } = {}): Promise<SessionOutcome> {
+    const started = performance.now();
+    const none = { inputTokens: 0, outputTokens: 0 };
+    const done = (status: SessionStatus, rest: Partial<SessionOutcome> = {}): SessionOutcome => ({
+      sessionId,
+      status,
+      summaries: [],
+      usage: none,
+      ...rest,
+      ms: performance.now() - started,
+    });
+    const session = await this.store.getSession(sessionId as SessionId);
+    if (!session) throw new EngramError('NOT_FOUND', `no session ${sessionId}`, { field: 'session', id: sessionId });
+    if (session.lastTurn === 0) return done('empty');
+    const previous = await this.store.summaries.list({ sessionId, depth: 0, limit: 10_000 });
+    if (previous.some((s) => s.throughTurn >= session.lastTurn)) return done('unchanged');
+    const [skip] = await this.store.summaries.skipped({ sessionIds: [sessionId], limit: 1 });
+    if (skip && skip.throughTurn >= session.lastTurn && !o.backfill) return done('unchanged', { reasons: (skip.record['reasons'] as string[]) ?? [] });
+
+    const events = (await this.store.listEvents({ sessionId: sessionId as SessionId, limit: MAX_SESSION_EVENTS })).map(masked);
+    if (!o.backfill && this.options.gate !== false) {
+      const thresholds = this.options.gate ?? {};
+      const decision = significanceGate({ events, knownTerms: await this.knownTerms() }, thresholds);
+      if (decision.decision === 'skip') {
+        const record = toSessionSkippedRecord(sessionId, session.lastTurn, decision, thresholds);
+        await this.store.summaries.write({
+          summaries: [],
+          skip: { sessionId, project: session.project, throughTurn: session.lastTurn, decidedAt: record.decidedAt, record: { ...record }, backfilledAt: null },
+        });
+        return done('skipped', { reasons: decision.reasons });
+      }
+    }
+
+    const predecessor = await this.predecessorOf(session);
+    const episodes = segmentEpisodes(events, this.options.episodes).filter((ep) => sourceItemsFromEvents(ep).length > 0);
+    const summaries: SummaryRecord[] = [];
+    const usage = { inputTokens: 0, outputTokens: 0 };
+    for (const [i, ep] of episodes.entries()) {
+      const startMs = Date.parse(ep[0]!.ts);
+      const endMs = Date.parse(ep[ep.length - 1]!.ts);
+      const header = `Session ${sessionId}${episodes.length > 1 ? ` (episode ${i + 1} of ${episodes.length})` : ''}, turns ${ep[0]!.turn}-${ep[ep.length - 1]!.turn}, ${dateRange(startMs, endMs)}:`;
+      const decisions = ep.filter((e) => e.kind === 'decision').map((e) => decisionLine(e.content));
+      const made = await this.summarize(0, sourceItemsFromEvents(ep), header, decisions);
+      addUsage(usage, made);
+      summaries.push(
+        this.record(0, made, header, {
+          project: session.project,
+          sessionId,
+          episode: i,
+          throughTurn: session.lastTurn,
+          startMs,
+          endMs,
+          childIds: [],
+          sourceEventIds: ep.map((e) => e.id),
+          sessionIds: [sessionId],
+          predecessorSessionId: predecessor,
+        }),
+      );
+    }
+    if (summaries.length === 0) return done('empty');
+    const cold: ColdMove[] = previous.map((p) => ({ id: p.id, reason: 'superseded: the session grew', sourceId: summaries[0]!.id }));
+    await this.store.summaries.write({ summaries, cold, ...(skip ? { backfilled: [sessionId] } : {}) });
+    return done('summarized', { summaries, usage });
+  }
+
+  /** Makes the arcs (every N sessions) and epochs (every M arcs) of a project that are due. */
+  async rollUp(project: string): Promise<RollUpOutcome> {
+    const usage = { inputTokens: 0, outputTokens: 0 };
+    const arcs: SummaryRecord[] = [];
+    const epochs: SummaryRecord[] = [];
+    for (;;) {
+      const open = await this.store.summaries.list({ project, depth: 0, isParentless: true, limit: ROLLUP_WINDOW });
+      const group = firstSessions(open, this.sessionsPerArc);
+      if (group === null) break;
+      arcs.push(await this.condense(1, project, group, usage));
+    }
+    for (;;) {
+      const open = await this.store.summaries.list({ project, depth: 1, isParentless: true, limit: ROLLUP_WINDOW });
+      if (open.length < this.arcsPerEpoch) break;
+      epochs.push(await this.condense(2, project, open.slice(0, this.arcsPerEpoch), usage));
+    }
+    return { arcs, epochs, usage };
+  }
+
+  private async condense(depth: 1 | 2, project: string, children: SummaryRecord[], usage: { inputTokens: number; outputTokens: number }): Promise<SummaryRecord> {
+    const startMs = Math.min(...children.map((c) => c.startMs));
+    const endMs = Math.max(...children.map((c) => c.endMs));
+    const sessionIds = [...new Set(children.flatMap((c) => c.sessionIds))];
+    const header = `${depth === 1 ? 'Arc' : 'Epoch'} of project ${project}: ${sessionIds.length} sessions (${sessionIds[0]} to ${sessionIds[sessionIds.length - 1]}), ${dateRange(startMs, endMs)}:`;
+    const decisions = children.flatMap((c) => c.text.split('\n').filter((l) => l.startsWith(DECISION_PREFIX)));
+    const made = await this.summarize(
+      depth,
+      children.map((c) => ({ id: c.id, kind: 'summary', text: c.text.split('\n').slice(1).join('\n') })),
+      header,
+      decisions,
+    );
+    addUsage(usage, made);
+    const record = this.record(depth, made, header, {
+      project,
+      sessionId: null,
+      episode: 0,
+      throughTurn: 0,
+      startMs,
+      endMs,
+      childIds: children.map((c) => c.id),
+      sourceEventIds: [],
+      sessionIds,
+      predecessorSessionId: null,
+    });
+    await this.store.summaries.write({ summaries: [record] });
+    return record;
+  }
+
+  /**
+   * The summary's body: the decisions of its sources verbatim first (up to 40 % of the budget, the latest kept
+   * when they do not all fit: a decision must not be lost to sentence ranking), then the escalated summary.
+   */
+  private async summarize(depth: SummaryDepth, items: SourceItem[], header: string, decisions: string[]): Promise<BoundedSummary> {
+    const tok = this.options.tokenizer;
+    const budget = Math.max(32, this.budgets[depth] - tok.count(header) - 1);
+    const kept = keepDecisions([...new Set(decisions)], Math.floor(budget * DECISION_SHARE), tok);
+    const block = kept.join('\n');
+    const made = await summarizeWithEscalation(
+      { items, budgetTokens: Math.max(16, budget - (block ? tok.count(block) + 1 : 0)), instructions: DEPTH_INSTRUCTIONS[depth], purpose: `summary:${SUMMARY_DEPTH_NAMES[depth]}` },
+      { llm: this.options.llm, tokenizer: tok, ...(this.options.telemetry ? { telemetry: this.options.telemetry } : {}) },
+    );
+    return block ? { ...made, text: made.text ? `${block}\n${made.text}` : block } : made;
+  }
+
+  private record(
+    depth: SummaryDepth,
+    made: BoundedSummary,
+    header: string,
+    shape: Pick<
+      SummaryRecord,
+      'project' | 'sessionId' | 'episode' | 'throughTurn' | 'startMs' | 'endMs' | 'childIds' | 'sourceEventIds' | 'sessionIds' | 'predecessorSessionId'
+    >,
+  ): SummaryRecord {
+    const joined = `${header}\n${made.text}`;
+    // Parts were each bounded; their join may count a token or two more: the depth's budget is a hard cap.
+    const text = this.options.tokenizer.count(joined) > this.budgets[depth] ? this.options.tokenizer.truncate(joined, this.budgets[depth]) : joined;
+    return {
+      id: newSummaryId(),
+      depth,
+      ...shape,
+      parentId: null,
+      text,
+      tokens: this.options.tokenizer.count(text),
+      level: made.level,
+      confidence: made.confidence,
+      model: made.model ?? null,
+      createdAt: new Date().toISOString(),
+      coldAt: null,
+      coldReason: null,
+      coldSourceId: null,
+    };
+  }
+
+  /** Names the store knows (the knowledge graph's most cited entities) for the gate's overlap check. */
+  private async knownTerms(): Promise<string[]> {
+    const entities = await this.store.graph.entities({ kinds: ['file', 'symbol', 'service', 'error', 'command', 'project'], limit: KNOWN_TERMS_LIMIT });
+    return entities.map((e) => e.name);
+  }
+
+  private async predecessorOf(session: SessionRecord): Promise<string | null> {
+    const sessions = (await this.store.listSessions({ visibleToProject: session.project })).filter((s) => s.project === session.project && s.id !== session.id);
+    const start = startOf(session);
+    let best: SessionRecord | null = null;
+    for (const s of sessions) if (startOf(s) <= start && (best === null || startOf(s) > startOf(best))) best = s;
+    return best?.id ?? null;
+  }
+}
+
+/** The depth-0 summaries of the first `n` sessions among `open` (oldest first), or null when fewer are open. */
+function firstSessions(open: readonly SummaryRecord[], n: number): SummaryRecord[] | null {
+  const order: string[] = [];
+  const bySession = new Map<string, SummaryRecord[]>();
+  for (const s of open) {
+    const sid = s.sessionId!;
+    if (!bySession.has(sid)) {
+      bySession.set(sid, []);
+      order.push(sid);
+    }
+    bySession.get(sid)!.push(s);
+  }
+  if (order.length < n) return null;
+  return order.slice(0, n).flatMap((sid) => bySession.get(sid)!);
+}
+
+const DECISION_PREFIX = 'Decision: ';
+/** Share of a summary's budget its decision lines may take. */
+const DECISION_SHARE = 0.4;
+/** Most tokens of one decision line. */
+const MAX_DECISION_TOKENS = 80;
+
+function decisionLine(content: string): string {
+  const one = content.replace(/\s+/g, ' ').trim();
+  return /^decision:/i.test(one) ? `${DECISION_PREFIX}${one.slice('decision:'.length).trim()}` : `${DECISION_PREFIX}${one}`;
+}
+
+/** The decision lines that fit `budget` tokens (each cut to {@link MAX_DECISION_TOKENS}), the latest first, printed in order. */
+function keepDecisions(lines: string[], budget: number, tok: Tokenizer): string[] {
+  const kept: Array<{ line: string; i: number }> = [];
+  let used = 0;
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const line = tok.count(lines[i]!) > MAX_DECISION_TOKENS ? `${tok.truncate(lines[i]!, MAX_DECISION_TOKENS - 1)}…` : lines[i]!;
+    const cost = tok.count(line) + 1;
+    if (used + cost > budget) continue;
+    kept.push({ line, i });
+    used += cost;
+  }
+  return kept.sort((a, b) => a.i - b.i).map((k) => k.line);
+}
+
+function masked(e: EventRecord): EventRecord {
+  const content = maskPrivate(e.content);
+  return content === e.content ? e : { ...e, content };
+}
+
+function startOf(s: SessionRecord): number {
+  return Date.parse(s.firstTs ?? s.createdAt);
+}
+
+function addUsage(total: { inputTokens: number; outputTokens: number }, made: BoundedSummary): void {
+  total.inputTokens += made.usage.inputTokens;
+  total.outputTokens += made.usage.outputTokens;
+}
+
+const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+
+/** "3 March 2026" or "3 March 2026 to 9 April 2026" (UTC): month names are words a question may use. */
+export function dateRange(startMs: number, endMs: number): string {
+  const day = (ms: number): string => {
+    const d = new Date(ms);
+    return `${d.getUTCDate()} ${MONTHS[d.getUTCMonth()]} ${d.getUTCFullYear()}`;
+  };
+  const a = day(startMs);
+  const b = day(endMs);
+  return a === b ? a : `${a} to ${b}`;
+}
+
+function positive(n: number, field: string): number {
+  if (!Number.isInteger(n) || n < 1) throw new EngramError('INVALID_INPUT', `${field}: must be a positive whole number`, { field });
+  return n;
+}

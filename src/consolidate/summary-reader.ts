@@ -1,0 +1,113 @@
+import { EngramError } from '../errors.js';
+import type { EventRecord } from '../model/event.js';
+import type { EventId } from '../model/ids.js';
+import { isSummaryId, SUMMARY_DEPTHS, type SummaryDepth, type SummaryRecord } from '../model/summary.js';
+import { maskPrivate } from '../memory/private-spans.js';
+import { parseQuery } from '../memory/query-terms.js';
+import type { StorageBackend } from '../store/backend.js';
+import type { SummaryCounts, SummaryHit } from '../store/summary-storage.js';
+
+export interface SummaryListOptions {
+  project?: string;
+  depth?: SummaryDepth;
+  sessionId?: string;
+  /** Include the cold tier (superseded summaries). */
+  includeCold?: boolean;
+  limit?: number;
+}
+
+export interface SummarySearchOptions {
+  project?: string;
+  depth?: SummaryDepth;
+  includeCold?: boolean;
+  limit?: number;
+}
+
+/** What a summary expands to: its children (arc, epoch) or its source events (session). */
+export interface SummaryExpansion {
+  summary: SummaryRecord;
+  children: SummaryRecord[];
+  events: EventRecord[];
+}
+
+export const DEFAULT_SUMMARY_LIMIT = 50;
+export const MAX_SUMMARY_LIMIT = 1_000;
+/** Most source events an expansion returns (the rest stay reachable by id through expand/recall). */
+export const MAX_EXPANDED_EVENTS = 500;
+
+/**
+ * The summary DAG as one reader may see it: a reader bounded by a project sees a summary only when it may read
+ * every session the summary covers; another is NOT_FOUND, as if it did not exist.
+ */
+export class SummaryReader {
+  constructor(
+    private readonly store: StorageBackend,
+    /** The project that bounds reads; absent: full trust. */
+    private readonly visibleToProject?: string,
+  ) {}
+
+  list(o: SummaryListOptions = {}): Promise<SummaryRecord[]> {
+    return this.store.summaries.list({
+      ...this.visibility(),
+      ...(o.project !== undefined ? { project: o.project } : {}),
+      ...(o.depth !== undefined ? { depth: checkDepth(o.depth) } : {}),
+      ...(o.sessionId !== undefined ? { sessionId: o.sessionId } : {}),
+      ...(o.includeCold ? { includeCold: true } : {}),
+      order: 'desc',
+      limit: checkLimit(o.limit),
+    });
+  }
+
+  /** A summary by id, cold ones included, or NOT_FOUND. */
+  async get(id: string): Promise<SummaryRecord> {
+    if (!isSummaryId(id)) throw new EngramError('INVALID_INPUT', `id: ${JSON.stringify(id.slice(0, 40))} is not a summary id (sum_ and 26 characters)`, { field: 'id' });
+    const [found] = await this.store.summaries.get([id], this.visibility());
+    if (!found) throw new EngramError('NOT_FOUND', `no summary with id ${id}`, { field: 'id', id });
+    return found;
+  }
+
+  /** Full-text search over summaries (not the cold tier unless `includeCold`), best first. */
+  search(query: string, o: SummarySearchOptions = {}): Promise<SummaryHit[]> {
+    if (typeof query !== 'string' || query.trim() === '') throw new EngramError('INVALID_INPUT', 'query: must be a non-empty string', { field: 'query' });
+    return this.store.summaries.search({
+      terms: parseQuery(query).terms,
+      ...this.visibility(),
+      ...(o.project !== undefined ? { project: o.project } : {}),
+      ...(o.depth !== undefined ? { depth: checkDepth(o.depth) } : {}),
+      ...(o.includeCold ? { includeCold: true } : {}),
+      limit: checkLimit(o.limit),
+    });
+  }
+
+  /** Drill down one level: an arc's or epoch's children, or a session summary's source events (private spans hidden). */
+  async expand(id: string, o: { maxEvents?: number } = {}): Promise<SummaryExpansion> {
+    const summary = await this.get(id);
+    const children = summary.childIds.length > 0 ? await this.store.summaries.get(summary.childIds, this.visibility()) : [];
+    const ids = summary.sourceEventIds.slice(0, Math.min(o.maxEvents ?? MAX_EXPANDED_EVENTS, MAX_EXPANDED_EVENTS)) as EventId[];
+    const events = (await this.store.getEvents(ids)).map((e) => {
+      const content = maskPrivate(e.content);
+      return content === e.content ? e : { ...e, content };
+    });
+    return { summary, children, events };
+  }
+
+  /** Counts for `engram stats` and the API (all projects: full-trust readers only call it). */
+  counts(): Promise<SummaryCounts> {
+    return this.store.summaries.counts();
+  }
+
+  private visibility(): { visibleToProject?: string } {
+    return this.visibleToProject !== undefined ? { visibleToProject: this.visibleToProject } : {};
+  }
+}
+
+function checkDepth(depth: number): SummaryDepth {
+  if (!(SUMMARY_DEPTHS as readonly number[]).includes(depth)) throw new EngramError('INVALID_INPUT', 'depth: must be 0 (session), 1 (arc) or 2 (epoch)', { field: 'depth' });
+  return depth as SummaryDepth;
+}
+
+function checkLimit(limit: number | undefined): number {
+  const n = limit ?? DEFAULT_SUMMARY_LIMIT;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_SUMMARY_LIMIT) throw new EngramError('INVALID_INPUT', `limit: must be a whole number from 1 to ${MAX_SUMMARY_LIMIT}`, { field: 'limit' });
+  return n;
+}
