@@ -48,6 +48,14 @@ describe('deterministic extraction', () => {
     expect(apart.edges.filter((e) => e.type === 'depends_on')).toEqual([]);
   });
 
+  it('keeps a long listing bounded: at most 200 entities of a kind class per event and 30 co-mentions per error or service', async () => {
+    const listing = Array.from({ length: 300 }, (_, i) => `src/gen/file${i}.ts`).join('\n');
+    const out = await extract(`ERR_BUILD_FAILED in:\n${listing}`);
+    expect(out.entities).toHaveLength(201);
+    expect(out.entities.map((e) => e.kind)).toContain('error');
+    expect(out.edges.filter((e) => e.type === 'mentions')).toHaveLength(30);
+  });
+
   it('records a decision and what it decides about, and co-mentions of errors and services as weak edges', async () => {
     const d = await extract('Use idempotency keys for the ledger service. Retries double-charged cards.', { kind: 'decision' });
     expect(d.entities.map((e) => `${e.kind}:${e.name}`)).toContain('decision:Use idempotency keys for the ledger service.');

@@ -44,6 +44,10 @@ const HUB_KINDS: ReadonlySet<EntityKind> = new Set(['error', 'service', 'decisio
 /** Most characters of a decision's text used as its name. */
 const DECISION_NAME_CHARS = 120;
 const QUOTE_CHARS = 160;
+/** Most distinct entities kept per event, of hub kinds and of the others each (a listing of a thousand paths is not a thousand facts). */
+const MAX_ENTITIES_PER_EVENT = 200;
+/** Most co-mentioned entities linked from one hub entity of an event. */
+const MAX_MENTIONS_PER_HUB = 30;
 
 /**
  * Deterministic extraction from one event: file paths, services, error codes and classes, commands, symbols,
@@ -109,9 +113,16 @@ export function decisionName(text: string): string {
 function toExtraction(text: string, found: ExtractedEntity[], decision: string | null): Extraction {
   const entities: ExtractedEntity[] = [];
   const byKey = new Set<string>();
+  let hubs = 0;
+  let others = 0;
   for (const e of found) {
     const key = `${e.kind}:${e.name}`;
     if (byKey.has(key)) continue;
+    // Hubs (errors, services, decisions) and the rest are capped apart, so a long listing cannot crowd out its error.
+    const isHub = HUB_KINDS.has(e.kind);
+    if ((isHub ? hubs : others) >= MAX_ENTITIES_PER_EVENT) continue;
+    if (isHub) hubs++;
+    else others++;
     byKey.add(key);
     entities.push(e);
   }
@@ -150,8 +161,10 @@ function toExtraction(text: string, found: ExtractedEntity[], decision: string |
   }
   for (const hub of entities) {
     if (!HUB_KINDS.has(hub.kind) || hub.kind === 'decision') continue;
+    let linked = 0;
     for (const other of entities) {
       if (other === hub || other.kind === 'decision') continue;
+      if (++linked > MAX_MENTIONS_PER_HUB) break;
       put({ type: 'mentions', src: hub, dst: other, confidence: MENTION_CONFIDENCE, quote: hub.quote });
     }
   }
