@@ -4,6 +4,8 @@ import type { ArtifactDraft } from '../../model/artifact.js';
 import type { EventKind, EventRecord, SessionRecord } from '../../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../../model/ids.js';
 import type {
+  ActivityQuery,
+  DayActivity,
   AppendOptions,
   AppendOutcome,
   ListSessionsOptions,
@@ -601,6 +603,17 @@ export class PostgresBackend implements StorageBackend {
       if (r.task_id !== null) rec.taskId = r.task_id;
       return rec;
     });
+  }
+
+  async activityByDay(query: ActivityQuery): Promise<DayActivity[]> {
+    const visible = query.visibleToProject !== undefined ? ` AND session_id IN (${visibleSessionSql(this.sql.s, '$2')})` : '';
+    const rows = await this.query<{ day: string; events: string; artifacts: string }>(
+      `SELECT ts_ms / 86400000 AS day, COUNT(*) AS events, COUNT(artifact_id) AS artifacts FROM ${this.sql.s}.events
+       WHERE ts_ms >= $1${visible} GROUP BY 1 ORDER BY 1`,
+      query.visibleToProject !== undefined ? [query.sinceMs, query.visibleToProject] : [query.sinceMs],
+      'counting activity by day failed',
+    );
+    return rows.map((r) => ({ day: new Date(Number(r.day) * 86_400_000).toISOString().slice(0, 10), events: Number(r.events), artifacts: Number(r.artifacts) }));
   }
 
   async stats(): Promise<StoreStats> {
