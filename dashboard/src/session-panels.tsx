@@ -344,7 +344,8 @@ interface Overview {
   sessions: number;
   events: number;
   projects: Array<{ project: string; sessions: number; events: number }>;
-  eventsByDay: Array<{ day: string; events: number }>;
+  activityDays: number;
+  eventsByDay: Array<{ day: string; events: number; artifacts: number }>;
   recall: { count: number; p50Ms: number | null; p95Ms: number | null; recent: Array<{ ts: string; durationMs: number }> };
   store?: { backend: string; events: number; artifacts: number; artifactBytes: number; artifactStoredBytes: number };
   embeddingQueue?: { pending: number; failed: number };
@@ -398,8 +399,11 @@ export function OverviewPanel() {
               </tbody>
             </table>
           </Card>
-          <Card title="Events by day of last activity">
-            <Bars values={d.eventsByDay.map((e) => ({ label: e.day, value: e.events }))} height={90} />
+          <Card title={`Events per day (last ${d.activityDays} days)`}>
+            <Bars values={d.eventsByDay.map((e) => ({ label: e.day, value: e.events }))} height={90} testId="events-by-day" />
+          </Card>
+          <Card title={`Artifacts per day (last ${d.activityDays} days)`}>
+            <Bars values={d.eventsByDay.map((e) => ({ label: e.day, value: e.artifacts }))} height={90} testId="artifacts-by-day" />
           </Card>
           <Card title="Recall latency">
             <p>

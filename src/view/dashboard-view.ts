@@ -12,6 +12,9 @@ import { LruCache } from '../util/lru-cache.js';
 import { parsePointerRef } from '../bus/pointer.js';
 import type { EngramView } from './engram-view.js';
 
+/** How many days back the overview charts events and artifacts. */
+export const ACTIVITY_DAYS = 90;
+
 /**
  * What the dashboard (issue #18, LESS §11) shows, assembled for one caller under the trust model: an agent sees
  * its own project's agents, engrams, sessions and telemetry (sessions through {@link EngramView}, so one it may
@@ -314,15 +317,17 @@ export class DashboardView {
   async overview(): Promise<Record<string, unknown>> {
     const sessions = await this.view.listSessions({ limit: 100_000 });
     const perProject = new Map<string, { sessions: number; events: number }>();
-    const perDay = new Map<string, number>();
     for (const s of sessions) {
       const p = perProject.get(s.project) ?? { sessions: 0, events: 0 };
       p.sessions += 1;
       p.events += s.eventCount;
       perProject.set(s.project, p);
-      const day = (s.lastTs ?? s.createdAt).slice(0, 10);
-      perDay.set(day, (perDay.get(day) ?? 0) + s.eventCount);
     }
+    // Events and artifacts by the day they happened (their timestamps), over the last ACTIVITY_DAYS days.
+    const activity = await this.mem.store.activityByDay({
+      sinceMs: Date.now() - ACTIVITY_DAYS * 86_400_000,
+      ...(this.isAdmin ? {} : { visibleToProject: this.sessionProject }),
+    });
     const recalls = await this.mem.store.listRecallLog({ limit: 500, ...(this.isAdmin ? {} : { project: this.sessionProject }) });
     const latencies = recalls.map((r) => r.durationMs).sort((a, b) => a - b);
     const stats = this.isAdmin ? await this.mem.store.stats() : undefined;
@@ -331,7 +336,8 @@ export class DashboardView {
       sessions: sessions.length,
       events: sessions.reduce((n, s) => n + s.eventCount, 0),
       projects: [...perProject.entries()].map(([project, v]) => ({ project, ...v })).sort((a, b) => b.sessions - a.sessions),
-      eventsByDay: [...perDay.entries()].map(([day, events]) => ({ day, events })).sort((a, b) => (a.day < b.day ? -1 : 1)),
+      activityDays: ACTIVITY_DAYS,
+      eventsByDay: activity,
       recall: {
         count: recalls.length,
         p50Ms: quantile(latencies, 0.5),

@@ -174,7 +174,15 @@ describe('dashboard endpoints', () => {
     const overview = (await api('/v1/dashboard/overview', 'alice')).body;
     expect(overview.projects).toEqual([{ project: 'shop', sessions: 1, events: 3 }]);
     expect(overview.store).toBeUndefined();
-    expect((await api('/v1/dashboard/overview', 'root')).body.store.events).toBe(4);
+    // Events by the day they happened, within what the caller may read: alice sees her project's 3, root all 4.
+    const total = (days: Array<{ day: string; events: number; artifacts: number }>) => {
+      expect(days.every((d) => /^\d{4}-\d{2}-\d{2}$/.test(d.day) && d.artifacts === 0)).toBe(true);
+      return days.reduce((n, d) => n + d.events, 0);
+    };
+    expect(total(overview.eventsByDay)).toBe(3);
+    const rootOverview = (await api('/v1/dashboard/overview', 'root')).body;
+    expect(rootOverview.store.events).toBe(4);
+    expect(total(rootOverview.eventsByDay)).toBe(4);
   });
 
   it('the live stream delivers a child\'s engram put to its project and not to another project', async () => {

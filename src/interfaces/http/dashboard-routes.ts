@@ -30,7 +30,7 @@ export const DASHBOARD_ROUTES: readonly Route[] = [
     operationId: 'dashboardOverview',
     tag: 'dashboard',
     summary: 'Sessions per project, events over time, recall latency; store size and embedding queue for admins',
-    success: { status: 200, description: '`{ caller, sessions, events, projects, eventsByDay, recall, store?, embeddingQueue? }`' },
+    success: { status: 200, description: '`{ caller, sessions, events, projects, activityDays, eventsByDay: [{ day, events, artifacts }], recall, store?, embeddingQueue? }`' },
     errors: [],
     handle: async (ctx) => ({ body: await dashboardOf(ctx).overview() }),
   }),
