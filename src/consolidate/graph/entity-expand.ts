@@ -57,6 +57,9 @@ const LABELS: Record<EdgeType, [outward: string, inward: string]> = {
   fixed_by: ['fixed by', 'fixes'],
 };
 
+/** A line while the block is assembled: the evidence's whole event text rides along for aspect and question matching. */
+type DraftLine = EntityExpandLine & { full?: string };
+
 interface Context {
   graph: GraphStorage;
   store: StorageBackend;
@@ -80,8 +83,8 @@ export async function expandEntity(ctx: Context, entity: EntityRecord, options: 
   const citesOf = new Map<string, CitationRecord[]>();
   for (const c of cites) citesOf.set(c.targetId, [...(citesOf.get(c.targetId) ?? []), c]);
 
-  const groups = new Map<string, EntityExpandLine[]>();
-  const push = (aspect: string, line: EntityExpandLine) => groups.set(aspect, [...(groups.get(aspect) ?? []), line]);
+  const groups = new Map<string, DraftLine[]>();
+  const push = (aspect: string, line: DraftLine) => groups.set(aspect, [...(groups.get(aspect) ?? []), line]);
   for (const edge of edges) {
     const other = others.get(edge.src === entity.id ? edge.dst : edge.src);
     if (!other) continue;
@@ -95,14 +98,14 @@ export async function expandEntity(ctx: Context, entity: EntityRecord, options: 
   for (const c of own) {
     const ev = c.eventId ? events.get(c.eventId) : undefined;
     const where = ev ? `${ev.kind}, session ${ev.sessionId} turn ${ev.turn}` : c.commit ? `commit ${c.commit.slice(0, 12)}` : '';
-    push('evidence', { text: `${where}: ${c.quote}`, cites: [citeRef(c)], ...(ev ? { full: maskPrivate(ev.content) } : {}) } as EntityExpandLine);
+    push('evidence', { text: `${where}: ${c.quote}`, cites: [citeRef(c)], ...(ev ? { full: maskPrivate(ev.content) } : {}) });
   }
 
   let selected = [...groups.entries()];
   const aspect = options.aspect?.trim().toLowerCase();
   if (aspect) {
     const named = selected.filter(([name]) => name === aspect || name.replace(/ /g, '_') === aspect || (aspect in LABELS && LABELS[aspect as EdgeType].includes(name)));
-    selected = named.length > 0 ? named : selected.map(([name, lines]) => [name, lines.filter((l) => mentions(l, aspect))] as [string, EntityExpandLine[]]).filter(([, l]) => l.length > 0);
+    selected = named.length > 0 ? named : selected.map(([name, lines]) => [name, lines.filter((l) => mentions(l, aspect))] as [string, DraftLine[]]).filter(([, l]) => l.length > 0);
   }
   const words = questionWords(options.question);
   if (words.length > 0) {
@@ -166,7 +169,7 @@ function citeRef(c: CitationRecord): string {
   return c.eventId ?? `${c.pointer} sha256:${(c.digest ?? '').slice(0, 12)}`;
 }
 
-function mentions(l: EntityExpandLine & { full?: string }, word: string): boolean {
+function mentions(l: DraftLine, word: string): boolean {
   return l.text.toLowerCase().includes(word) || (l.full?.toLowerCase().includes(word) ?? false);
 }
 
@@ -176,7 +179,7 @@ function questionWords(q: string | undefined): string[] {
   return [...new Set(q.toLowerCase().split(/[^a-z0-9_.-]+/).filter((w) => w.length >= 3 && !stop.has(w)))].map((w) => w.replace(/s$/, ''));
 }
 
-function score(l: EntityExpandLine & { full?: string }, words: string[]): number {
+function score(l: DraftLine, words: string[]): number {
   const text = `${l.text} ${l.full ?? ''}`.toLowerCase();
   return words.reduce((n, w) => n + (text.includes(w) ? 1 : 0), 0);
 }

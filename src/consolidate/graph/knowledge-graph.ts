@@ -54,7 +54,7 @@ export class KnowledgeGraph {
   async get(ref: string, field = 'entity'): Promise<EntityRecord> {
     const parsed = parseEntityRef(ref, field);
     const [found] = await this.graph.entities({ ...this.scope, ids: [parsed.id], limit: 1 });
-    if (!found) throw new EngramError('NOT_FOUND', `no entity ${ref}${'kind' in parsed ? '' : ''}; run engram graph build, or list them with engram entities`, { field, entity: ref });
+    if (!found) throw new EngramError('NOT_FOUND', `no entity ${ref}; run engram graph build, or list them with engram entities`, { field, entity: ref });
     return found;
   }
 
