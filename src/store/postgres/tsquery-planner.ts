@@ -32,7 +32,7 @@ export class TsqueryPlanner {
    * The plan and an estimate of the rows it matches: the rare terms' summed capped counts, so any estimate above
    * {@link MAX_RANKED_ROWS} means "at least that many" (the bounded path in postgres-backend.ts uses it).
    */
-  async planDetailed(terms: SearchTerm[]): Promise<{ q: string; estimate: number; all: string } | null> {
+  async planDetailed(terms: SearchTerm[]): Promise<{ q: string; estimate: number; all: string; isSinglePhrase: boolean } | null> {
     const compiled = terms.flatMap((term) => {
       const q = compileTsQuery([term]);
       return q === null ? [] : [{ term, q }];
@@ -40,7 +40,7 @@ export class TsqueryPlanner {
     if (compiled.length === 0) return null;
     const dfs = await this.frequencies(compiled.map((c) => c.q));
     const all = compiled.map((c) => `(${c.q})`).join(' & ');
-    if (compiled.length === 1) return { q: compiled[0]!.q, estimate: dfs[0]!, all };
+    if (compiled.length === 1) return { q: compiled[0]!.q, estimate: dfs[0]!, all, isSinglePhrase: compiled[0]!.q.includes('<->') };
     const planned = compiled.map((c, i) => ({ ...c, df: dfs[i]! }));
     const byRarity = [...planned].sort((a, b) => a.df - b.df);
     const rare: typeof planned = [];
@@ -54,8 +54,8 @@ export class TsqueryPlanner {
     }
     const common = planned.filter((p) => !rare.includes(p));
     const r = rare.map((p) => p.q).join(' | ');
-    if (common.length === 0) return { q: r, estimate: ranked, all };
-    return { q: `(${r}) & (${[...rare, ...common].map((p) => p.q).join(' | ')})`, estimate: ranked, all };
+    if (common.length === 0) return { q: r, estimate: ranked, all, isSinglePhrase: false };
+    return { q: `(${r}) & (${[...rare, ...common].map((p) => p.q).join(' | ')})`, estimate: ranked, all, isSinglePhrase: false };
   }
 
   private async frequencies(queries: string[]): Promise<number[]> {
