@@ -150,6 +150,15 @@ runStorageContract('knowledge graph', ({ createHarness }) => {
     expect(small.isTruncated).toBe(true);
     const one = await g.expand('error:ERR_PAYMENT_DECLINED', { aspect: 'fixed_by' });
     expect(one.groups.map((gr) => gr.aspect)).toEqual(['fixed by']);
+    const long = `${'Background on the rollout window and who signed off. '.repeat(4)}The ledger service rejects duplicates now. ${'More notes. '.repeat(10)}END-OF-NOTE`;
+    await ctx.mem.append('pay', { kind: 'note', content: long });
+    await ctx.mem.graphBuilder().buildFromSessions();
+    const quoted = await g.expand('service:ledger');
+    expect(quoted.text).not.toContain('END-OF-NOTE');
+    const raw = await g.expand('service:ledger', { aspect: 'evidence' });
+    expect(raw.groups.map((gr) => gr.aspect)).toEqual(['evidence']);
+    expect(raw.text).toContain('- note, session pay turn 5: Background on the rollout window');
+    expect(raw.text).toContain('END-OF-NOTE');
     const topic = await g.expand('service:ledger', { aspect: 'idempotency' });
     expect(topic.groups.flatMap((gr) => gr.lines).length).toBeGreaterThan(0);
     expect(topic.text).toContain('idempotency');

@@ -15,7 +15,8 @@ const CITES_PER_LINE = 3;
 export interface EntityExpandOptions {
   /**
    * One group (`evidence`, an edge type such as `depends_on`, or a group's label such as `imported by`), or a
-   * topic word: only lines (and evidence whose event) mention it.
+   * topic word: only lines (and evidence whose event) mention it. `evidence` drills down: each line holds its raw
+   * event's text (cut to a third of the budget) instead of the cited words.
    */
   aspect?: string;
   /** Lines sharing the question's words come first in each group. */
@@ -106,6 +107,14 @@ export async function expandEntity(ctx: Context, entity: EntityRecord, options: 
   if (aspect) {
     const named = selected.filter(([name]) => name === aspect || name.replace(/ /g, '_') === aspect || (aspect in LABELS && LABELS[aspect as EdgeType].includes(name)));
     selected = named.length > 0 ? named : selected.map(([name, lines]) => [name, lines.filter((l) => mentions(l, aspect))] as [string, DraftLine[]]).filter(([, l]) => l.length > 0);
+    // Evidence asked for: drill down from the cited words to the raw events, each cut to a third of the budget.
+    if (aspect === 'evidence') {
+      const cut = Math.max(20, Math.floor(maxTokens / 3));
+      selected = selected.map(([name, lines]) => [
+        name,
+        lines.map((l) => (l.full === undefined ? l : { ...l, text: `${l.text.slice(0, l.text.indexOf(': ') + 1)} ${ctx.tokenizer.truncate(l.full.replace(/\s+/g, ' ').trim(), cut)}` })),
+      ]);
+    }
   }
   const words = questionWords(options.question);
   if (words.length > 0) {
