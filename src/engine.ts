@@ -33,6 +33,7 @@ import { GraphBuilder } from './consolidate/graph/graph-builder.js';
 import { DeterministicExtractor } from './consolidate/graph/deterministic-extractor.js';
 import type { EntityExtractor } from './consolidate/graph/extractor.js';
 import { SummaryReader } from './consolidate/summary-reader.js';
+import type { SummaryCounts } from './store/summary-storage.js';
 import { Consolidator, type ConsolidatorOptions } from './consolidate/consolidator.js';
 import { AgentRegistry } from './memory/agent-registry.js';
 import { ContextEngine } from './context/context-engine.js';
@@ -472,8 +473,8 @@ export class Engram {
   }
 
   /** Counts of the store, with its vector model and embedding queue. */
-  async stats(): Promise<StoreStats & { vectors: VectorStats }> {
-    const [stats, model, queue] = await Promise.all([this.store.stats(), this.store.getVectorModel(), this.store.embeddingQueueStats()]);
+  async stats(): Promise<StoreStats & { vectors: VectorStats; summaries: SummaryCounts }> {
+    const [stats, model, queue, summaries] = await Promise.all([this.store.stats(), this.store.getVectorModel(), this.store.embeddingQueueStats(), this.store.summaries.counts()]);
     const search = this.store.capabilities.vectorSearch;
     return {
       ...stats,
@@ -485,6 +486,7 @@ export class Engram {
         failed: queue.failed,
         ...(this.embedding?.status.state === 'model-mismatch' ? { mismatch: `this engine embeds with ${this.embedding.status.embedder.name}; run engram reindex` } : {}),
       },
+      summaries,
     };
   }
 

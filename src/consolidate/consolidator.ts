@@ -97,7 +97,7 @@ export class Consolidator {
     const previous = await this.store.summaries.list({ sessionId, depth: 0, limit: 10_000 });
     if (previous.some((s) => s.throughTurn >= session.lastTurn)) return done('unchanged');
     const [skip] = await this.store.summaries.skipped({ sessionIds: [sessionId], limit: 1 });
-    if (skip && skip.throughTurn >= session.lastTurn && !o.backfill) return done('unchanged', { reasons: (skip.record['reasons'] as string[]) ?? [] });
+    if (skip && skip.throughTurn >= session.lastTurn && !o.backfill && this.options.gate !== false) return done('unchanged', { reasons: (skip.record['reasons'] as string[]) ?? [] });
 
     const events = (await this.store.listEvents({ sessionId: sessionId as SessionId, limit: MAX_SESSION_EVENTS })).map(masked);
     if (!o.backfill && this.options.gate !== false) {

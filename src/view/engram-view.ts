@@ -20,6 +20,8 @@ import type { RecallOutcome, RecallRequest } from './agent-recall.js';
 import { HierarchyView } from './hierarchy-view.js';
 import { KnowledgeGraph } from '../consolidate/graph/knowledge-graph.js';
 import { SummaryReader } from '../consolidate/summary-reader.js';
+import { expandSummary } from '../consolidate/summary-expand.js';
+import { SUMMARY_ID_PREFIX } from '../model/summary.js';
 import { checkExpandMaxTokens, DEFAULT_EXPAND_MAX_TOKENS, expandArtifact, expandEvent, type ExpandAnswer } from './expand.js';
 
 /** Sessions holding an artifact that are looked at to decide whether a reader may see it. */
@@ -141,9 +143,10 @@ export class EngramView {
     };
   }
 
-  /** The full stored content of an event or artifact the principal may read, cut to `maxTokens`. */
+  /** The full stored content of an event or artifact the principal may read, cut to `maxTokens`; a summary id (sum_) gives the summary and the ids below it. */
   async expand(idOrPrefix: string, maxTokens: number = DEFAULT_EXPAND_MAX_TOKENS): Promise<ExpandAnswer> {
     checkExpandMaxTokens(maxTokens);
+    if (idOrPrefix.startsWith(SUMMARY_ID_PREFIX)) return expandSummary(this.summaries, this.mem.tokenizer, idOrPrefix, maxTokens);
     const target = this.project === null ? await this.mem.resolve(idOrPrefix) : await this.resolveVisible(idOrPrefix);
     if (target.kind === 'event') return expandEvent(this.mem.tokenizer, await this.mem.getEvent(target.id), maxTokens);
     const { record, bytes } = await this.mem.readArtifact(target.id);

@@ -4,6 +4,7 @@ import type { EventRecord } from '../model/event.js';
 import type { Tokenizer } from '../providers/tokenizer.js';
 import { isUtf8Text } from '../util/is-utf8-text.js';
 import { maskPrivate } from '../memory/private-spans.js';
+import type { SummaryExpandDetails } from '../consolidate/summary-expand.js';
 
 /** Default cut of `expand`: a whole typical event, or the first pages of a large tool output. */
 export const DEFAULT_EXPAND_MAX_TOKENS = 4000;
@@ -23,7 +24,8 @@ export type ExpandDetails =
       isTruncated: boolean;
     }
   | { kind: 'artifact'; id: string; mediaType: string; sizeBytes: number; isText: false }
-  | { kind: 'artifact'; id: string; mediaType: string; sizeBytes: number; isText: true; totalTokens: number; isTruncated: boolean };
+  | { kind: 'artifact'; id: string; mediaType: string; sizeBytes: number; isText: true; totalTokens: number; isTruncated: boolean }
+  | SummaryExpandDetails;
 
 export interface ExpandAnswer {
   /** A header line (id, session, turn, kind, time), a separator and the content, cut at `maxTokens` with a notice. */

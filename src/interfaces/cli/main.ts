@@ -11,6 +11,7 @@ import type { CliContext, CommandAction, GlobalOptions, RegisterCommands, Vector
 import * as agent from './commands/agent.js';
 import * as bench from './commands/bench.js';
 import * as bus from './commands/bus.js';
+import * as consolidate from './commands/consolidate.js';
 import * as context from './commands/context.js';
 import * as embedding from './commands/embedding.js';
 import * as graph from './commands/graph.js';
@@ -43,6 +44,7 @@ const COMMANDS: readonly RegisterCommands[] = [
   hierarchy.register, // delegate, report, reports, tree, recall-tree
   karma.register,
   graph.register, // graph build, entities, impact, expand
+  consolidate.register, // consolidate, summaries
   purge.register,
   agent.register,
   serve.register,

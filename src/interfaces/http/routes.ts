@@ -15,6 +15,7 @@ import { ADMIN_ROUTES } from './admin-routes.js';
 import { DASHBOARD_ROUTES } from './dashboard-routes.js';
 import { HIERARCHY_ROUTES } from './hierarchy-routes.js';
 import { KNOWLEDGE_ROUTES } from './knowledge-routes.js';
+import { SUMMARY_ROUTES } from './summary-routes.js';
 import { defineRoute, type Route } from './route.js';
 
 /** Most events in one `POST /v1/events` batch (one transaction): the engine's limit; the body size limit applies as well. */
@@ -69,7 +70,10 @@ const recallBody = z
   .strict();
 const expandBody = z
   .object({
-    id: z.string().min(1).describe('An event id (evt_...) or artifact id (art_...), or a unique prefix of at least 4 characters after the underscore.'),
+    id: z
+      .string()
+      .min(1)
+      .describe('An event id (evt_...) or artifact id (art_...), or a unique prefix of at least 4 characters after the underscore; or a summary id (sum_...): the summary with its children or source events.'),
     maxTokens: z.number().int().min(1).optional().describe(`Longest answer in tokens. Default ${DEFAULT_EXPAND_MAX_TOKENS}.`),
   })
   .strict();
@@ -343,6 +347,7 @@ export const ROUTES: readonly Route[] = [
   ...DASHBOARD_ROUTES,
   ...HIERARCHY_ROUTES,
   ...KNOWLEDGE_ROUTES,
+  ...SUMMARY_ROUTES,
 ];
 
 /** The same error with `from` (and `from.*`, `from[...]`) renamed to `to` in its field and message. */

@@ -16,6 +16,7 @@ import type { BusAgent } from '../../bus/bus-agent.js';
 import { registerBusTools } from './bus-tools.js';
 import { registerHierarchyTools } from './hierarchy-tools.js';
 import { entityExpandResult, isEntityTarget, registerKnowledgeTools } from './knowledge-tools.js';
+import { recallSummaries, summaryRecallText } from './summary-recall.js';
 
 export interface EngramMcpServerOptions {
   /** The session this server works for: `append_events` writes to it, task state tools read and write its card. */
@@ -74,6 +75,11 @@ const recallInput = z.object({
     .boolean()
     .optional()
     .describe("Search only this session, ranked by its task state card. Default false: search everything stored."),
+  summaries: z
+    .boolean()
+    .optional()
+    .describe('Also return matching summaries (session, arc and epoch summaries: derived, marked as such, with ids to expand). Default false.'),
+  summaryDepth: z.union([z.literal(0), z.literal(1), z.literal(2)]).optional().describe('With summaries: only this depth (0 session, 1 arc, 2 epoch).'),
 });
 
 const expandInput = z.object({
@@ -81,6 +87,7 @@ const expandInput = z.object({
     .string()
     .describe(
       'An event id (evt_...) or artifact id (art_...) as a recall hit printed it, or a unique prefix of at least 4 characters after the underscore; ' +
+        'or a summary id (sum_...): the summary and the ids of its children or source events; ' +
         'or an entity: its id (ent_...) or kind:name (file:src/app.ts, service:ledger, error:ERR_TIMEOUT).',
     ),
   maxTokens: z.number().int().min(1).optional().describe(`Longest answer in tokens; longer content is cut with a notice. Default ${DEFAULT_EXPAND_MAX_TOKENS} (1500 for an entity).`),
@@ -140,12 +147,15 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
             budgetTokens: args.budgetTokens,
           }),
         );
+        const queries = typeof args.query === 'string' ? [args.query] : args.query;
+        const summaries = args.summaries ? await recallSummaries(view, queries, args.summaryDepth !== undefined ? { depth: args.summaryDepth } : {}) : undefined;
         return {
-          content: [{ type: 'text', text: recallText(answer) }],
+          content: [{ type: 'text', text: recallText(answer) }, ...(summaries ? [{ type: 'text' as const, text: summaryRecallText(summaries) }] : [])],
           structuredContent: {
             ...(answer.taskStateVersion !== undefined ? { taskStateVersion: answer.taskStateVersion } : {}),
             // The text is already the tool's content; structured results carry the hits without it.
             results: answer.results.map(({ text: _text, ...r }) => r),
+            ...(summaries ? { summaries: summaries.map(({ text: _text, ...s }) => s) } : {}),
           },
         };
       }),

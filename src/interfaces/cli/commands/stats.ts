@@ -30,6 +30,10 @@ export async function statsCommand(mem: Engram, args: { json?: boolean }, io: Io
           : `none (${s.vectors.search})`,
       ],
       ...(s.vectors.mismatch ? ([['note', s.vectors.mismatch]] as Array<[string, string]>) : []),
+      [
+        'summaries',
+        `${s.summaries.byDepth[0]} session, ${s.summaries.byDepth[1]} arc, ${s.summaries.byDepth[2]} epoch; ${s.summaries.cold} cold; ${s.summaries.skipped} sessions skipped by the gate; ${s.summaries.jobs.pending} queued`,
+      ],
     ]),
   );
   return 0;
