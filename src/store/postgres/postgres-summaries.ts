@@ -62,9 +62,10 @@ export class PostgresSummaries implements SummaryStorage {
         await c.query(`INSERT INTO ${s}.summaries (${SUMMARY_INSERT_COLUMNS}) VALUES (${marks})`, summaryToValues(r));
         for (const sid of r.sessionIds) await c.query(`INSERT INTO ${s}.summary_sessions (session_id, summary_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [sid, r.id]);
         for (const child of r.childIds) {
-          const res = await c.query(`UPDATE ${s}.summaries SET parent_id = $1 WHERE id = $2`, [r.id, child]);
+          const res = await c.query(`UPDATE ${s}.summaries SET parent_id = $1 WHERE id = $2 AND parent_id IS NULL`, [r.id, child]);
           if ((res as { rowCount?: number | null }).rowCount === 0) {
-            throw new EngramError('INVALID_INPUT', `summaries: ${r.id} names a child ${child} that is not stored`, { field: 'summaries' });
+            // Not stored, or another arc or epoch already includes it (a concurrent roll-up on another server won).
+            throw new EngramError('CONFLICT', `summaries: ${r.id} names a child ${child} that is not stored or already has a parent`, { field: 'summaries', child });
           }
         }
       }

@@ -42,13 +42,13 @@ export class SqliteSummaries implements SummaryStorage {
       const insert = this.db.prepare(`INSERT INTO summaries (${SUMMARY_INSERT_COLUMNS}) VALUES (${SUMMARY_INSERT_COLUMNS.split(',').map(() => '?').join(',')})`);
       const cover = this.db.prepare('INSERT OR IGNORE INTO summary_sessions (session_id, summary_id) VALUES (?, ?)');
       const fts = this.db.prepare('INSERT INTO summaries_fts (text, summary_id) VALUES (?, ?)');
-      const adopt = this.db.prepare('UPDATE summaries SET parent_id = ? WHERE id = ?');
+      const adopt = this.db.prepare('UPDATE summaries SET parent_id = ? WHERE id = ? AND parent_id IS NULL');
       for (const s of batch.summaries) {
         insert.run(...summaryToValues(s));
         for (const sid of s.sessionIds) cover.run(sid, s.id);
         fts.run(s.text, s.id);
         for (const child of s.childIds) {
-          if (adopt.run(s.id, child).changes === 0) throw new EngramError('INVALID_INPUT', `summaries: ${s.id} names a child ${child} that is not stored`, { field: 'summaries' });
+          if (adopt.run(s.id, child).changes === 0) throw childTaken(s.id, child);
         }
       }
       const cold = this.db.prepare('UPDATE summaries SET cold_ms = ?, cold_reason = ?, cold_source_id = ? WHERE id = ? AND cold_ms IS NULL');
@@ -185,6 +185,11 @@ export class SqliteSummaries implements SummaryStorage {
       throw translateSqliteError(err, 'reading summaries failed');
     }
   }
+}
+
+/** A child that is not stored or that another arc or epoch already includes (a concurrent roll-up won). */
+function childTaken(id: string, child: string): EngramError {
+  return new EngramError('CONFLICT', `summaries: ${id} names a child ${child} that is not stored or already has a parent`, { field: 'summaries', child });
 }
 
 function filters(q: { project?: string; depth?: SummaryDepth; includeCold?: boolean; onlyCold?: boolean } & SummaryVisibility): { where: string[]; params: unknown[] } {

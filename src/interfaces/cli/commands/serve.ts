@@ -9,6 +9,7 @@ import { EXIT } from '../exit-codes.js';
 import type { Io } from '../output.js';
 import { parseInteger } from './recall.js';
 import { tokenNotice } from './agent.js';
+import { startConsolidationWorker } from '../consolidation-worker-option.js';
 
 export interface ServeArgs {
   port?: string;
@@ -17,6 +18,9 @@ export interface ServeArgs {
   cors?: string;
   maxBodyBytes?: string;
   json?: boolean;
+  /** `--consolidate-idle <duration>`; false with --no-consolidate. */
+  consolidate?: boolean;
+  consolidateIdle?: string;
 }
 
 /** Name of the admin agent `engram serve` creates in a store that has no agent yet. */
@@ -48,6 +52,7 @@ export async function serveCommand(mem: Engram, args: ServeArgs, io: Io, version
   }
 
   const admin = await bootstrapAdmin(mem);
+  const consolidation = args.consolidate === false ? undefined : await startConsolidationWorker(mem, args, io);
   const { startHttpServer } = await import('../../http/server.js');
   const server = await startHttpServer(mem, {
     host,
@@ -69,7 +74,7 @@ export async function serveCommand(mem: Engram, args: ServeArgs, io: Io, version
   process.once('SIGTERM', onSigterm);
   process.once('SIGINT', onSigint);
   try {
-    const embedding = embeddingNote(mem);
+    const embedding = `${embeddingNote(mem)}; ${consolidation?.note ?? 'consolidation: off'}`;
     if (args.json) {
       io.out(JSON.stringify({ url: server.url, mcp: `${server.url}/mcp`, admin: admin ?? null, embedder: mem.indexer?.embedder.name ?? null }));
     } else {
@@ -88,6 +93,7 @@ export async function serveCommand(mem: Engram, args: ServeArgs, io: Io, version
     await server.close();
     // No request is left that could queue an event: stop the worker (its batch in flight finishes) before the store closes.
     await mem.indexer?.stop();
+    await consolidation?.worker.stop();
     io.err('engram serve: stopped');
     return EXIT.OK;
   } finally {
@@ -133,6 +139,8 @@ export function register(program: Command, context: CliContext): void {
     .option('--allow-remote', 'allow a --host reachable from other machines')
     .option('--cors <origin>', 'allow browser requests from this origin (default: no CORS)')
     .option('--max-body-bytes <n>', 'largest request body accepted (default 8 MiB)')
+    .option('--consolidate-idle <duration>', 'summarize a session once idle this long: 90s, 15m (default), 2h; the model of --llm, else deterministic')
+    .option('--no-consolidate', 'no consolidation worker')
     // The embedding worker runs in the background while serving (--embedder none turns it off).
     .action(context.withStore((m, args: ServeArgs & GlobalOptions) => serveCommand(m, args, io, context.version), true, 'background'));
 }
