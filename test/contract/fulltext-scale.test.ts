@@ -78,6 +78,21 @@ runStorageContract('full-text planner at scale', ({ createHarness }) => {
       expect([...bounded].sort()).toEqual(expected);
     });
 
+    it.each([
+      ['identifier', `which config service request touched ${IDENTIFIER} in the build?`, HAS_IDENTIFIER],
+      ['rare word', `config service request handler ${RARE[11]!}`, null],
+    ])('%s among common words: the bounded path ranks every event holding it first, as the exact path does', async (_label, query, positions) => {
+      // The common words match thousands of newer events; the rare term's events must still all come first.
+      const rare = positions ? null : RARE[11]!;
+      const expected = (positions ? positions.map((i) => ids[i]!) : ids.filter((_, i) => content(i).split(' ').includes(rare!))).sort();
+      expect(expected.length).toBeGreaterThan(0);
+      const limit = expected.length + 20;
+      const exact = await search(query, Number.POSITIVE_INFINITY, limit);
+      const bounded = await search(query, 0, limit);
+      expect(exact.slice(0, expected.length).sort()).toEqual(expected);
+      expect(bounded.slice(0, expected.length).sort()).toEqual(expected);
+    });
+
     it('finds the same events through recall with the default bound', async () => {
       const r = await mem.recall(IDENTIFIER, { retriever: 'fts', logRecall: false, k: 10 });
       expect(r.hits.map((h) => h.eventId).sort()).toEqual(HAS_IDENTIFIER.map((i) => ids[i]!).sort());

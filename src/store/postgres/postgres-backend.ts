@@ -438,31 +438,41 @@ export class PostgresBackend implements StorageBackend {
     const isBounded = !plan.isSinglePhrase && plan.estimate > (query.boundAbove ?? MAX_RANKED_ROWS);
     const join = filters.length > 0 ? `JOIN ${s}.events e ON e.pk = c.event_pk` : '';
     // Two newest-first scans, each stopping at the limit (a backward scan of the primary key while matches are
-    // dense): chunks holding every term, then chunks matching the plan. The outer LIMIT stops the append after the
-    // first scan when it found enough, so the second runs only when few chunks hold every term.
+    // dense): chunks holding every term, then chunks matching the plan. The LIMIT stops the append after the
+    // first scan when it found enough, so the second runs only when few chunks hold every term. Then every chunk
+    // of each term matching fewer chunks than the candidate count (an identifier, a rare word among common ones),
+    // through the GIN index: those are found whatever the common words match, as the exact path finds them.
     const newest = (tsquery: string): string => `(SELECT c.event_pk, c.chunk_no, c.tsv FROM ${s}.event_text c ${join}
           WHERE c.tsv @@ ${tsquery} ${filters.map((w) => `AND ${w}`).join(' ')} ORDER BY c.event_pk DESC LIMIT ${param(BOUNDED_PG_CANDIDATES)})`;
+    const whole = (tsquery: string): string => `(SELECT c.event_pk, c.chunk_no, c.tsv FROM ${s}.event_text c ${join}
+          WHERE c.tsv @@ ${tsquery} ${filters.map((w) => `AND ${w}`).join(' ')})`;
+    const rareTerms = isBounded ? plan.terms.filter((t) => t.df <= BOUNDED_PG_CANDIDATES).map((t) => `to_tsquery(${this.sql.config}, ${param(t.q)})`) : [];
     const source = isBounded
       ? `(SELECT DISTINCT ON (t.event_pk, t.chunk_no) t.event_pk, t.tsv FROM (
-            SELECT a.event_pk, a.chunk_no, a.tsv FROM ${newest(`to_tsquery(${this.sql.config}, ${param(plan.all)})`)} a
-            UNION ALL
-            SELECT b.event_pk, b.chunk_no, b.tsv FROM ${newest(`to_tsquery(${this.sql.config}, $1)`)} b
-            LIMIT ${param(BOUNDED_PG_CANDIDATES)}
+            (SELECT a.event_pk, a.chunk_no, a.tsv FROM ${newest(`to_tsquery(${this.sql.config}, ${param(plan.all)})`)} a
+             UNION ALL
+             SELECT b.event_pk, b.chunk_no, b.tsv FROM ${newest(`to_tsquery(${this.sql.config}, $1)`)} b
+             LIMIT ${param(BOUNDED_PG_CANDIDATES)})
+            ${rareTerms.map((q) => `UNION ALL SELECT r.event_pk, r.chunk_no, r.tsv FROM ${whole(q)} r`).join('\n            ')}
           ) t) c, q`
       : `${s}.event_text c ${join}, q`;
-    const candidates = `SELECT c.event_pk, c.tsv, ts_rank(${weights}, c.tsv, q.q, 1) AS r
+    // ts_rank has no inverse document frequency: on the bounded path, chunks holding more of the rare terms come
+    // first (what bm25's IDF does on SQLite), then ts_rank orders them.
+    const rareHits = rareTerms.length > 0 ? `(${rareTerms.map((q) => `(c.tsv @@ ${q})::int`).join(' + ')})` : '0';
+    const candidates = `SELECT c.event_pk, c.tsv, ts_rank(${weights}, c.tsv, q.q, 1) AS r, ${rareHits} AS rare
         FROM ${source}
         WHERE c.tsv @@ q.q ${isBounded ? '' : filters.map((w) => `AND ${w}`).join(' ')}
-        ORDER BY r DESC, c.event_pk DESC
+        ORDER BY rare DESC, r DESC, c.event_pk DESC
         LIMIT ${param(Math.max(query.limit * RERANK_CANDIDATES_PER_HIT, MIN_RERANK_CANDIDATES))}`;
     const sql = `WITH q AS (SELECT to_tsquery(${this.sql.config}, $1) AS q), cand AS (${candidates})
-      SELECT e.id, max(ts_rank_cd(${weights}, cand.tsv, q.q, 1)) AS rank
+      SELECT e.id, max(cand.rare) AS rare, max(ts_rank_cd(${weights}, cand.tsv, q.q, 1)) AS rank
       FROM cand JOIN ${s}.events e ON e.pk = cand.event_pk, q
       GROUP BY e.pk, e.id
-      ORDER BY rank DESC, e.pk DESC
+      ORDER BY rare DESC, rank DESC, e.pk DESC
       LIMIT ${param(query.limit)}`;
-    const rows = await this.query<{ id: string; rank: number }>(sql, params, 'full-text search failed', 'search');
-    return rows.map((r) => ({ eventId: r.id as EventId, relevance: r.rank }));
+    const rows = await this.query<{ id: string; rare: number; rank: number }>(sql, params, 'full-text search failed', 'search');
+    // Bounded: the relevance follows the order (rare terms held, then ts_rank_cd squeezed below 1).
+    return rows.map((r) => ({ eventId: r.id as EventId, relevance: isBounded ? Number(r.rare) + r.rank / (1 + r.rank) : r.rank }));
   }
 
   async replaceTextIndex(entries: TextIndexEntry[]): Promise<number> {

@@ -14,6 +14,16 @@ const DF_CACHE_TTL_MS = 60_000;
 /** Counts, capped at `cap`, of the rows each compiled term matches (one round trip for all of them). */
 export type CappedCounter = (termQueries: string[], cap: number) => Promise<number[]>;
 
+/** A planned tsquery: the match, an estimate of its rows, the AND of all terms, and each term with its (capped) count. */
+export interface TsQueryPlan {
+  q: string;
+  estimate: number;
+  all: string;
+  isSinglePhrase: boolean;
+  /** Each term's tsquery and how many chunks match it (counted up to MAX_RANKED_ROWS + 1). */
+  terms: Array<{ q: string; df: number }>;
+}
+
 /**
  * Plans a tsquery `(R) & (R | C)`: R ORs the rarest terms within {@link MAX_RANKED_ROWS} (at least one; prefix
  * terms and multi-token identifiers always), C the common rest. Document frequencies are capped counts over
@@ -32,7 +42,7 @@ export class TsqueryPlanner {
    * The plan and an estimate of the rows it matches: the rare terms' summed capped counts, so any estimate above
    * {@link MAX_RANKED_ROWS} means "at least that many" (the bounded path in postgres-backend.ts uses it).
    */
-  async planDetailed(terms: SearchTerm[]): Promise<{ q: string; estimate: number; all: string; isSinglePhrase: boolean } | null> {
+  async planDetailed(terms: SearchTerm[]): Promise<TsQueryPlan | null> {
     const compiled = terms.flatMap((term) => {
       const q = compileTsQuery([term]);
       return q === null ? [] : [{ term, q }];
@@ -40,7 +50,8 @@ export class TsqueryPlanner {
     if (compiled.length === 0) return null;
     const dfs = await this.frequencies(compiled.map((c) => c.q));
     const all = compiled.map((c) => `(${c.q})`).join(' & ');
-    if (compiled.length === 1) return { q: compiled[0]!.q, estimate: dfs[0]!, all, isSinglePhrase: compiled[0]!.q.includes('<->') };
+    const termPlans = compiled.map((c, i) => ({ q: c.q, df: dfs[i]! }));
+    if (compiled.length === 1) return { q: compiled[0]!.q, estimate: dfs[0]!, all, isSinglePhrase: compiled[0]!.q.includes('<->'), terms: termPlans };
     const planned = compiled.map((c, i) => ({ ...c, df: dfs[i]! }));
     const byRarity = [...planned].sort((a, b) => a.df - b.df);
     const rare: typeof planned = [];
@@ -54,8 +65,8 @@ export class TsqueryPlanner {
     }
     const common = planned.filter((p) => !rare.includes(p));
     const r = rare.map((p) => p.q).join(' | ');
-    if (common.length === 0) return { q: r, estimate: ranked, all, isSinglePhrase: false };
-    return { q: `(${r}) & (${[...rare, ...common].map((p) => p.q).join(' | ')})`, estimate: ranked, all, isSinglePhrase: false };
+    if (common.length === 0) return { q: r, estimate: ranked, all, isSinglePhrase: false, terms: termPlans };
+    return { q: `(${r}) & (${[...rare, ...common].map((p) => p.q).join(' | ')})`, estimate: ranked, all, isSinglePhrase: false, terms: termPlans };
   }
 
   private async frequencies(queries: string[]): Promise<number[]> {

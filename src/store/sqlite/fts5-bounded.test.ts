@@ -25,14 +25,26 @@ describe('readVarints', () => {
 });
 
 describe('Fts5BoundedSearch', () => {
-  it('scores the newest rows holding every term first, shorter rows above longer ones, and stops at the candidate count', () => {
+  it('scores like bm25: the rarer word weighs, shorter rows above longer ones; a row holding only the rarer word is a candidate', () => {
     const filler = Array.from({ length: 50 }, (_, i) => `alpha filler ${i}`);
     fill([...filler, 'alpha beta', 'alpha beta and many more words in this longer row here', 'beta only', 'alpha beta gamma delta epsilon']);
     const plan = new Fts5Planner(db).planDetailed([{ text: 'alpha' }, { text: 'beta' }])!;
-    const hits = new Fts5BoundedSearch(db).search(plan, 3, [], [], 3);
-    // Candidates: the three rows holding both words (51, 52, 54); the short one ranks first, the long one last.
-    expect(hits.map((h) => h.rowid)).toEqual([51, 54, 52]);
-    expect(hits[0]!.score).toBeGreaterThan(hits[2]!.score);
+    const hits = new Fts5BoundedSearch(db).search(plan, 4, [], [], 3);
+    // Candidates: the rows holding both words (51, 52, 54), then every row of the rarer word (53, "beta only").
+    // "alpha" is in nearly every row, so it weighs almost nothing: the order is FTS5's own bm25 order.
+    const exact = (db.prepare('SELECT rowid FROM events_fts WHERE events_fts MATCH ? ORDER BY bm25(events_fts) LIMIT 4').all('alpha OR beta') as Array<{ rowid: number }>).map((r) => r.rowid);
+    expect(hits.map((h) => h.rowid)).toEqual(exact);
+    expect(exact).toEqual([51, 53, 54, 52]);
+    expect(hits[0]!.score).toBeGreaterThan(hits[3]!.score);
+  });
+
+  it('stops each term at the candidate count: a common word brings only its newest rows', () => {
+    const filler = Array.from({ length: 50 }, (_, i) => `alpha filler ${i}`);
+    fill(filler);
+    const plan = new Fts5Planner(db).planDetailed([{ text: 'alpha' }])!;
+    const hits = new Fts5BoundedSearch(db).search(plan, 10, [], [], 5);
+    expect(hits).toHaveLength(10);
+    expect(Math.min(...hits.map((h) => h.rowid))).toBeGreaterThan(40);
   });
 
   it('tops up with rows holding some term when few hold all, ranked below those that hold all', () => {

@@ -25,15 +25,22 @@ export interface BoundedHit {
 }
 
 /**
- * The bounded full-text path (docs/recall.md, "Full-text at scale"). A first pass asks FTS5 for the newest
- * matches, `ORDER BY rowid DESC LIMIT n`, which FTS5 answers by walking its doclists from the end and stopping:
- * first the rows holding every term, then, if they are fewer than {@link BOUNDED_CANDIDATES}, the rows the
- * planner's expression matches. No bm25 is run, so no per-phrase counting. The candidates are then scored in
- * JavaScript with FTS5's bm25 formula (k1 1.2, b 0.75, the same document frequencies, row count and document
- * lengths FTS5 keeps), counting each term present once: rows holding every term, all of them, rows of the
- * second pass the rarest term. When the matches are fewer than the candidate count, every match is a
- * candidate, so the rows found are exactly those the exact path finds (an identifier or phrase found at 10K is
- * found at 1M); only their order may differ where a term repeats in a row.
+ * Most candidates the bounded path scores, in units of {@link BOUNDED_CANDIDATES}: the rows holding every term plus
+ * each term's newest rows, rarest term first, until this many (a rare term's rows always come in whole).
+ */
+export const MAX_CANDIDATE_LISTS = 3;
+
+/**
+ * The bounded full-text path (docs/recall.md, "Full-text at scale"). A first pass asks FTS5 for newest matches,
+ * `ORDER BY rowid DESC LIMIT n`, which FTS5 answers by walking its doclists from the end and stopping: first the
+ * rows holding every term, then each term's own newest rows, rarest term first. No bm25 is run, so no per-phrase
+ * counting. The candidates are then scored in JavaScript with FTS5's bm25 formula (k1 1.2, b 0.75, the same
+ * document frequencies, row count and document lengths FTS5 keeps), each term counted once where the first pass
+ * saw it in the row (a common term's list stops at the newest rows, so an older row may miss that term's small
+ * share). A term matching fewer rows than the candidate count (an identifier, a phrase, a rare word) brings every
+ * row holding it, whatever the common words of the query match: the rows found for it are exactly those the exact
+ * path finds (an identifier or phrase found at 10K is found at 1M, alone or among common words); only their order
+ * may differ where a term repeats in a row.
  */
 export class Fts5BoundedSearch {
   private readonly totals: Database.Statement;
@@ -58,11 +65,22 @@ export class Fts5BoundedSearch {
       const rows = this.db.prepare(sql).all(match, ...params, n) as Array<{ rowid: number }>;
       return rows.map((r) => r.rowid);
     };
-    const all = plan.terms.length > 1 ? newest(plan.allMatch, want) : [];
-    const holdsAll = new Set(all);
-    const some = all.length < want ? newest(plan.match, want).filter((r) => !holdsAll.has(r)) : [];
-    const rows = [...all, ...some].slice(0, want);
-    if (rows.length === 0) return [];
+    const count = plan.terms.length;
+    // Which of the query's terms each candidate holds, as far as the first pass saw.
+    const holds = new Map<number, Set<number>>();
+    const every = new Set(plan.terms.map((_, i) => i));
+    if (count > 1) for (const rowid of newest(plan.allMatch, want)) holds.set(rowid, every);
+    const byRarity = plan.terms.map((_, i) => i).sort((a, b) => plan.terms[a]!.df - plan.terms[b]!.df);
+    for (const i of byRarity) {
+      if (holds.size >= want * MAX_CANDIDATE_LISTS) break;
+      for (const rowid of newest(plan.terms[i]!.match, want)) {
+        const seen = holds.get(rowid);
+        if (seen === every) continue;
+        if (seen) seen.add(i);
+        else holds.set(rowid, new Set([i]));
+      }
+    }
+    if (holds.size === 0) return [];
 
     const { docs, avgLength } = this.averages();
     const idf = plan.terms.map((t) => {
@@ -70,13 +88,14 @@ export class Fts5BoundedSearch {
       const v = Math.log((docs - df + 0.5) / (df + 0.5));
       return v > 0 ? v : 1e-6;
     });
-    const allIdf = idf.reduce((a, b) => a + b, 0);
-    const rarestIdf = Math.max(...idf);
+    const rows = [...holds.keys()];
     const lengths = this.lengths(rows);
     const hits = rows.map((rowid) => {
       const norm = K1 * (1 - B + (B * (lengths.get(rowid) ?? avgLength)) / avgLength);
       const saturation = (K1 + 1) / (1 + norm);
-      return { rowid, score: (holdsAll.has(rowid) || plan.terms.length === 1 ? allIdf : rarestIdf) * saturation };
+      let weight = 0;
+      for (const i of holds.get(rowid)!) weight += idf[i]!;
+      return { rowid, score: weight * saturation };
     });
     hits.sort((a, b) => b.score - a.score || b.rowid - a.rowid);
     return hits.slice(0, limit);
