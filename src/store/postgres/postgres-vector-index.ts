@@ -68,12 +68,23 @@ export class PostgresVectorIndex {
   /** The lists a query of `model` reads, or null for the exact scan; builds the index first when it is due. */
   async plan(model: VectorModel, vector: Float32Array): Promise<number[] | null> {
     if (this.mode === 'exact') return null;
-    const n = await this.count(model);
-    if (n === 0 || n < this.minVectors) return null;
     let meta = await this.readMeta();
-    if (!meta || meta.model !== model.name || meta.dimensions !== model.dimensions || n > meta.trainedOn * RETRAIN_GROWTH) meta = await this.build(model);
-    const centroids = await this.loadCentroids(meta);
-    return probeLists(vector, centroids, meta.dimensions, ivfShape(meta.trainedOn, this.options.probes, meta.lists).probes);
+    const isCurrent = meta !== null && meta.model === model.name && meta.dimensions === model.dimensions;
+    // A current index is used without counting (count(*) over a large event_vectors costs a scan), unless the
+    // planner's row estimate says the store has outgrown it.
+    if (!isCurrent || (await this.estimate()) > meta!.trainedOn * RETRAIN_GROWTH) {
+      const n = await this.count(model);
+      if (!isCurrent && (n === 0 || n < this.minVectors)) return null;
+      if (!isCurrent || n > meta!.trainedOn * RETRAIN_GROWTH) meta = await this.build(model);
+    }
+    const centroids = await this.loadCentroids(meta!);
+    return probeLists(vector, centroids, meta!.dimensions, ivfShape(meta!.trainedOn, this.options.probes, meta!.lists).probes);
+  }
+
+  /** The planner's estimate of event_vectors rows (0 before the table was first analysed). */
+  private async estimate(): Promise<number> {
+    const rows = await this.query<{ n: number | null }>(`SELECT reltuples::float8 AS n FROM pg_class WHERE oid = to_regclass($1)`, [`${this.s}.event_vectors`]);
+    return Math.max(0, Number(rows[0]?.n ?? 0));
   }
 
   private async count(model: VectorModel): Promise<number> {

@@ -89,15 +89,21 @@ export class SqliteVectorIndex {
    */
   plan(model: VectorModel, query: Float32Array): IvfPlan | null {
     if (this.mode === 'exact') return null;
-    const n = this.count();
-    if (n < this.minVectors || n === 0) return null;
+    // Counting a large event_vectors reads the whole table: its largest rowid, an upper bound of the count, is
+    // one b-tree descent and settles the usual cases (a small store; an index that still fits the store).
+    const upper = (this.db.prepare('SELECT max(event_rowid) AS n FROM event_vectors').get() as { n: number | null }).n ?? 0;
+    if (upper === 0 || upper < this.minVectors) return null;
     let meta = this.readMeta();
     const isCurrent = meta !== null && meta.model === model.name && meta.dimensions === model.dimensions;
-    if (!isCurrent || n > meta!.trainedOn * RETRAIN_GROWTH) {
-      if (this.isReadonly) {
-        if (!isCurrent) return null;
-      } else {
-        meta = this.build(model);
+    if (!isCurrent || upper > meta!.trainedOn * RETRAIN_GROWTH) {
+      const n = this.count();
+      if (!isCurrent && n < this.minVectors) return null;
+      if (!isCurrent || n > meta!.trainedOn * RETRAIN_GROWTH) {
+        if (this.isReadonly) {
+          if (!isCurrent) return null;
+        } else {
+          meta = this.build(model);
+        }
       }
     }
     const centroids = this.loadCentroids(meta!);
