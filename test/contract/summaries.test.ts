@@ -136,6 +136,22 @@ runStorageContract('summary DAG', ({ createHarness }) => {
     await expect(other.summaries.get('nope')).rejects.toMatchObject({ code: 'INVALID_INPUT', data: { field: 'id' } });
   });
 
+  it('a purge tombstones the summaries that quote what it removes (cold, out of search); the next consolidation summarizes what is left', async () => {
+    await ctx.mem.append('sec', [...work('vault', T0), { kind: 'decision', ts: T0 + 900_000, content: 'Decision: the vault password is hunter2-XYZZY from now on.' }], { project: 'shop' });
+    const c = ctx.mem.consolidator();
+    const [before] = (await c.consolidateSession('sec')).summaries;
+    expect(before!.text).toContain('hunter2-XYZZY');
+    await ctx.mem.purge({ match: 'hunter2-XYZZY' }, { actor: 'os:test' });
+    const gone = await ctx.mem.summaries.get(before!.id);
+    expect(gone.text).not.toContain('hunter2-XYZZY');
+    expect(gone).toMatchObject({ coldReason: expect.stringMatching(/^purged/) });
+    expect(await ctx.mem.summaries.search('hunter2-XYZZY', { includeCold: true })).toEqual([]);
+    expect(await ctx.mem.summaries.search('vault', { includeCold: true })).toEqual([]);
+    const [after] = (await c.consolidateSession('sec')).summaries;
+    expect(after!.text).not.toContain('hunter2-XYZZY');
+    expect(after!.text).toContain('vault');
+  });
+
   it('leases consolidation jobs to one worker at a time; an expired lease is taken over; a grown session is queued again', async () => {
     const jobs = ctx.mem.store.summaries;
     expect(await jobs.enqueue([{ sessionId: 'a', project: 'shop', throughTurn: 4 }, { sessionId: 'b', project: 'shop', throughTurn: 2 }])).toBe(2);

@@ -2,6 +2,7 @@ import { isEngramError } from '../../errors.js';
 import type { PurgeCounts, PurgeLogRecord, PurgePlan } from '../backend.js';
 import { engramsToScrub, scrubEngramBody } from '../purge-support.js';
 import { rewriteTextRows } from './postgres-text-index.js';
+import { purgeSummaries } from './postgres-summaries.js';
 import type { PgRunner } from './postgres-vectors.js';
 
 /** Thrown inside a dry run's transaction so that it rolls back; carries the counts out. */
@@ -135,6 +136,9 @@ export class PostgresPurge {
         [targets],
       );
     }
+
+    // Summaries covering a purged session or quoting the literal are tombstoned and go cold (postgres-summaries.ts).
+    await purgeSummaries(c, s, plan);
 
     const engrams = (await c.query<{ id: string; body: string }>(`SELECT id, body::text AS body FROM ${s}.engrams`)).rows;
     for (const e of engramsToScrub(engrams, plan, droppedArtifacts)) {

@@ -19,7 +19,9 @@ import {
   type SummaryStorage,
   type SummaryVisibility,
 } from '../summary-storage.js';
+import type { PurgePlan } from '../backend.js';
 import type { PgBusQuery, PgBusTransaction } from './postgres-bus.js';
+import type { PgRunner } from './postgres-vectors.js';
 import { visibleSessionSql } from './postgres-sessions.js';
 import { compileTsQuery } from './tsquery.js';
 
@@ -213,4 +215,24 @@ export class PostgresSummaries implements SummaryStorage {
     const proj = p.add(v.visibleToProject);
     where.push(`NOT EXISTS (SELECT 1 FROM ${this.s}.summary_sessions ss WHERE ss.summary_id = s.id AND ss.session_id NOT IN (${visibleSessionSql(this.s, proj)}))`);
   }
+}
+
+/**
+ * The purge's part for summaries (inside the purge transaction, postgres-purge.ts): every summary covering a session
+ * that lost content, or quoting the purged literal, is tombstoned like an event (its text becomes the tombstone
+ * text, so its generated tsvector no longer holds the words) and moves to the cold tier, reason `purged`.
+ */
+export async function purgeSummaries(
+  c: PgRunner,
+  s: string,
+  plan: Pick<PurgePlan, 'id' | 'tsMs' | 'tombstoneText' | 'wholeSessions' | 'affectedSessions' | 'match'>,
+): Promise<number> {
+  const sessions = [...new Set([...plan.wholeSessions, ...plan.affectedSessions])];
+  const res = await c.query(
+    `UPDATE ${s}.summaries SET text = $1, tokens = 0, cold_ms = COALESCE(cold_ms, $2), cold_reason = $3, cold_source_id = NULL
+     WHERE id IN (SELECT summary_id FROM ${s}.summary_sessions WHERE session_id = ANY($4::text[]))
+        OR ($5::text IS NOT NULL AND strpos(text, $5) > 0)`,
+    [plan.tombstoneText, plan.tsMs, `purged (${plan.id})`, sessions, plan.match ?? null],
+  );
+  return res.rowCount ?? 0;
 }

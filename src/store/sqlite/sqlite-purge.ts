@@ -4,6 +4,7 @@ import { isEngramError } from '../../errors.js';
 import type { PurgeCounts, PurgeLogRecord, PurgePlan } from '../backend.js';
 import { engramsToScrub, scrubEngramBody } from '../purge-support.js';
 import { translateSqliteError } from './sqlite-errors.js';
+import { purgeSummaries } from './sqlite-summaries.js';
 
 type Db = Database.Database;
 
@@ -136,6 +137,9 @@ export class SqlitePurge {
         'UPDATE graph_entities SET citations = (SELECT count(*) FROM graph_citations c WHERE c.target_id = graph_entities.id) WHERE id IN (SELECT value FROM json_each(?))',
       ).run(targets);
     }
+
+    // Summaries covering a purged session or quoting the literal are tombstoned and go cold (sqlite-summaries.ts).
+    purgeSummaries(db, plan);
 
     const engrams = db.prepare('SELECT id, body FROM engrams').all() as Array<{ id: string; body: string }>;
     const scrub = db.prepare(

@@ -20,6 +20,7 @@ import {
   type SummaryStorage,
   type SummaryVisibility,
 } from '../summary-storage.js';
+import type { PurgePlan } from '../backend.js';
 import { compileFts5Match } from './fts5-query.js';
 import { VISIBLE_SESSION_SQL } from './sqlite-sessions.js';
 import { translateSqliteError } from './sqlite-errors.js';
@@ -213,4 +214,31 @@ function addVisibility(where: string[], params: unknown[], v: SummaryVisibility)
   if (v.visibleToProject === undefined) return;
   where.push(VISIBLE_SUMMARY_SQL);
   params.push(v.visibleToProject, v.visibleToProject);
+}
+
+/**
+ * The purge's part for summaries (called inside the purge transaction, sqlite-purge.ts): every summary covering a
+ * session that lost content, or quoting the purged literal, is tombstoned like an event: its text becomes the
+ * purge's tombstone text, its full-text row goes, and it moves to the cold tier (reason `purged`). The next
+ * consolidation summarizes the session again from what is left.
+ */
+export function purgeSummaries(db: Db, plan: Pick<PurgePlan, 'id' | 'tsMs' | 'tombstoneText' | 'wholeSessions' | 'affectedSessions' | 'match'>): number {
+  const sessions = JSON.stringify([...new Set([...plan.wholeSessions, ...plan.affectedSessions])]);
+  const ids = (
+    db
+      .prepare(
+        `SELECT DISTINCT s.id FROM summaries s WHERE s.id IN (SELECT summary_id FROM summary_sessions WHERE session_id IN (SELECT value FROM json_each(?)))
+           OR (? IS NOT NULL AND instr(s.text, ?) > 0)`,
+      )
+      .all(sessions, plan.match ?? null, plan.match ?? null) as Array<{ id: string }>
+  ).map((r) => r.id);
+  const tombstone = db.prepare(
+    `UPDATE summaries SET text = ?, tokens = 0, cold_ms = COALESCE(cold_ms, ?), cold_reason = ?, cold_source_id = NULL WHERE id = ?`,
+  );
+  const dropFts = db.prepare('DELETE FROM summaries_fts WHERE summary_id = ?');
+  for (const id of ids) {
+    tombstone.run(plan.tombstoneText, plan.tsMs, `purged (${plan.id})`, id);
+    dropFts.run(id);
+  }
+  return ids.length;
 }
