@@ -1,4 +1,5 @@
 import { expect, it } from 'vitest';
+import { moveSummaryToCold } from '../../src/consolidate/cold-tier.js';
 import { agentPrincipal } from '../../src/model/access.js';
 import type { EventInput } from '../../src/model/event.js';
 import type { SessionId } from '../../src/model/ids.js';
@@ -134,6 +135,20 @@ runStorageContract('summary DAG', ({ createHarness }) => {
     expect((await other.summaries.list()).map((s) => s.sessionId)).toEqual(['p2']);
     await expect(other.summaries.expand(arc!.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
     await expect(other.summaries.get('nope')).rejects.toMatchObject({ code: 'INVALID_INPUT', data: { field: 'id' } });
+  });
+
+  it('prunes a summary by hand to the cold tier, with the summary that replaces it', async () => {
+    await ctx.mem.append('x', work('queue', T0), { project: 'shop' });
+    await ctx.mem.append('y', work('queue2', T0 + DAY), { project: 'shop' });
+    const c = ctx.mem.consolidator();
+    const [sx] = (await c.consolidateSession('x')).summaries;
+    const [sy] = (await c.consolidateSession('y')).summaries;
+    const moved = await moveSummaryToCold(ctx.mem.store, sx!.id, 'noise', sy!.id);
+    expect(moved).toMatchObject({ coldReason: 'pruned: noise', coldSourceId: sy!.id });
+    expect((await ctx.mem.summaries.list()).map((s) => s.id)).toEqual([sy!.id]);
+    expect((await ctx.mem.summaries.counts()).cold).toBe(1);
+    await expect(moveSummaryToCold(ctx.mem.store, sx!.id, '')).rejects.toMatchObject({ code: 'INVALID_INPUT', data: { field: 'reason' } });
+    await expect(moveSummaryToCold(ctx.mem.store, 'sum_01JZZZZZZZZZZZZZZZZZZZZZZZ', 'x')).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 
   it('a purge tombstones the summaries that quote what it removes (cold, out of search); the next consolidation summarizes what is left', async () => {

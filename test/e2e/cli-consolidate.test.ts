@@ -57,6 +57,13 @@ it('consolidates sessions (skipping an insignificant one), lists and expands sum
   expect(JSON.parse(back.stdout)).toMatchObject({ sessions: 1, byStatus: { summarized: 1 } });
   expect(JSON.parse(engram(['stats', '--json']).stdout).summaries).toMatchObject({ byDepth: { 0: 4, 1: 2 }, skipped: 0 });
 
+  const pruned = engram(['summaries', '--prune', arc!.id, '--reason', 'superseded by hand']);
+  expect(pruned.code, pruned.stderr).toBe(0);
+  expect(pruned.stdout).toContain(`Summary ${arc!.id} is in the cold tier (pruned: superseded by hand)`);
+  expect((JSON.parse(engram(['summaries', '--depth', '1', '--json']).stdout) as Array<{ id: string }>).map((s) => s.id)).not.toContain(arc!.id);
+  expect((JSON.parse(engram(['summaries', '--depth', '1', '--cold', '--json']).stdout) as Array<{ id: string }>).map((s) => s.id)).toContain(arc!.id);
+  expect(JSON.parse(engram(['stats', '--json']).stdout).summaries.cold).toBe(1);
+
   const bad = engram(['summaries', '--depth', 'x']);
   expect(bad.code).toBe(2);
   expect(bad.stderr).toContain('--depth');

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { Engram } from '../../../engine.js';
 import { EngramError } from '../../../errors.js';
 import { runConsolidation } from '../../../consolidate/consolidation-run.js';
+import { moveSummaryToCold } from '../../../consolidate/cold-tier.js';
 import { logEscalationsTo, logLlmCallsTo } from '../../../consolidate/telemetry.js';
 import { SUMMARY_DEPTH_NAMES, type SummaryDepth } from '../../../model/summary.js';
 import type { CliContext, GlobalOptions } from '../cli-context.js';
@@ -66,9 +67,15 @@ export async function consolidateCommand(mem: Engram, args: ConsolidateArgs, io:
 /** `engram summaries`: the summary DAG, newest first (or a search with --query). */
 export async function summariesCommand(
   mem: Engram,
-  args: GlobalOptions & { project?: string; depth?: string; session?: string; cold?: boolean; query?: string; limit?: string; expand?: string },
+  args: GlobalOptions & { project?: string; depth?: string; session?: string; cold?: boolean; query?: string; limit?: string; expand?: string; prune?: string; reason?: string },
   io: Io,
 ): Promise<number> {
+  if (args.prune !== undefined) {
+    const moved = await moveSummaryToCold(mem.store, args.prune, args.reason ?? 'pruned by hand');
+    if (args.json) printJson(io, moved);
+    else io.out(`Summary ${moved.id} is in the cold tier (${moved.coldReason}); engram summaries --cold lists it.`);
+    return 0;
+  }
   if (args.expand !== undefined) {
     const answer = await mem.viewAs().expand(args.expand);
     if (args.json) printJson(io, answer.details);
@@ -129,8 +136,10 @@ export function register(program: Command, context: CliContext): void {
     .option('-q, --query <text>', 'full-text search instead of a list')
     .option('-n, --limit <n>', 'at most this many (default 50)')
     .option('--expand <id>', "one summary with its children's or source events' ids")
+    .option('--prune <id>', 'move a summary to the cold tier (out of default lists and search; nothing is deleted)')
+    .option('--reason <text>', 'with --prune: why')
     .action(
-      context.withStore((m, args: GlobalOptions & { project?: string; depth?: string; session?: string; cold?: boolean; query?: string; limit?: string; expand?: string }) =>
+      context.withStore((m, args: GlobalOptions & { project?: string; depth?: string; session?: string; cold?: boolean; query?: string; limit?: string; expand?: string; prune?: string; reason?: string }) =>
         summariesCommand(m, args, io),
       ),
     );
