@@ -109,13 +109,13 @@ async function measure(backend: 'sqlite' | 'postgres', location: StoreLocation, 
     const search = (store: StorageBackend, vector: Float32Array, limit: number, exact: boolean): Promise<VectorHit[]> =>
       store.searchVectors({ vector, model: embedder.name, limit, ...(exact ? { exact: true } : {}) });
 
-    // The first fast query builds the index when the store is above the threshold and has none.
+    // Maintenance builds the index when the store is above the threshold (`engram reindex` does the same); queries never do.
     const tb = performance.now();
-    await search(fastMem.store, vectors[0]!, VECTOR_DEPTH, false);
+    const maintained = await fastMem.maintainVectorIndex();
     const firstMs = performance.now() - tb;
     const fastPath = await describeFastPath(fastMem.store);
-    const indexBuildMs = fastPath.startsWith('IVF') ? round(firstMs, 0) : null;
-    console.error(`   fast path: ${fastPath}${indexBuildMs !== null ? `, first query (index build) ${indexBuildMs} ms` : ''}`);
+    const indexBuildMs = maintained.state === 'built' ? round(firstMs, 0) : null;
+    console.error(`   fast path: ${fastPath}${indexBuildMs !== null ? `, index build ${indexBuildMs} ms` : ''}`);
 
     const vector = { exact: await timed(vectors, (v) => search(exactMem!.store, v, VECTOR_DEPTH, true)), fast: await timed(vectors, (v) => search(fastMem.store, v, VECTOR_DEPTH, false)) };
     const hybrid = {

@@ -38,7 +38,7 @@ import { Consolidator, type ConsolidatorOptions } from './consolidate/consolidat
 import { AgentRegistry } from './memory/agent-registry.js';
 import { ContextEngine } from './context/context-engine.js';
 import { createFormatterRegistry } from './context/assembly/formatters.js';
-import type { AppendOptions, AppendOutcome, ListEventsQuery, StorageBackend, StoreStats } from './store/backend.js';
+import type { AppendOptions, AppendOutcome, ListEventsQuery, StorageBackend, StoreStats, VectorIndexStatus } from './store/backend.js';
 import type { Principal } from './model/access.js';
 import { LOCAL_PRINCIPAL } from './model/access.js';
 import type { ReadScope } from './bus/resolvers/pointer-resolver.js';
@@ -335,6 +335,15 @@ export class Engram {
    * Writes every event's full-text row again as an append indexes it now, with the context of the events before
    * it (memory/turn-context.ts): for stores indexed before context-aware units. Events are untouched.
    */
+  /**
+   * Builds the approximate vector index when it is due (the store has grown past the threshold, or outgrown the
+   * index): maintenance, as `engram reindex` runs it. Vector queries never build it; they search exactly until it
+   * exists (docs/recall.md, "Vectors at scale").
+   */
+  maintainVectorIndex(): Promise<VectorIndexStatus> {
+    return this.store.maintainVectorIndex();
+  }
+
   async reindexText(onProgress?: (p: TextReindexProgress) => void): Promise<TextReindexProgress> {
     const readText = async (id: ArtifactId): Promise<string | null> => {
       try {

@@ -163,6 +163,8 @@ export async function evaluateLocomo(conversations: readonly LocomoConversation[
               retryable: false,
             });
           }
+          // The approximate index, when the store's options ask for it (the vectors-at-scale check): maintenance, as after an import.
+          await mem.maintainVectorIndex();
           done = before + conv.turns.length;
         }
 

@@ -83,6 +83,20 @@ export interface AppendOptions {
   writer?: WriterLease;
 }
 
+/** What {@link StorageBackend.maintainVectorIndex} found or did. */
+export interface VectorIndexStatus {
+  /**
+   * `built`: (re)built now; `current`: fits the store; `not-needed`: fewer vectors than the index threshold (exact
+   * search is fast there); `exact`: the store is set to exact search; `readonly`: due, but the store is read-only;
+   * `none`: no vector model yet.
+   */
+  state: 'built' | 'current' | 'not-needed' | 'exact' | 'readonly' | 'none';
+  /** Stored vectors of the store's model (counted when the index is built). */
+  vectors: number;
+  lists?: number;
+  ms: number;
+}
+
 /** {@link StorageBackend.activityByDay}'s range and visibility. */
 export interface ActivityQuery {
   sinceMs: number;
@@ -625,5 +639,11 @@ export interface StorageBackend {
    * Reads every event in the range: for overviews, not per request.
    */
   activityByDay(query: ActivityQuery): Promise<DayActivity[]>;
+  /**
+   * Builds the approximate vector index of the store's model when it is due (missing, outgrown; docs/recall.md,
+   * "Vectors at scale"). Maintenance (`engram reindex`): vector queries never build it, they search exactly until
+   * it exists. On SQLite the build is one write transaction (writers of other processes wait for it).
+   */
+  maintainVectorIndex(): Promise<VectorIndexStatus>;
   close(): Promise<void>;
 }

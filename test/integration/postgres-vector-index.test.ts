@@ -66,6 +66,7 @@ describe('PostgreSQL IVF vector index (without pgvector)', () => {
 
   it('probing every list answers exactly what the exact scan answers, filters included', async () => {
     const fast = await backend({ minVectors: 0, probes: 1000 });
+    expect(await fast.maintainVectorIndex()).toMatchObject({ state: 'built', vectors: ids.length });
     const filters = [{}, { sessionIds: ['s2' as SessionId] }, { kinds: ['note' as const] }, { fromMs: Date.UTC(2026, 0, 1) + 50_000 }];
     for (const q of vectors(6, 99)) {
       for (const filter of filters) {
@@ -78,9 +79,16 @@ describe('PostgreSQL IVF vector index (without pgvector)', () => {
 
   it('probing a third of the lists finds nearly all exact neighbours of clustered vectors; exact mode builds nothing', async () => {
     const exactOnly = await backend({ mode: 'exact', minVectors: 0 });
+    expect(await exactOnly.maintainVectorIndex()).toMatchObject({ state: 'exact' });
     expect(await exactOnly.searchVectors(query(data[0]!))).toHaveLength(10);
     expect(await ivfRows()).toBe(-1);
     const fast = await backend({ minVectors: 0, lists: 6, probes: 2 });
+    // A query never builds the index: exact until maintenance builds it.
+    const first = vectors(1, 5)[0]!;
+    expect(await fast.searchVectors(query(first))).toEqual(await fast.searchVectors(query(first, { exact: true })));
+    expect(await ivfRows()).toBe(-1);
+    expect(await fast.maintainVectorIndex()).toMatchObject({ state: 'built', lists: 6 });
+    expect(await fast.maintainVectorIndex()).toMatchObject({ state: 'current' });
     let found = 0;
     for (const q of vectors(ids.length + 20, 7).slice(ids.length)) {
       const exact = new Set((await fast.searchVectors(query(q, { exact: true }))).map((h) => h.eventId));
@@ -91,6 +99,7 @@ describe('PostgreSQL IVF vector index (without pgvector)', () => {
 
   it('adds vectors stored after the build, a purge removes them, a missing index is rebuilt, a model switch drops it', async () => {
     const fast = await backend({ minVectors: 0, probes: 1000 });
+    await fast.maintainVectorIndex();
     const before = await fast.searchVectors(query(data[1]!));
     const mem = await openEngram({ backend: fast });
     const [late] = await mem.append('s4', [{ kind: 'note', content: 'late event' }]);
@@ -107,7 +116,9 @@ describe('PostgreSQL IVF vector index (without pgvector)', () => {
     await withPgClient((c) => c.query(`DROP TABLE "${schema}".vector_ivf`));
     expect(await ivfRows()).toBe(-1);
     expect(await fast.searchVectors(query(data[1]!))).toEqual(before);
+    expect(await fast.maintainVectorIndex()).toMatchObject({ state: 'built' });
     expect(await ivfRows()).toBe(ids.length);
+    expect(await fast.searchVectors(query(data[1]!))).toEqual(before);
 
     await fast.setVectorModel({ name: 'other-16d@1', dimensions: 16 });
     expect(await ivfRows()).toBe(-1);

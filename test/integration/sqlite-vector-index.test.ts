@@ -65,6 +65,7 @@ describe('SQLite IVF vector index', () => {
 
   it('probing every list answers exactly what exact search answers, filters included', async () => {
     const fast = backend({ minVectors: 0, probes: 1000 });
+    expect(await fast.maintainVectorIndex()).toMatchObject({ state: 'built', vectors: ids.length });
     const filters = [{}, { sessionIds: ['s2' as SessionId] }, { kinds: ['note' as const] }, { fromMs: Date.UTC(2026, 0, 1) + 50_000 }];
     for (const q of vectors(8, 99)) {
       for (const filter of filters) {
@@ -79,6 +80,7 @@ describe('SQLite IVF vector index', () => {
 
   it('probing a third of the lists finds nearly all exact neighbours of clustered vectors; exact mode builds nothing', async () => {
     const fast = backend({ minVectors: 0, lists: 6, probes: 2 });
+    expect(await fast.maintainVectorIndex()).toMatchObject({ state: 'built', lists: 6 });
     let found = 0;
     // Queries from the stored vectors' clusters (the same seed, past the stored ones).
     for (const q of vectors(ids.length + 20, 7).slice(ids.length)) {
@@ -91,19 +93,31 @@ describe('SQLite IVF vector index', () => {
 
   it('never builds the index in exact mode', async () => {
     const exactOnly = backend({ mode: 'exact', minVectors: 0 });
+    expect(await exactOnly.maintainVectorIndex()).toMatchObject({ state: 'exact' });
     expect((await exactOnly.searchVectors(query(data[0]!))).length).toBe(10);
     expect(() => ivfRows(exactOnly)).toThrow(/no such table/);
   });
 
   it('stays exact below the size threshold (no index built)', async () => {
     const store = backend({ minVectors: 301 });
+    expect(await store.maintainVectorIndex()).toMatchObject({ state: 'not-needed', vectors: ids.length });
     await store.searchVectors(query(data[0]!));
     expect(() => ivfRows(store)).toThrow(/no such table/);
   });
 
+  it('a query never builds the index: it searches exactly until maintenance builds it', async () => {
+    const fast = backend({ minVectors: 0, probes: 1 });
+    const exact = await fast.searchVectors(query(data[2]!, { exact: true }));
+    expect(await fast.searchVectors(query(data[2]!))).toEqual(exact);
+    expect(() => ivfRows(fast)).toThrow(/no such table/);
+    expect(await fast.maintainVectorIndex()).toMatchObject({ state: 'built' });
+    expect(ivfRows(fast)).toBe(ids.length);
+    expect(await fast.maintainVectorIndex()).toMatchObject({ state: 'current', vectors: ids.length });
+  });
+
   it('adds vectors stored after the build, and a purge removes them from the index', async () => {
     const fast = backend({ minVectors: 0, probes: 1000 });
-    await fast.searchVectors(query(data[0]!)); // builds
+    await fast.maintainVectorIndex();
     const mem = await openEngram({ backend: fast });
     const [late] = await mem.append('s4', [{ kind: 'note', content: 'late event' }]);
     const lateVector = normalize(Float32Array.from({ length: 16 }, (_, i) => (i === 3 ? 1 : 0.01)));
@@ -121,6 +135,7 @@ describe('SQLite IVF vector index', () => {
 
   it('is rebuilt from the stored vectors when missing, and dropped with a model switch', async () => {
     const fast = backend({ minVectors: 0, probes: 1000 });
+    await fast.maintainVectorIndex();
     const before = await fast.searchVectors(query(data[1]!));
     const db = (fast as unknown as { db: { exec(sql: string): void } }).db;
     db.exec('DROP TABLE vec_ivf');
@@ -128,9 +143,12 @@ describe('SQLite IVF vector index', () => {
     // A read-only connection does not build it: it answers exactly.
     const reader = backend({ minVectors: 0, probes: 1000 }, true);
     expect(await reader.searchVectors(query(data[1]!))).toEqual(before);
+    expect(await reader.maintainVectorIndex()).toMatchObject({ state: 'readonly' });
     expect(() => ivfRows(fast)).toThrow(/no such table/);
     expect(await fast.searchVectors(query(data[1]!))).toEqual(before);
+    expect(await fast.maintainVectorIndex()).toMatchObject({ state: 'built' });
     expect(ivfRows(fast)).toBe(ids.length);
+    expect(await fast.searchVectors(query(data[1]!))).toEqual(before);
 
     await fast.setVectorModel({ name: 'other-16d@1', dimensions: 16 });
     expect(() => ivfRows(fast)).toThrow(/no such table/);

@@ -5,6 +5,7 @@ import type { EventKind, EventRecord, SessionRecord } from '../../model/event.js
 import type { ArtifactId, EventId, SessionId } from '../../model/ids.js';
 import type {
   ActivityQuery,
+  VectorIndexStatus,
   DayActivity,
   AppendOptions,
   AppendOutcome,
@@ -615,6 +616,13 @@ export class PostgresBackend implements StorageBackend {
       if (r.task_id !== null) rec.taskId = r.task_id;
       return rec;
     });
+  }
+
+  async maintainVectorIndex(): Promise<VectorIndexStatus> {
+    this.assertOpen();
+    const model = await this.vectors.readModel();
+    if (model === null) return { state: 'none', vectors: 0, ms: 0 };
+    return this.vectors.vectorIndex.maintain(model);
   }
 
   async activityByDay(query: ActivityQuery): Promise<DayActivity[]> {

@@ -1,4 +1,4 @@
-import type { VectorModel } from '../backend.js';
+import type { VectorIndexStatus, VectorModel } from '../backend.js';
 import { IvfSampler, ivfShape, nearestList, probeLists, trainCentroids } from '../vector-ivf.js';
 import type { PgRunner } from './postgres-vectors.js';
 
@@ -39,8 +39,8 @@ type Query = <R>(sql: string, params?: unknown[]) => Promise<R[]>;
  * (sqlite-vector-index.ts). Centroids in `vector_ivf_centroids`; each vector copied into `vector_ivf` with its
  * list and the filter columns, indexed by list, so a query reads and compares (exactly, in Node) the vectors of
  * the probed lists only. Derived data kept in the same transactions as `event_vectors`: put adds, a purge
- * deletes, a model switch drops it; rebuilt from `event_vectors` by the first query above the threshold when
- * missing. Servers sharing the store share it (its centroids are read again when another one rebuilt it).
+ * deletes, a model switch drops it; rebuilt from `event_vectors` by `maintain` (`engram reindex`) when missing
+ * above the threshold or outgrown; queries never build it. Servers sharing the store share it (its centroids are read again when another one rebuilt it).
  */
 export class PostgresVectorIndex {
   private readonly mode: 'auto' | 'exact';
@@ -65,20 +65,30 @@ export class PostgresVectorIndex {
     return rows[0]?.has_table ? (JSON.parse(rows[0].value) as IvfMeta | null) : null;
   }
 
-  /** The lists a query of `model` reads, or null for the exact scan; builds the index first when it is due. */
+  /**
+   * The lists a query of `model` reads, or null for the exact scan (no current index). A query never builds the
+   * index (a build reads every stored vector and trains centroids in Node: seconds at 100K); {@link maintain} does.
+   */
   async plan(model: VectorModel, vector: Float32Array): Promise<number[] | null> {
     if (this.mode === 'exact') return null;
-    let meta = await this.readMeta();
+    const meta = await this.readMeta();
+    if (meta === null || meta.model !== model.name || meta.dimensions !== model.dimensions) return null;
+    const centroids = await this.loadCentroids(meta);
+    return probeLists(vector, centroids, meta.dimensions, ivfShape(meta.trainedOn, this.options.probes, meta.lists).probes);
+  }
+
+  /** Builds (or rebuilds) the index when it is due: missing above the threshold, or outgrown (maintenance). */
+  async maintain(model: VectorModel): Promise<VectorIndexStatus> {
+    const started = Date.now();
+    if (this.mode === 'exact') return { state: 'exact', vectors: 0, ms: 0 };
+    const meta = await this.readMeta();
     const isCurrent = meta !== null && meta.model === model.name && meta.dimensions === model.dimensions;
-    // A current index is used without counting (count(*) over a large event_vectors costs a scan), unless the
-    // planner's row estimate says the store has outgrown it.
-    if (!isCurrent || (await this.estimate()) > meta!.trainedOn * RETRAIN_GROWTH) {
-      const n = await this.count(model);
-      if (!isCurrent && (n === 0 || n < this.minVectors)) return null;
-      if (!isCurrent || n > meta!.trainedOn * RETRAIN_GROWTH) meta = await this.build(model);
-    }
-    const centroids = await this.loadCentroids(meta!);
-    return probeLists(vector, centroids, meta!.dimensions, ivfShape(meta!.trainedOn, this.options.probes, meta!.lists).probes);
+    this.counted = undefined;
+    const n = await this.count(model);
+    if (isCurrent && n <= meta.trainedOn * RETRAIN_GROWTH) return { state: 'current', vectors: n, lists: meta.lists, ms: Date.now() - started };
+    if (!isCurrent && (n === 0 || n < this.minVectors)) return { state: 'not-needed', vectors: n, ms: Date.now() - started };
+    const built = await this.build(model);
+    return { state: 'built', vectors: built.trainedOn, lists: built.lists, ms: Date.now() - started };
   }
 
   /** The planner's estimate of event_vectors rows (0 before the table was first analysed). */

@@ -45,6 +45,11 @@ export class PostgresVectors {
     this.index = new PostgresVectorIndex(this.s, this.query, this.transaction, options);
   }
 
+  /** The IVF index, for its owner's maintenance and the benchmarks. */
+  get vectorIndex(): PostgresVectorIndex {
+    return this.index;
+  }
+
   async readModel(c?: PgRunner): Promise<VectorModel | null> {
     const sql = `SELECT value FROM ${this.s}.store_meta WHERE key = $1`;
     const rows = c ? (await c.query<{ value: string }>(sql, [VECTOR_MODEL_KEY])).rows : await this.query<{ value: string }>(sql, [VECTOR_MODEL_KEY]);

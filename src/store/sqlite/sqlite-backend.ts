@@ -6,6 +6,7 @@ import type { EventKind, EventRecord, SessionRecord } from '../../model/event.js
 import type { ArtifactId, EventId, SessionId } from '../../model/ids.js';
 import type {
   ActivityQuery,
+  VectorIndexStatus,
   DayActivity,
   AppendOptions,
   AppendOutcome,
@@ -678,6 +679,17 @@ export class SqliteBackend implements StorageBackend {
   async listPurgeLog(options: { limit?: number } = {}): Promise<PurgeLogRecord[]> {
     this.assertOpen();
     return this.purger.listLog(options.limit ?? 100);
+  }
+
+  async maintainVectorIndex(): Promise<VectorIndexStatus> {
+    this.assertOpen();
+    const model = this.vectors.readModel();
+    if (model === null) return { state: 'none', vectors: 0, ms: 0 };
+    try {
+      return this.vectors.vectorIndex.maintain(model);
+    } catch (err) {
+      throw translateSqliteError(err, 'building the vector index failed');
+    }
   }
 
   async activityByDay(query: ActivityQuery): Promise<DayActivity[]> {

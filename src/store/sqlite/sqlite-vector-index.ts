@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { VectorModel } from '../backend.js';
+import type { VectorIndexStatus, VectorModel } from '../backend.js';
 import { IvfSampler, ivfShape, nearestList, probeLists, trainCentroids } from '../vector-ivf.js';
 
 type Db = Database.Database;
@@ -53,7 +53,8 @@ export interface IvfPlan {
  * nearest centroid (`list_id`), with the same metadata columns as `vec_events`, so a query runs sqlite-vec's
  * exact float comparison over the probed lists only and its filters still apply inside the KNN. Derived data,
  * in the store's own file and transactions: `put` adds to it, a purge removes from it, a model switch drops it,
- * and it is rebuilt from `event_vectors` when missing (or when the store has outgrown its training).
+ * and {@link SqliteVectorIndex.maintain} rebuilds it from `event_vectors` when missing (or when the store has outgrown
+ * its training).
  */
 export class SqliteVectorIndex {
   private readonly mode: 'auto' | 'exact';
@@ -83,31 +84,36 @@ export class SqliteVectorIndex {
   }
 
   /**
-   * The lists a query of `model` should probe, or null for exact search: asked for, `mode: 'exact'`, fewer
-   * vectors than `minVectors`, or no index on a read-only connection. Builds (or rebuilds) the index first
-   * when it is missing, of another model, or trained on a quarter of the store or less.
+   * The lists a query of `model` should probe, or null for exact search: asked for, `mode: 'exact'`, or no current
+   * index (none yet, or of another model). A query never builds the index: building reads every stored vector
+   * (12 s at 100K, minutes at 1M, bench/results/vectors-scale.md), which would stall the caller and, in
+   * `engram serve`, every other request; {@link maintain} builds it (`engram reindex`, `mem.maintainVectorIndex()`).
+   * An index the store has outgrown is still used: vectors stored since are in it (put adds them).
    */
   plan(model: VectorModel, query: Float32Array): IvfPlan | null {
     if (this.mode === 'exact') return null;
-    // Counting a large event_vectors reads the whole table: its largest rowid, an upper bound of the count, is
-    // one b-tree descent and settles the usual cases (a small store; an index that still fits the store).
-    const upper = (this.db.prepare('SELECT max(event_rowid) AS n FROM event_vectors').get() as { n: number | null }).n ?? 0;
-    if (upper === 0 || upper < this.minVectors) return null;
-    let meta = this.readMeta();
+    const meta = this.readMeta();
+    if (meta === null || meta.model !== model.name || meta.dimensions !== model.dimensions) return null;
+    const centroids = this.loadCentroids(meta);
+    return { lists: probeLists(query, centroids, meta.dimensions, ivfShape(meta.trainedOn, this.probes, meta.lists).probes) };
+  }
+
+  /**
+   * Builds (or rebuilds) the index when it is due: missing or of another model with at least `minVectors` vectors
+   * stored, or trained on a quarter of the store or less. Maintenance, not a query's work (see {@link plan}).
+   */
+  maintain(model: VectorModel): VectorIndexStatus {
+    const started = Date.now();
+    if (this.mode === 'exact') return { state: 'exact', vectors: 0, ms: 0 };
+    const meta = this.readMeta();
     const isCurrent = meta !== null && meta.model === model.name && meta.dimensions === model.dimensions;
-    if (!isCurrent || upper > meta!.trainedOn * RETRAIN_GROWTH) {
-      const n = this.count();
-      if (!isCurrent && n < this.minVectors) return null;
-      if (!isCurrent || n > meta!.trainedOn * RETRAIN_GROWTH) {
-        if (this.isReadonly) {
-          if (!isCurrent) return null;
-        } else {
-          meta = this.build(model);
-        }
-      }
-    }
-    const centroids = this.loadCentroids(meta!);
-    return { lists: probeLists(query, centroids, meta!.dimensions, ivfShape(meta!.trainedOn, this.probes, meta!.lists).probes) };
+    this.counted = undefined;
+    const n = this.count();
+    if (isCurrent && n <= meta.trainedOn * RETRAIN_GROWTH) return { state: 'current', vectors: n, lists: meta.lists, ms: Date.now() - started };
+    if (!isCurrent && n < this.minVectors) return { state: 'not-needed', vectors: n, ms: Date.now() - started };
+    if (this.isReadonly) return { state: 'readonly', vectors: n, ms: Date.now() - started };
+    const built = this.build(model);
+    return { state: 'built', vectors: built.trainedOn, lists: built.lists, ms: Date.now() - started };
   }
 
   /** Stored vectors (event_vectors rows), counted at most every {@link COUNT_TTL_MS}. */

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { CliContext, GlobalOptions } from '../cli-context.js';
 import type { Engram } from '../../../engine.js';
+import type { VectorIndexStatus } from '../../../store/backend.js';
 import { EngramError } from '../../../errors.js';
 import { EXIT } from '../exit-codes.js';
 import type { Io } from '../output.js';
@@ -51,6 +52,8 @@ export async function reindexCommand(mem: Engram, args: ReindexArgs, io: Io): Pr
   const retried = args.retryFailed ? await mem.store.retryFailedEmbeddings() : 0;
   const embedded = await drainQueue(mem, io);
   const stats = await mem.store.embeddingQueueStats();
+  // The approximate index is maintenance work, here rather than in a query (docs/recall.md, "Vectors at scale").
+  const index = await mem.maintainVectorIndex();
   const report = {
     model: mem.indexer.embedder.name,
     dimensions: mem.indexer.embedder.dimensions,
@@ -61,6 +64,7 @@ export async function reindexCommand(mem: Engram, args: ReindexArgs, io: Io): Pr
     embedded,
     pending: stats.pending,
     failed: stats.failed,
+    vectorIndex: index,
   };
   if (args.json) printJson(io, report);
   else {
@@ -71,12 +75,30 @@ export async function reindexCommand(mem: Engram, args: ReindexArgs, io: Io): Pr
         ['embedded now', embedded],
         ['still queued', stats.pending],
         ['failed (retry with --retry-failed)', stats.failed],
+        ['vector index', describeIndex(index)],
       ]),
     );
   }
   // Events the embedder failed on (now or in earlier runs) are the provider failing: exit 8. Events still queued
   // without a failure are another worker's (a running `engram serve` holds their lease): reported, not an error.
   return stats.failed > 0 || (stats.pending > 0 && mem.indexer.error !== undefined) ? EXIT.PROVIDER : EXIT.OK;
+}
+
+function describeIndex(s: VectorIndexStatus): string {
+  switch (s.state) {
+    case 'built':
+      return `built: ${s.vectors} vectors in ${s.lists ?? '?'} lists (${(s.ms / 1000).toFixed(1)} s)`;
+    case 'current':
+      return `current (${s.vectors} vectors, ${s.lists ?? '?'} lists)`;
+    case 'not-needed':
+      return `not needed yet (${s.vectors} vectors; exact search is fast at this size)`;
+    case 'exact':
+      return 'off (exact search)';
+    case 'readonly':
+      return 'due, but the store is read-only';
+    case 'none':
+      return '-';
+  }
 }
 
 /** `engram reindex --text`: every event's full-text row written again, with the context of the events before it. */
@@ -98,7 +120,7 @@ export function register(program: Command, context: CliContext): void {
   const { io } = context;
   program
     .command('reindex')
-    .description("embed every event with the chosen embedder's model (a new model replaces the old vectors; events are untouched)")
+    .description("embed every event with the chosen embedder's model (a new model replaces the old vectors; events are untouched), then build the approximate vector index when the store is large enough")
     .option('--retry-failed', 'queue events whose embedding failed repeatedly again')
     .option('--text', 'rewrite the full-text index instead (each event with the context of the events before it; for stores indexed before that existed)')
     .action(context.withStore((m, args: ReindexArgs & GlobalOptions) => reindexCommand(m, args, io), false, 'foreground'));
