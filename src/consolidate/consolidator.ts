@@ -5,7 +5,7 @@
  */
 import { EngramError } from '../errors.js';
 import type { EventRecord, SessionRecord } from '../model/event.js';
-import type { SessionId } from '../model/ids.js';
+import type { EventId, SessionId } from '../model/ids.js';
 import { newSummaryId, SUMMARY_DEPTH_NAMES, type SummaryDepth, type SummaryRecord } from '../model/summary.js';
 import { maskPrivate } from '../memory/private-spans.js';
 import type { ChatModel } from '../providers/llm/chat-model.js';
@@ -121,7 +121,9 @@ export class Consolidator {
       const startMs = Date.parse(ep[0]!.ts);
       const endMs = Date.parse(ep[ep.length - 1]!.ts);
       const header = `Session ${sessionId}${episodes.length > 1 ? ` (episode ${i + 1} of ${episodes.length})` : ''}, turns ${ep[0]!.turn}-${ep[ep.length - 1]!.turn}, ${dateRange(startMs, endMs)}:`;
-      const decisions = ep.filter((e) => e.kind === 'decision').map((e) => decisionLine(e.content));
+      const decisionEvents = ep.filter((e) => e.kind === 'decision');
+      const replaced = decisionEvents.length > 0 ? await this.store.findSuperseding(decisionEvents.map((e) => e.id)) : new Map<string, string>();
+      const decisions = decisionEvents.map((e) => decisionLine(e, replaced.get(e.id)));
       const made = await this.summarize(0, sourceItemsFromEvents(ep), header, decisions);
       addUsage(usage, made);
       summaries.push(
@@ -169,7 +171,7 @@ export class Consolidator {
     const endMs = Math.max(...children.map((c) => c.endMs));
     const sessionIds = [...new Set(children.flatMap((c) => c.sessionIds))];
     const header = `${depth === 1 ? 'Arc' : 'Epoch'} of project ${project}: ${sessionIds.length} sessions (${sessionIds[0]} to ${sessionIds[sessionIds.length - 1]}), ${dateRange(startMs, endMs)}:`;
-    const decisions = children.flatMap((c) => c.text.split('\n').filter((l) => l.startsWith(DECISION_PREFIX)));
+    const decisions = await this.markReplaced(children.flatMap((c) => c.text.split('\n').filter((l) => l.startsWith(DECISION_PREFIX))));
     const made = await this.summarize(
       depth,
       children.map((c) => ({ id: c.id, kind: 'summary', text: c.text.split('\n').slice(1).join('\n') })),
@@ -238,6 +240,22 @@ export class Consolidator {
     };
   }
 
+  /**
+   * Decision lines carried up from children, each marked `(replaced by evt_...)` when a later event supersedes its
+   * decision (found now: the superseding event may be newer than the child summary); those still in force come
+   * last, so they are kept first when the budget cannot hold all.
+   */
+  private async markReplaced(lines: string[]): Promise<string[]> {
+    const ids = lines.map((l) => DECISION_ID.exec(l)?.[1]).filter((id): id is string => id !== undefined);
+    const replaced = ids.length > 0 ? await this.store.findSuperseding(ids as EventId[]) : new Map<string, string>();
+    const marked = lines.map((l) => {
+      const id = DECISION_ID.exec(l)?.[1];
+      const by = id !== undefined ? replaced.get(id as EventId) : undefined;
+      return by !== undefined && !l.includes(REPLACED_MARK) ? l.replace(DECISION_ID, ` ${REPLACED_MARK}${by}) [${id}]`) : l;
+    });
+    return [...marked.filter((l) => l.includes(REPLACED_MARK)), ...marked.filter((l) => !l.includes(REPLACED_MARK))];
+  }
+
   /** Names the store knows (the knowledge graph's most cited entities) for the gate's overlap check. */
   private async knownTerms(): Promise<string[]> {
     const entities = await this.store.graph.entities({ kinds: ['file', 'symbol', 'service', 'error', 'command', 'project'], limit: KNOWN_TERMS_LIMIT });
@@ -275,9 +293,17 @@ const DECISION_SHARE = 0.4;
 /** Most tokens of one decision line. */
 const MAX_DECISION_TOKENS = 80;
 
-function decisionLine(content: string): string {
-  const one = content.replace(/\s+/g, ' ').trim();
-  return /^decision:/i.test(one) ? `${DECISION_PREFIX}${one.slice('decision:'.length).trim()}` : `${DECISION_PREFIX}${one}`;
+/** A decision line ends with its event's id; `(replaces ...)` and `(replaced by ...)` link supersessions. */
+const DECISION_ID = / \[(evt_[0-9a-z]{26})\]$/;
+const REPLACED_MARK = '(replaced by ';
+
+/** `Decision: <text> (replaces evt_a) (replaced by evt_b) [evt_id]`: the decision verbatim on one line, with its links. */
+function decisionLine(e: EventRecord, replacedBy?: string): string {
+  const one = e.content.replace(/\s+/g, ' ').trim();
+  const text = /^decision:/i.test(one) ? one.slice('decision:'.length).trim() : one;
+  const replaces = e.supersedes ? ` (replaces ${e.supersedes})` : '';
+  const by = replacedBy ? ` ${REPLACED_MARK}${replacedBy})` : '';
+  return `${DECISION_PREFIX}${text}${replaces}${by} [${e.id}]`;
 }
 
 /** The decision lines that fit `budget` tokens (each cut to {@link MAX_DECISION_TOKENS}), the latest first, printed in order. */

@@ -137,6 +137,21 @@ runStorageContract('summary DAG', ({ createHarness }) => {
     await expect(other.summaries.get('nope')).rejects.toMatchObject({ code: 'INVALID_INPUT', data: { field: 'id' } });
   });
 
+  it('links decisions: a session summary names each decision event and what it replaces; an arc marks the ones replaced since', async () => {
+    const c = ctx.mem.consolidator({ llm: null, sessionsPerArc: 2 });
+    await ctx.mem.append('d1', [...work('cache', T0), { kind: 'decision', ts: T0 + 900_000, content: 'Decision: cache sessions in Redis.' }], { project: 'shop' });
+    const d1 = await ctx.mem.store.listEvents({ sessionId: 'd1' as SessionId, kinds: ['decision'], limit: 5 });
+    const [s1] = (await c.consolidateSession('d1')).summaries;
+    expect(s1!.text).toContain(`Decision: cache sessions in Redis. [${d1[0]!.id}]`);
+    await ctx.mem.append('d2', [...work('cache2', T0 + DAY), { kind: 'decision', ts: T0 + DAY + 900_000, content: 'Decision: cache sessions in memory instead.', supersedes: d1[0]!.id }], { project: 'shop' });
+    const d2 = await ctx.mem.store.listEvents({ sessionId: 'd2' as SessionId, kinds: ['decision'], limit: 5 });
+    const [s2] = (await c.consolidateSession('d2')).summaries;
+    expect(s2!.text).toContain(`Decision: cache sessions in memory instead. (replaces ${d1[0]!.id}) [${d2[0]!.id}]`);
+    const [arc] = (await c.rollUp('shop')).arcs;
+    expect(arc!.text).toContain(`Decision: cache sessions in Redis. (replaced by ${d2[0]!.id}) [${d1[0]!.id}]`);
+    expect(arc!.text.indexOf('in Redis')).toBeLessThan(arc!.text.indexOf('in memory instead'));
+  });
+
   it('prunes a summary by hand to the cold tier, with the summary that replaces it', async () => {
     await ctx.mem.append('x', work('queue', T0), { project: 'shop' });
     await ctx.mem.append('y', work('queue2', T0 + DAY), { project: 'shop' });
