@@ -94,6 +94,13 @@ it('lists, searches and expands summaries over HTTP within the caller project', 
   // Store-wide counts: admins only.
   expect((await http(shop, 'GET', '/v1/summaries/stats')).status).toBe(403);
   expect((await http(admin, 'GET', '/v1/summaries/stats')).json).toMatchObject({ byDepth: { 0: 3, 1: 1, 2: 0 }, cold: 0, skipped: 0 });
+  // POST /v1/recall with summaries: the evidence and the matching summaries, marked, with drill-down ids.
+  const recalled = await http(shop, 'POST', '/v1/recall', { query: 'storage SQLite', summaries: true, summaryDepth: 0 });
+  expect(recalled.status).toBe(200);
+  expect(recalled.json.results[0].hits.length).toBeGreaterThan(0);
+  expect(recalled.json.summaries[0]).toMatchObject({ kind: 'summary', depth: 0, sessionIds: ['s1'], sourceEventIds: expect.any(Array) });
+  expect((await http(shop, 'POST', '/v1/recall', { query: 'storage' })).json).not.toHaveProperty('summaries');
+  expect((await http(blue, 'POST', '/v1/recall', { query: 'storage', summaries: true })).json.summaries).toEqual([]);
   // The OpenAPI document lists the routes.
   const doc = (await http(shop, 'GET', '/v1/openapi.json')).json as { paths: Record<string, unknown> };
   expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/summaries', '/v1/summaries/{summaryId}', '/v1/summaries/stats']));

@@ -16,6 +16,8 @@ import { DASHBOARD_ROUTES } from './dashboard-routes.js';
 import { HIERARCHY_ROUTES } from './hierarchy-routes.js';
 import { KNOWLEDGE_ROUTES } from './knowledge-routes.js';
 import { SUMMARY_ROUTES } from './summary-routes.js';
+import { recallSummaries } from '../shared/summary-recall.js';
+import type { SummaryDepth } from '../../model/summary.js';
 import { defineRoute, type Route } from './route.js';
 
 /** Most events in one `POST /v1/events` batch (one transaction): the engine's limit; the body size limit applies as well. */
@@ -66,6 +68,8 @@ const recallBody = z
     until: isoTime.optional().describe('Only events at or before this time.'),
     taskId: z.string().min(1).max(200).optional().describe('Only events bound to this task.'),
     ignoreTask: z.boolean().optional().describe("With one session: do not rank by its task card."),
+    summaries: z.boolean().optional().describe('Also return matching summaries (session, arc, epoch; derived, with ids to expand) as `summaries`. Default false.'),
+    summaryDepth: z.number().int().min(0).max(2).optional().describe('With summaries: only this depth (0 session, 1 arc, 2 epoch).'),
   })
   .strict();
 const expandBody = z
@@ -252,7 +256,7 @@ export const ROUTES: readonly Route[] = [
     summary: 'Search everything stored: quoted evidence with provenance',
     description: 'One query or a batch; the batch shares `budgetTokens` and returns each event once. Every call is written to the recall log.',
     body: recallBody,
-    success: { status: 200, description: '`{ taskStateVersion?, results: [{ query, hits, candidates, usedTokens, budgetTokens, isTruncated, text }] }`' },
+    success: { status: 200, description: '`{ taskStateVersion?, results: [{ query, hits, candidates, usedTokens, budgetTokens, isTruncated, text }], summaries? }`' },
     errors: [400, 404],
     handle: async ({ view, body }) => {
       const outcome = await view.recall({
@@ -266,7 +270,10 @@ export const ROUTES: readonly Route[] = [
         k: body.k,
         budgetTokens: body.budgetTokens,
       });
-      return { body: recallAnswer(outcome) };
+      if (!body.summaries) return { body: recallAnswer(outcome) };
+      const queries = typeof body.query === 'string' ? [body.query] : body.query;
+      const summaries = await recallSummaries(view, queries, body.summaryDepth !== undefined ? { depth: body.summaryDepth as SummaryDepth } : {});
+      return { body: { ...recallAnswer(outcome), summaries } };
     },
   }),
   defineRoute({

@@ -16,7 +16,7 @@ import type { BusAgent } from '../../bus/bus-agent.js';
 import { registerBusTools } from './bus-tools.js';
 import { registerHierarchyTools } from './hierarchy-tools.js';
 import { entityExpandResult, isEntityTarget, registerKnowledgeTools } from './knowledge-tools.js';
-import { recallSummaries, summaryRecallText } from './summary-recall.js';
+import { recallSummaries, summaryRecallText } from '../shared/summary-recall.js';
 
 export interface EngramMcpServerOptions {
   /** The session this server works for: `append_events` writes to it, task state tools read and write its card. */
