@@ -17,7 +17,7 @@ import { DEFAULT_DEPTH_BUDGETS, DEPTH_INSTRUCTIONS } from './depth-prompts.js';
 import { segmentEpisodes, type EpisodeOptions } from './episodes.js';
 import type { EscalationTelemetry } from './escalation.js';
 import type { SourceItem } from './extractive-summary.js';
-import { significanceGate, toSessionSkippedRecord, type SignificanceThresholds } from './significance-gate.js';
+import { meanVector, significanceGate, toSessionSkippedRecord, type SignificanceThresholds } from './significance-gate.js';
 import { sourceItemsFromEvents } from './source-items.js';
 
 export interface ConsolidatorOptions {
@@ -59,6 +59,10 @@ export interface RollUpOutcome {
 const KNOWN_TERMS_LIMIT = 500;
 /** Most events of a session read for its summary. */
 const MAX_SESSION_EVENTS = 100_000;
+/** Recent session summaries whose sessions the gate's novelty check compares against. */
+const NOVELTY_RECENT_SESSIONS = 10;
+/** Most events whose vectors make one session's vector. */
+const NOVELTY_EVENTS = 2_000;
 /** Most parentless summaries read per roll-up round. */
 const ROLLUP_WINDOW = 5_000;
 
@@ -102,7 +106,8 @@ export class Consolidator {
     const events = (await this.store.listEvents({ sessionId: sessionId as SessionId, limit: MAX_SESSION_EVENTS })).map(masked);
     if (!o.backfill && this.options.gate !== false) {
       const thresholds = this.options.gate ?? {};
-      const decision = significanceGate({ events, knownTerms: await this.knownTerms() }, thresholds);
+      const vectors = await this.noveltyVectors(session.project, events);
+      const decision = significanceGate({ events, knownTerms: await this.knownTerms(), ...vectors }, thresholds);
       if (decision.decision === 'skip') {
         const record = toSessionSkippedRecord(sessionId, session.lastTurn, decision, thresholds);
         await this.store.summaries.write({
@@ -254,6 +259,26 @@ export class Consolidator {
       return by !== undefined && !l.includes(REPLACED_MARK) ? l.replace(DECISION_ID, ` ${REPLACED_MARK}${by}) [${id}]`) : l;
     });
     return [...marked.filter((l) => l.includes(REPLACED_MARK)), ...marked.filter((l) => !l.includes(REPLACED_MARK))];
+  }
+
+  /**
+   * The gate's novelty inputs when the store has vectors: the session's mean event vector and those of the
+   * project's latest summarized sessions (their session summaries' source events). Nothing without vectors.
+   */
+  private async noveltyVectors(project: string, events: readonly EventRecord[]): Promise<{ sessionVector?: Float32Array; recentVectors?: Float32Array[] }> {
+    const model = await this.store.getVectorModel();
+    if (!model) return {};
+    const mean = async (ids: readonly string[]): Promise<Float32Array | undefined> =>
+      meanVector([...(await this.store.getVectors(model.name, ids.slice(0, NOVELTY_EVENTS) as EventId[])).values()]);
+    const sessionVector = await mean(events.map((e) => e.id));
+    if (!sessionVector) return {};
+    const recent = await this.store.summaries.list({ project, depth: 0, order: 'desc', limit: NOVELTY_RECENT_SESSIONS });
+    const recentVectors: Float32Array[] = [];
+    for (const s of recent) {
+      const v = await mean(s.sourceEventIds);
+      if (v) recentVectors.push(v);
+    }
+    return { sessionVector, recentVectors };
   }
 
   /** Names the store knows (the knowledge graph's most cited entities) for the gate's overlap check. */

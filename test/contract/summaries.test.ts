@@ -152,6 +152,28 @@ runStorageContract('summary DAG', ({ createHarness }) => {
     expect(arc!.text.indexOf('in Redis')).toBeLessThan(arc!.text.indexOf('in memory instead'));
   });
 
+  it("feeds the gate's novelty check from stored vectors: a short session like a recent one is skipped, a new topic is kept", async () => {
+    const model = { name: 'test-4d', dimensions: 4 };
+    const unit = (...xs: number[]) => new Float32Array(xs);
+    const vectorsFor = async (session: string, v: Float32Array) => {
+      const events = await ctx.mem.store.listEvents({ sessionId: session as SessionId, limit: 100 });
+      await ctx.mem.store.putVectors(model.name, events.map((e) => ({ eventId: e.id, vector: v })));
+    };
+    await ctx.mem.store.setVectorModel(model);
+    await ctx.mem.append('n1', work('cache', T0), { project: 'shop' });
+    await vectorsFor('n1', unit(1, 0, 0, 0));
+    const c = ctx.mem.consolidator();
+    expect((await c.consolidateSession('n1')).status).toBe('summarized');
+    await ctx.mem.append('n2', work('cache', T0 + DAY, 2), { project: 'shop' });
+    await vectorsFor('n2', unit(1, 0, 0, 0));
+    const same = await c.consolidateSession('n2');
+    expect(same.status).toBe('skipped');
+    expect(same.reasons!.join(' ')).toMatch(/similar|novel/i);
+    await ctx.mem.append('n3', work('billing', T0 + 2 * DAY, 2), { project: 'shop' });
+    await vectorsFor('n3', unit(0, 1, 0, 0));
+    expect((await c.consolidateSession('n3')).status).toBe('summarized');
+  });
+
   it('prunes a summary by hand to the cold tier, with the summary that replaces it', async () => {
     await ctx.mem.append('x', work('queue', T0), { project: 'shop' });
     await ctx.mem.append('y', work('queue2', T0 + DAY), { project: 'shop' });
