@@ -329,7 +329,8 @@ export async function runConsolidationBench(args: { seed: number; quick: boolean
     '',
     'raw = recall over events (no summaries); summary-dN = full-text search over summaries of depth N only (0 session, 1 arc, 2 epoch); ' +
       'summary-any = all depths; raw+summaries = half the budget each. Strategic and exact: share of questions whose evidence quotes an answer; ' +
-      "thematic: mean share of the theme's decisions quoted.",
+      "thematic: mean share of the theme's decisions quoted. Event ids are random ULIDs and decision lines carry them, so which " +
+      'sentences fit an arc or epoch budget varies a little: depth 1 and 2 figures move by a few points between runs of the same seed.',
     '',
   ];
   for (const run of runs) {
