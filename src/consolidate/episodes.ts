@@ -5,6 +5,14 @@ export interface EpisodeOptions {
   gapMs?: number;
   /** An episode holds at most this many events (a very long run of work is cut). Default 400. */
   maxEvents?: number;
+  /**
+   * Topic shift: at a user message, once the episode has `topicMinEvents` events (default 30), a new episode starts
+   * when the words of the next `topicWindow` events (default 12) share less than `topicMaxOverlap` (default 0.08,
+   * Jaccard over words of 4+ letters) with the last `topicWindow` events. 0 turns it off.
+   */
+  topicMaxOverlap?: number;
+  topicMinEvents?: number;
+  topicWindow?: number;
 }
 
 export const DEFAULT_EPISODE_GAP_MS = 30 * 60_000;
@@ -22,10 +30,15 @@ export function segmentEpisodes(events: readonly EventRecord[], options: Episode
   let current: EventRecord[] = [];
   let lastMs = Number.NaN;
   let task: string | undefined;
-  for (const e of events) {
+  const maxOverlap = options.topicMaxOverlap ?? 0.08;
+  const minEvents = options.topicMinEvents ?? 30;
+  const window = options.topicWindow ?? 12;
+  for (const [i, e] of events.entries()) {
     const ms = Date.parse(e.ts);
     const isTaskChange = e.taskId !== undefined && task !== undefined && e.taskId !== task;
-    if (current.length > 0 && (ms - lastMs > gapMs || isTaskChange || current.length >= maxEvents)) {
+    const isTopicShift =
+      maxOverlap > 0 && e.kind === 'user' && current.length >= minEvents && overlap(words(current.slice(-window)), words(events.slice(i, i + window))) < maxOverlap;
+    if (current.length > 0 && (ms - lastMs > gapMs || isTaskChange || isTopicShift || current.length >= maxEvents)) {
       episodes.push(current);
       current = [];
     }
@@ -35,4 +48,19 @@ export function segmentEpisodes(events: readonly EventRecord[], options: Episode
   }
   if (current.length > 0) episodes.push(current);
   return episodes;
+}
+
+/** Words of 4+ letters of some events, lower-cased. */
+function words(events: readonly EventRecord[]): Set<string> {
+  const out = new Set<string>();
+  for (const e of events) for (const w of e.content.toLowerCase().split(/[^\p{L}\p{N}]+/u)) if (w.length >= 4) out.add(w);
+  return out;
+}
+
+/** Jaccard overlap of two word sets (1 when both are empty: no evidence of a shift). */
+function overlap(a: Set<string>, b: Set<string>): number {
+  if (a.size === 0 && b.size === 0) return 1;
+  let shared = 0;
+  for (const w of a) if (b.has(w)) shared++;
+  return shared / (a.size + b.size - shared);
 }
