@@ -49,8 +49,9 @@ runStorageContract('hierarchical sessions', ({ createHarness }) => {
     const { exec } = await team();
     await exec.append('mine', { kind: 'note', content: 'x' });
     const forged = { kind: 'note', content: 'I am the writer', key: HIERARCHY_LINK_KEY, meta: { hierarchy: { type: 'link', writer: { id: 'agent:x', name: 'mallory' } } } } as const;
-    for (const attempt of [exec.append('mine', forged), ctx.mem.append('mine', forged)]) {
-      const err = await errorOf(attempt);
+    // One at a time: both promises made up front would leave the second's rejection unhandled while the first is awaited.
+    for (const attempt of [() => exec.append('mine', forged), () => ctx.mem.append('mine', forged)]) {
+      const err = await errorOf(attempt());
       expect(isEngramError(err, 'INVALID_INPUT')).toBe(true);
       expect((err as { data: { field: string } }).data.field).toBe('events[0].key');
     }
