@@ -23,6 +23,7 @@ import { SummaryReader } from '../consolidate/summary-reader.js';
 import { expandSummary } from '../consolidate/summary-expand.js';
 import { SUMMARY_ID_PREFIX } from '../model/summary.js';
 import { checkExpandMaxTokens, DEFAULT_EXPAND_MAX_TOKENS, expandArtifact, expandEvent, type ExpandAnswer } from './expand.js';
+import { granularLayers, type GranularAnswer, type Granularity } from './granular-recall.js';
 
 /** Sessions holding an artifact that are looked at to decide whether a reader may see it. */
 const ARTIFACT_SESSIONS_CHECKED = 1000;
@@ -120,6 +121,16 @@ export class EngramView {
     const { options, taskStateVersion } = await this.recallOptions({ ...request, queries: [query] });
     const result = await this.mem.recall(query, options);
     return taskStateVersion !== undefined ? { ...result, taskStateVersion } : result;
+  }
+
+  /**
+   * {@link recallOne} at a granularity (view/granular-recall.ts): the raw events as always, plus the summaries
+   * and entities this principal may read that the query's specificity puts first, the choice reported.
+   */
+  async recallGranular(query: string, request: Omit<RecallRequest, 'queries'> & { granularity?: Granularity }): Promise<RecallResult & { taskStateVersion?: number; granular: GranularAnswer }> {
+    const { granularity, ...rest } = request;
+    const granular = await granularLayers(this, query, granularity ?? 'auto');
+    return { ...(await this.recallOne(query, rest)), granular };
   }
 
   private async recallOptions(request: RecallRequest): Promise<{ options: RecallOptions; taskStateVersion?: number }> {
@@ -248,7 +259,7 @@ export class EngramView {
 
   /** The summary DAG as this principal may read it: summaries whose every covered session it may read. */
   get summaries(): SummaryReader {
-    return new SummaryReader(this.mem.store, this.project ?? undefined);
+    return new SummaryReader(this.mem.store, this.project ?? undefined, () => this.mem.vectorEmbedder);
   }
 
   private async facts(id: SessionId): Promise<SessionAccessFacts | undefined> {
