@@ -292,7 +292,13 @@ export class Engram {
 
   /** The summary DAG (session, arc, epoch summaries; the cold tier) with full trust; `viewAs(p).summaries` bounds it. */
   get summaries(): SummaryReader {
-    return new SummaryReader(this.store);
+    return new SummaryReader(this.store, undefined, () => this.vectorEmbedder);
+  }
+
+  /** The embedder whose vectors the store holds (null: none configured, or the store's vectors are another model's). */
+  get vectorEmbedder(): Embedder | null {
+    const e = this.embedding;
+    return e && e.status.state === 'ready' ? e.indexer.embedder : null;
   }
 
   /** Makes summaries (consolidate/consolidator.ts): with no model (`llm: null`) at the deterministic level. */

@@ -4,8 +4,10 @@ import type { EventId } from '../model/ids.js';
 import { isSummaryId, SUMMARY_DEPTHS, type SummaryDepth, type SummaryRecord } from '../model/summary.js';
 import { maskPrivate } from '../memory/private-spans.js';
 import { parseQuery } from '../memory/query-terms.js';
+import type { Embedder } from '../providers/embedder.js';
 import type { StorageBackend } from '../store/backend.js';
 import type { SummaryCounts, SummaryHit } from '../store/summary-storage.js';
+import { searchSummariesHybrid } from './summary-search.js';
 
 export interface SummaryListOptions {
   project?: string;
@@ -44,6 +46,8 @@ export class SummaryReader {
     private readonly store: StorageBackend,
     /** The project that bounds reads; absent: full trust. */
     private readonly visibleToProject?: string,
+    /** The embedder whose vectors the store holds (null: full-text only), as event recall resolves it. */
+    private readonly embedder: () => Embedder | null = () => null,
   ) {}
 
   list(o: SummaryListOptions = {}): Promise<SummaryRecord[]> {
@@ -66,17 +70,21 @@ export class SummaryReader {
     return found;
   }
 
-  /** Full-text search over summaries (not the cold tier unless `includeCold`), best first. */
-  search(query: string, o: SummarySearchOptions = {}): Promise<SummaryHit[]> {
+  /**
+   * Search over summaries (not the cold tier unless `includeCold`), best first: full-text, fused with vector
+   * similarity when an embedder is configured (summary-search.ts).
+   */
+  async search(query: string, o: SummarySearchOptions = {}): Promise<SummaryHit[]> {
     if (typeof query !== 'string' || query.trim() === '') throw new EngramError('INVALID_INPUT', 'query: must be a non-empty string', { field: 'query' });
-    return this.store.summaries.search({
-      terms: parseQuery(query).terms,
+    const parsed = parseQuery(query);
+    const filter = {
       ...this.visibility(),
       ...(o.project !== undefined ? { project: o.project } : {}),
       ...(o.depth !== undefined ? { depth: checkDepth(o.depth) } : {}),
       ...(o.includeCold ? { includeCold: true } : {}),
       limit: checkLimit(o.limit),
-    });
+    };
+    return searchSummariesHybrid(this.store.summaries, this.embedder(), query, parsed, filter);
   }
 
   /** Drill down one level: an arc's or epoch's children, or a session summary's source events (private spans hidden). */

@@ -3,6 +3,7 @@ import type { EventRecord } from '../model/event.js';
 import type { EventId } from '../model/ids.js';
 import type { Embedder } from '../providers/embedder.js';
 import type { StorageBackend, VectorModel } from '../store/backend.js';
+import { summaryVectorModelKey } from '../store/summary-storage.js';
 import { maskPrivate } from './private-spans.js';
 
 export interface EmbeddingIndexerOptions {
@@ -77,7 +78,8 @@ export class EmbeddingIndexer {
   /** Embeds one batch; returns what it did (all zeros when the queue is empty). */
   async runOnce(): Promise<{ embedded: number; skipped: number; failed: number }> {
     const ids = await this.store.claimEmbeddingJobs(this.o.batchSize, this.o.leaseMs);
-    if (ids.length === 0) return { embedded: 0, skipped: 0, failed: 0 };
+    // Events first; with their queue empty, summaries that have no vector of this model yet.
+    if (ids.length === 0) return this.embedSummaries();
     const events = await this.store.getEvents(ids);
     const texts = events.map((e) => embeddingText(e, this.o.maxTextChars));
     const toEmbed = events.flatMap((e, i) => (texts[i]!.length > 0 ? [{ id: e.id as EventId, text: texts[i]! }] : []));
@@ -102,6 +104,29 @@ export class EmbeddingIndexer {
       throw err;
     }
     return { embedded: toEmbed.length, skipped: skipped.length, failed: 0 };
+  }
+
+  /**
+   * Embeds a batch of warm summaries without a vector of this embedder's model (summary search fuses them with
+   * full-text, consolidate/summary-reader.ts). Summaries are found by a query, not queued: they are few, and a
+   * summary made while no embedder was configured is picked up later. A failing provider is reported as failed.
+   */
+  private async embedSummaries(): Promise<{ embedded: number; skipped: number; failed: number }> {
+    const model = summaryVectorModelKey(this.embedder);
+    const todo = await this.store.summaries.unembedded(model, this.o.batchSize);
+    if (todo.length === 0) return { embedded: 0, skipped: 0, failed: 0 };
+    let vectors: Float32Array[];
+    try {
+      vectors = await this.embedder.embed(todo.map((t) => maskPrivate(t.text).slice(0, this.o.maxTextChars)));
+    } catch (err) {
+      this.lastError = err instanceof Error ? err.message : String(err);
+      return { embedded: 0, skipped: 0, failed: todo.length };
+    }
+    await this.store.summaries.putVectors(
+      model,
+      todo.map((t, i) => ({ id: t.id, vector: vectors[i]! })),
+    );
+    return { embedded: todo.length, skipped: 0, failed: 0 };
   }
 
   /**

@@ -30,6 +30,17 @@ export interface SummarySearchQuery extends SummaryVisibility {
   limit: number;
 }
 
+/** Summaries nearest a query vector (the summary side of hybrid recall). */
+export interface SummaryVectorSearchQuery extends SummaryVisibility {
+  /** The embedding model's key ({@link summaryVectorModelKey}): vectors of another model are not compared. */
+  model: string;
+  vector: Float32Array;
+  project?: string;
+  depth?: SummaryDepth;
+  includeCold?: boolean;
+  limit: number;
+}
+
 export interface SummaryHit {
   summary: SummaryRecord;
   /** Higher is better; comparable only within one search. */
@@ -85,6 +96,12 @@ export interface SummaryStorage {
   get(ids: string[], visibility?: SummaryVisibility): Promise<SummaryRecord[]>;
   list(query: SummaryListQuery): Promise<SummaryRecord[]>;
   search(query: SummarySearchQuery): Promise<SummaryHit[]>;
+  /** Warm summaries with no vector of `model` yet, oldest first (the embedding indexer's summary queue). */
+  unembedded(model: string, limit: number): Promise<Array<{ id: string; text: string }>>;
+  /** Stores summary vectors of `model` (a vector of another model for the same summary is replaced). */
+  putVectors(model: string, vectors: Array<{ id: string; vector: Float32Array }>): Promise<void>;
+  /** Summaries by cosine similarity to the query vector, best first; `score` is the similarity. */
+  vectorSearch(query: SummaryVectorSearchQuery): Promise<SummaryHit[]>;
   skipped(query: { sessionIds?: string[]; project?: string; includeBackfilled?: boolean; limit: number }): Promise<StoredSkip[]>;
   /** Queues sessions (a session already queued is queued again for its new last turn unless leased). */
   enqueue(jobs: Array<{ sessionId: string; project: string; throughTurn: number }>): Promise<number>;
@@ -93,6 +110,42 @@ export interface SummaryStorage {
   /** Ends a leased job: done, or failed with its error (failed jobs are retried up to the caller's limit). */
   finish(sessionId: string, worker: string, outcome: { error?: string; throughTurn: number }): Promise<void>;
   counts(): Promise<SummaryCounts>;
+}
+
+/** The key summary vectors are stored under: the model's name and dimensions (a reindex to another model leaves old vectors unused). */
+export function summaryVectorModelKey(model: { name: string; dimensions: number }): string {
+  return `${model.name}/${model.dimensions}`;
+}
+
+/** A vector as stored (float32 bytes, BLOB on SQLite, bytea on PostgreSQL). */
+export function vectorToBytes(v: Float32Array): Buffer {
+  return Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+}
+
+export function vectorFromBytes(b: Uint8Array): Float32Array {
+  const copy = new Uint8Array(b.byteLength);
+  copy.set(b);
+  return new Float32Array(copy.buffer);
+}
+
+/**
+ * The best `limit` summaries by cosine similarity (brute force, in process). Summaries are few next to events (one
+ * per session or episode, then one arc per 8 sessions), so a scan is cheap and works the same on both backends.
+ */
+export function rankByCosine<R extends { vector: Float32Array }>(rows: readonly R[], query: Float32Array, limit: number): Array<{ row: R; similarity: number }> {
+  const qn = Math.sqrt(query.reduce((a, x) => a + x * x, 0)) || 1;
+  const scored = rows.flatMap((row) => {
+    const v = row.vector;
+    if (v.length !== query.length) return [];
+    let dot = 0;
+    let n = 0;
+    for (let i = 0; i < v.length; i++) {
+      dot += v[i]! * query[i]!;
+      n += v[i]! * v[i]!;
+    }
+    return [{ row, similarity: dot / (qn * (Math.sqrt(n) || 1)) }];
+  });
+  return scored.sort((a, b) => b.similarity - a.similarity).slice(0, limit);
 }
 
 /** Refuses summaries whose shape the DAG relies on is wrong (a bug in the caller, named by field). */

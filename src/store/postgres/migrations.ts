@@ -543,6 +543,18 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
     description: 'summary DAG (session, arc, epoch summaries; cold tier), skipped sessions, consolidation jobs',
     sql: (s) => postgresSummaryMigrationSql(s, TEXT_SEARCH_CONFIG),
   },
+  {
+    version: 13,
+    description: 'summary vectors (summaries in hybrid recall)',
+    sql: (s) => `
+      -- One vector per summary, of the model named (name/dimensions); derived, re-made by the indexer.
+      CREATE TABLE ${s}.summary_vectors (
+        summary_id text PRIMARY KEY REFERENCES ${s}.summaries(id),
+        model      text NOT NULL,
+        vector     bytea NOT NULL
+      );
+    `,
+  },
 ];
 
 export const LATEST_POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1]!.version;

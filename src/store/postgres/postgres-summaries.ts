@@ -2,6 +2,9 @@ import { EngramError } from '../../errors.js';
 import type { StoredSkip, SummaryDepth, SummaryRecord } from '../../model/summary.js';
 import {
   checkSummaryBatch,
+  rankByCosine,
+  vectorFromBytes,
+  vectorToBytes,
   jobFromColumns,
   skipFromColumns,
   SUMMARY_INSERT_COLUMNS,
@@ -16,6 +19,7 @@ import {
   type SummaryHit,
   type SummaryListQuery,
   type SummarySearchQuery,
+  type SummaryVectorSearchQuery,
   type SummaryStorage,
   type SummaryVisibility,
 } from '../summary-storage.js';
@@ -121,6 +125,37 @@ export class PostgresSummaries implements SummaryStorage {
                  WHERE ${where.join(' AND ')} ORDER BY rank DESC, s.id LIMIT ${p.add(q.limit)}`;
     const rows = await this.query<SummaryColumns & { rank: number }>(sql, p.values, 'searching summaries failed');
     return rows.map((r) => ({ summary: summaryFromColumns(r), score: Number(r.rank) }));
+  }
+
+  async unembedded(model: string, limit: number): Promise<Array<{ id: string; text: string }>> {
+    const s = this.s;
+    return this.query<{ id: string; text: string }>(
+      `SELECT s.id, s.text FROM ${s}.summaries s WHERE s.cold_ms IS NULL AND NOT EXISTS (SELECT 1 FROM ${s}.summary_vectors v WHERE v.summary_id = s.id AND v.model = $1)
+       ORDER BY s.created_ms, s.id LIMIT $2`,
+      [model, limit],
+      'reading summaries failed',
+    );
+  }
+
+  async putVectors(model: string, vectors: Array<{ id: string; vector: Float32Array }>): Promise<void> {
+    if (vectors.length === 0) return;
+    await this.transaction('storing summary vectors failed', async (c) => {
+      for (const v of vectors) {
+        await c.query(
+          `INSERT INTO ${this.s}.summary_vectors (summary_id, model, vector) VALUES ($1, $2, $3) ON CONFLICT (summary_id) DO UPDATE SET model = excluded.model, vector = excluded.vector`,
+          [v.id, model, vectorToBytes(v.vector)],
+        );
+      }
+    });
+  }
+
+  async vectorSearch(q: SummaryVectorSearchQuery): Promise<SummaryHit[]> {
+    if (q.limit === 0) return [];
+    const p = new Params();
+    const where = [`v.model = ${p.add(q.model)}`, ...this.filters(q, p)];
+    const sql = `SELECT ${READ_COLUMNS}, v.vector AS vec FROM ${this.s}.summary_vectors v JOIN ${this.s}.summaries s ON s.id = v.summary_id WHERE ${where.join(' AND ')}`;
+    const rows = (await this.query<SummaryColumns & { vec: Buffer }>(sql, p.values, 'searching summaries failed')).map((r) => ({ r, vector: vectorFromBytes(r.vec) }));
+    return rankByCosine(rows, q.vector, q.limit).map(({ row, similarity }) => ({ summary: summaryFromColumns(row.r), score: similarity }));
   }
 
   async skipped(q: { sessionIds?: string[]; project?: string; includeBackfilled?: boolean; limit: number }): Promise<StoredSkip[]> {
@@ -234,5 +269,7 @@ export async function purgeSummaries(
         OR ($5::text IS NOT NULL AND strpos(text, $5) > 0)`,
     [plan.tombstoneText, plan.tsMs, `purged (${plan.id})`, sessions, plan.match ?? null],
   );
+  // A purged summary's vector was made from the purged text: it goes with it.
+  await c.query(`DELETE FROM ${s}.summary_vectors WHERE summary_id IN (SELECT id FROM ${s}.summaries WHERE cold_reason = $1)`, [`purged (${plan.id})`]);
   return res.rowCount ?? 0;
 }

@@ -475,6 +475,18 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
     description: 'summary DAG (session, arc, epoch summaries; cold tier), skipped sessions, consolidation jobs',
     sql: SQLITE_SUMMARY_MIGRATION_SQL,
   },
+  {
+    version: 13,
+    description: 'summary vectors (summaries in hybrid recall)',
+    sql: `
+      -- One vector per summary, of the model named (name/dimensions); derived, re-made by the indexer.
+      CREATE TABLE summary_vectors (
+        summary_id TEXT PRIMARY KEY REFERENCES summaries(id),
+        model      TEXT NOT NULL,
+        vector     BLOB NOT NULL
+      ) STRICT;
+    `,
+  },
 ];
 
 export const LATEST_SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS[SQLITE_MIGRATIONS.length - 1]!.version;

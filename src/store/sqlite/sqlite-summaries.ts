@@ -3,6 +3,9 @@ import { EngramError } from '../../errors.js';
 import type { StoredSkip, SummaryDepth, SummaryRecord } from '../../model/summary.js';
 import {
   checkSummaryBatch,
+  rankByCosine,
+  vectorFromBytes,
+  vectorToBytes,
   jobFromColumns,
   skipFromColumns,
   SUMMARY_INSERT_COLUMNS,
@@ -17,6 +20,7 @@ import {
   type SummaryHit,
   type SummaryListQuery,
   type SummarySearchQuery,
+  type SummaryVectorSearchQuery,
   type SummaryStorage,
   type SummaryVisibility,
 } from '../summary-storage.js';
@@ -102,6 +106,35 @@ export class SqliteSummaries implements SummaryStorage {
     const sql = `SELECT s.*, bm25(summaries_fts) AS rank FROM summaries_fts JOIN summaries s ON s.id = summaries_fts.summary_id
                  WHERE summaries_fts MATCH ? ${where.length ? `AND ${where.join(' AND ')}` : ''} ORDER BY rank LIMIT ?`;
     return this.all<SummaryColumns & { rank: number }>(sql, [match, ...params, q.limit]).map((r) => ({ summary: summaryFromColumns(r), score: -r.rank }));
+  }
+
+  async unembedded(model: string, limit: number): Promise<Array<{ id: string; text: string }>> {
+    return this.all<{ id: string; text: string }>(
+      `SELECT s.id, s.text FROM summaries s WHERE s.cold_ms IS NULL AND NOT EXISTS (SELECT 1 FROM summary_vectors v WHERE v.summary_id = s.id AND v.model = ?)
+       ORDER BY s.created_ms, s.id LIMIT ?`,
+      [model, limit],
+    );
+  }
+
+  async putVectors(model: string, vectors: Array<{ id: string; vector: Float32Array }>): Promise<void> {
+    const put = this.db.prepare(
+      'INSERT INTO summary_vectors (summary_id, model, vector) VALUES (?, ?, ?) ON CONFLICT (summary_id) DO UPDATE SET model = excluded.model, vector = excluded.vector',
+    );
+    try {
+      this.db.transaction(() => {
+        for (const v of vectors) put.run(v.id, model, vectorToBytes(v.vector));
+      }).immediate();
+    } catch (err) {
+      throw translateSqliteError(err, 'storing summary vectors failed');
+    }
+  }
+
+  async vectorSearch(q: SummaryVectorSearchQuery): Promise<SummaryHit[]> {
+    if (q.limit === 0) return [];
+    const { where, params } = filters(q);
+    const sql = `SELECT s.*, v.vector AS vec FROM summary_vectors v JOIN summaries s ON s.id = v.summary_id WHERE v.model = ? ${where.length ? `AND ${where.join(' AND ')}` : ''}`;
+    const rows = this.all<SummaryColumns & { vec: Buffer }>(sql, [q.model, ...params]).map((r) => ({ r, vector: vectorFromBytes(r.vec) }));
+    return rankByCosine(rows, q.vector, q.limit).map(({ row, similarity }) => ({ summary: summaryFromColumns(row.r), score: similarity }));
   }
 
   async skipped(q: { sessionIds?: string[]; project?: string; includeBackfilled?: boolean; limit: number }): Promise<StoredSkip[]> {
@@ -236,9 +269,11 @@ export function purgeSummaries(db: Db, plan: Pick<PurgePlan, 'id' | 'tsMs' | 'to
     `UPDATE summaries SET text = ?, tokens = 0, cold_ms = COALESCE(cold_ms, ?), cold_reason = ?, cold_source_id = NULL WHERE id = ?`,
   );
   const dropFts = db.prepare('DELETE FROM summaries_fts WHERE summary_id = ?');
+  const dropVector = db.prepare('DELETE FROM summary_vectors WHERE summary_id = ?');
   for (const id of ids) {
     tombstone.run(plan.tombstoneText, plan.tsMs, `purged (${plan.id})`, id);
     dropFts.run(id);
+    dropVector.run(id);
   }
   return ids.length;
 }
