@@ -28,6 +28,19 @@ const QUOTED = /"[^"]+"|`[^`]+`|'[^'\s][^']*[^'\s]'/;
 /** camelCase / PascalCase with two humps (`processPayment`, `LedgerClient`) is an identifier too. */
 const CAMEL = /\b(?:[a-z][a-z0-9]*[A-Z]|[A-Z][a-z0-9]+[A-Z])[A-Za-z0-9]*\b/;
 
+/** Words of a broad question that ask how, not what about: left out of the summary search, which matches every term. */
+const CUE_WORDS = new Set(
+  ('what why how who which when where did do does done we i you our us have has had was were is are be been the a an about of on for in to ' +
+    'learn learned learnt decide decided decision decisions know known so far status progress overview summary summarize summarise tell me explain describe any there')
+    .split(' '),
+);
+
+/** The topic of a broad question: its words without the cue words ("what did we decide about storage?" -> "storage"). */
+export function questionTopic(query: string): string {
+  const words = query.replace(/[?!.,;:]+/g, ' ').split(/\s+/).filter((w) => w !== '' && !CUE_WORDS.has(w.toLowerCase()));
+  return words.length > 0 ? words.join(' ') : query;
+}
+
 export interface GranularChoice {
   granularity: ChosenGranularity;
   /** What the caller asked for (`auto` unless it forced one). */
@@ -112,6 +125,21 @@ async function namedEntities(source: GranularSource, query: string): Promise<Ent
   return [...found.values()].slice(0, GRANULAR_ENTITY_HITS);
 }
 
+/** Summaries matching every word of the topic; when none do, those matching any one word (best score kept), best first. */
+async function searchSummaries(source: GranularSource, topic: string): Promise<Awaited<ReturnType<SummaryReader['search']>>> {
+  const all = await source.summaries.search(topic, { limit: GRANULAR_SUMMARY_HITS });
+  const words = topic.split(/\s+/).filter((w) => w.length > 1);
+  if (all.length > 0 || words.length < 2) return all;
+  const best = new Map<string, (typeof all)[number]>();
+  for (const w of words.slice(0, 8)) {
+    for (const hit of await source.summaries.search(w, { limit: GRANULAR_SUMMARY_HITS })) {
+      const prev = best.get(hit.summary.id);
+      if (!prev || hit.score > prev.score) best.set(hit.summary.id, hit);
+    }
+  }
+  return [...best.values()].sort((a, b) => b.score - a.score).slice(0, GRANULAR_SUMMARY_HITS);
+}
+
 /**
  * The specificity rule, in order: (1) a quoted phrase asks for those exact words: events; (2) a query that is
  * itself an entity (its id, `kind:name`, or exactly the name of one the reader may see): entities; (3) a broad
@@ -146,7 +174,7 @@ export async function granularLayers(source: GranularSource, query: string, requ
   if (choice.granularity === 'events') return answer;
   answer.entities = entities.map((e) => ({ kind: 'entity', id: e.id, entityKind: e.kind, name: e.name, citations: e.citations }));
   if (choice.granularity === 'summaries') {
-    for (const { summary: s, score } of await source.summaries.search(query, { limit: GRANULAR_SUMMARY_HITS })) {
+    for (const { summary: s, score } of await searchSummaries(source, questionTopic(query))) {
       answer.summaries.push({
         kind: 'summary',
         id: s.id,
@@ -173,8 +201,20 @@ export function granularHeader(a: GranularAnswer): string {
   return `Granularity: ${a.granularity} (${mode})`;
 }
 
+/** {@link granularLayers} for each query of a batch, one after another. */
+export async function granularBatch(source: GranularSource, queries: readonly string[], requested: Granularity = 'auto'): Promise<GranularAnswer[]> {
+  const out: GranularAnswer[] = [];
+  for (const q of queries) out.push(await granularLayers(source, q, requested));
+  return out;
+}
+
 /** The derived layers as text, above the raw evidence: each marked as derived, with the ids to expand. */
 export function granularText(a: GranularAnswer, eventsText: string): string {
+  return `${granularLayersText(a)}\n\n${eventsText}`;
+}
+
+/** The report and the derived layers only (the header, summaries, entities, expansion), ending at "Raw evidence:". */
+export function granularLayersText(a: GranularAnswer): string {
   const parts = [granularHeader(a)];
   if (a.granularity === 'summaries') {
     parts.push(
@@ -190,6 +230,5 @@ export function granularText(a: GranularAnswer, eventsText: string): string {
     if (a.expansion) parts.push(a.expansion.text);
     parts.push('Raw evidence:');
   }
-  parts.push(eventsText);
   return parts.join('\n\n');
 }

@@ -98,7 +98,7 @@ describe('engram mcp (stdio, real SDK client)', () => {
     }
     const recall = tools.find((t) => t.name === 'recall')!;
     expect(recall.description).toContain('call recall before answering');
-    expect(Object.keys(recall.inputSchema.properties ?? {}).sort()).toEqual(['budgetTokens', 'k', 'query', 'sessionOnly', 'summaries', 'summaryDepth']);
+    expect(Object.keys(recall.inputSchema.properties ?? {}).sort()).toEqual(['budgetTokens', 'granularity', 'k', 'query', 'sessionOnly', 'summaries', 'summaryDepth']);
     // The task card's fields are advertised, though the engine validates them.
     const update = tools.find((t) => t.name === 'update_task_state')!;
     const updateProps = (update.inputSchema.properties as Record<string, { properties?: Record<string, unknown> }>).update!.properties!;

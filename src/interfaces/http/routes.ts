@@ -18,6 +18,7 @@ import { KNOWLEDGE_ROUTES } from './knowledge-routes.js';
 import { SUMMARY_ROUTES } from './summary-routes.js';
 import { recallSummaries } from '../shared/summary-recall.js';
 import type { SummaryDepth } from '../../model/summary.js';
+import { granularBatch, GRANULARITIES } from '../../view/granular-recall.js';
 import { defineRoute, type Route } from './route.js';
 
 /** Most events in one `POST /v1/events` batch (one transaction): the engine's limit; the body size limit applies as well. */
@@ -70,6 +71,10 @@ const recallBody = z
     ignoreTask: z.boolean().optional().describe("With one session: do not rank by its task card."),
     summaries: z.boolean().optional().describe('Also return matching summaries (session, arc, epoch; derived, with ids to expand) as `summaries`. Default false.'),
     summaryDepth: z.number().int().min(0).max(2).optional().describe('With summaries: only this depth (0 session, 1 arc, 2 epoch).'),
+    granularity: z
+      .enum(GRANULARITIES)
+      .optional()
+      .describe('auto, events, summaries or entities: also return `granular`, per query the granularity chosen (auto: by its specificity), why, and the summaries, entities and ids to expand it puts above the raw events. Absent: no `granular`.'),
   })
   .strict();
 const expandBody = z
@@ -256,7 +261,7 @@ export const ROUTES: readonly Route[] = [
     summary: 'Search everything stored: quoted evidence with provenance',
     description: 'One query or a batch; the batch shares `budgetTokens` and returns each event once. Every call is written to the recall log.',
     body: recallBody,
-    success: { status: 200, description: '`{ taskStateVersion?, results: [{ query, hits, candidates, usedTokens, budgetTokens, isTruncated, text }], summaries? }`' },
+    success: { status: 200, description: '`{ taskStateVersion?, results: [{ query, hits, candidates, usedTokens, budgetTokens, isTruncated, text }], summaries?, granular? }`' },
     errors: [400, 404],
     handle: async ({ view, body }) => {
       const outcome = await view.recall({
@@ -270,10 +275,11 @@ export const ROUTES: readonly Route[] = [
         k: body.k,
         budgetTokens: body.budgetTokens,
       });
-      if (!body.summaries) return { body: recallAnswer(outcome) };
+      const granular = body.granularity !== undefined ? { granular: await granularBatch(view, typeof body.query === 'string' ? [body.query] : body.query, body.granularity) } : {};
+      if (!body.summaries) return { body: { ...recallAnswer(outcome), ...granular } };
       const queries = typeof body.query === 'string' ? [body.query] : body.query;
       const summaries = await recallSummaries(view, queries, body.summaryDepth !== undefined ? { depth: body.summaryDepth as SummaryDepth } : {});
-      return { body: { ...recallAnswer(outcome), summaries } };
+      return { body: { ...recallAnswer(outcome), summaries, ...granular } };
     },
   }),
   defineRoute({

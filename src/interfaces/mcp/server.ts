@@ -17,6 +17,7 @@ import { registerBusTools } from './bus-tools.js';
 import { registerHierarchyTools } from './hierarchy-tools.js';
 import { entityExpandResult, isEntityTarget, registerKnowledgeTools } from './knowledge-tools.js';
 import { recallSummaries, summaryRecallText } from '../shared/summary-recall.js';
+import { granularBatch, granularLayersText, GRANULARITIES } from '../../view/granular-recall.js';
 
 export interface EngramMcpServerOptions {
   /** The session this server works for: `append_events` writes to it, task state tools read and write its card. */
@@ -80,6 +81,13 @@ const recallInput = z.object({
     .optional()
     .describe('Also return matching summaries (session, arc and epoch summaries: derived, marked as such, with ids to expand). Default false.'),
   summaryDepth: z.union([z.literal(0), z.literal(1), z.literal(2)]).optional().describe('With summaries: only this depth (0 session, 1 arc, 2 epoch).'),
+  granularity: z
+    .enum(GRANULARITIES)
+    .optional()
+    .describe(
+      'auto picks by the query: an exact identifier or quoted phrase goes to raw events; a broad question ("what have we learned about X") to summaries and entities first; ' +
+        'an entity name to its expansion. The choice is reported, with ids to expand. Default: raw events only, no report.',
+    ),
 });
 
 const expandInput = z.object({
@@ -149,13 +157,20 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
         );
         const queries = typeof args.query === 'string' ? [args.query] : args.query;
         const summaries = args.summaries ? await recallSummaries(view, queries, args.summaryDepth !== undefined ? { depth: args.summaryDepth } : {}) : undefined;
+        const granular = args.granularity !== undefined ? await granularBatch(view, queries, args.granularity) : undefined;
         return {
-          content: [{ type: 'text', text: recallText(answer) }, ...(summaries ? [{ type: 'text' as const, text: summaryRecallText(summaries) }] : [])],
+          content: [
+            // The derived layers the query's granularity puts first, then the raw evidence.
+            ...(granular ? granular.map((g) => ({ type: 'text' as const, text: granularLayersText(g) })) : []),
+            { type: 'text', text: recallText(answer) },
+            ...(summaries ? [{ type: 'text' as const, text: summaryRecallText(summaries) }] : []),
+          ],
           structuredContent: {
             ...(answer.taskStateVersion !== undefined ? { taskStateVersion: answer.taskStateVersion } : {}),
             // The text is already the tool's content; structured results carry the hits without it.
             results: answer.results.map(({ text: _text, ...r }) => r),
             ...(summaries ? { summaries: summaries.map(({ text: _text, ...s }) => s) } : {}),
+            ...(granular ? { granular } : {}),
           },
         };
       }),

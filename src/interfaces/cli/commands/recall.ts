@@ -8,6 +8,7 @@ import type { EventKind } from '../../../model/event.js';
 import type { Retriever } from '../../../memory/recall.js';
 import type { Io } from '../output.js';
 import { printJson } from '../output.js';
+import { checkGranularity, GRANULARITIES, granularText, type Granularity } from '../../../view/granular-recall.js';
 
 export interface RecallArgs {
   query: string[];
@@ -21,12 +22,14 @@ export interface RecallArgs {
   /** Do not condition on the session's task card. */
   ignoreTask?: boolean;
   retriever?: Retriever;
+  /** auto, events, summaries or entities (view/granular-recall.ts); absent: events, reported as before (no header). */
+  granularity?: Granularity;
   json?: boolean;
 }
 
 export async function recallCommand(mem: Engram, args: RecallArgs, io: Io): Promise<number> {
   // The local CLI is full trust; the engine's view applies the task-card rule (one session: its card ranks).
-  const { taskStateVersion: _version, ...result } = await mem.viewAs().recallOne(args.query.join(' '), {
+  const request = {
     ...(args.ignoreTask ? { ignoreTask: true } : {}),
     ...(args.session ? { sessionIds: args.session } : {}),
     ...(args.kind ? { kinds: args.kind as EventKind[] } : {}),
@@ -36,7 +39,14 @@ export async function recallCommand(mem: Engram, args: RecallArgs, io: Io): Prom
     ...(args.k ? { k: parseInteger(args.k, 'k') } : {}),
     ...(args.budget ? { budgetTokens: parseInteger(args.budget, 'budget') } : {}),
     ...(args.retriever ? { retriever: args.retriever } : {}),
-  });
+  };
+  if (args.granularity !== undefined) {
+    const { taskStateVersion: _v, ...out } = await mem.viewAs().recallGranular(args.query.join(' '), { ...request, granularity: checkGranularity(args.granularity) });
+    if (args.json) printJson(io, out);
+    else io.out(granularText(out.granular, out.hits.length > 0 ? out.text : `No matching events for ${JSON.stringify(out.query)}.`));
+    return 0;
+  }
+  const { taskStateVersion: _version, ...result } = await mem.viewAs().recallOne(args.query.join(' '), request);
   if (args.json) printJson(io, result);
   else io.out(result.hits.length > 0 ? result.text : `No matches for ${JSON.stringify(result.query)}.`);
   return 0;
@@ -76,6 +86,9 @@ export function register(program: Command, context: CliContext): void {
     .option('-k, --k <n>', 'most hits (default 10)')
     .option('-b, --budget <tokens>', 'token budget of the pack (default 2000)')
     .option('--ignore-task', "with one --session: do not condition on that session's task card")
+    .addOption(
+      new Option('--granularity <level>', 'auto picks by the query (identifier or quoted phrase: events; broad question: summaries, entities; an entity name: its expansion) and reports it; default: events, as before').choices([...GRANULARITIES]),
+    )
     .addOption(new Option('--retriever <name>', 'fts, vector or hybrid (default: hybrid when the store has vectors of the embedder)').choices(['fts', 'vector', 'hybrid']))
     // A query may be an identifier that looks like an option (`engram recall --max-retries=7`): a token that is
     // not one of recall's options is part of the query, in order. recall's own options still parse anywhere.
