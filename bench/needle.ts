@@ -5,7 +5,7 @@
  * needle-recall.svg, needle-false-recall.svg (quick and custom runs write needle-quick.*, needle-custom.*).
  *
  *   npm run bench -- needle [--quick] [--seed 1,2] [--window 32000] [--cycles 1,3,5] [--json] [--out DIR]
- *                           [--replay FILE [--format F] [--session S]] [--traces N] [--needles-per-type N]
+ *                           [--replay FILE [--format F] [--session S]] [--traces N] [--needles-per-type N] [--consolidate]
  */
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -36,6 +36,7 @@ export async function runNeedleCli(argv: string[]): Promise<void> {
       session: { type: 'string' },
       traces: { type: 'string' },
       'needles-per-type': { type: 'string' },
+      consolidate: { type: 'boolean' },
     },
   });
   const { 'needles-per-type': needlesPerType, json, ...rest } = values;

@@ -35,7 +35,7 @@ const USAGE = `usage:
   npm run bench -- scale [--events 1000000] [--backends sqlite,postgres] [--pg-events 100000] [--parts fts,ingest,cli,hybrid] [--queries 25] [--reuse]
   npm run bench -- knowledge [--seed 42] [--quick]
   npm run bench -- consolidation [--seed 42] [--quick]
-  npm run bench -- needle [--quick] [--seed 1,2] [--window 32000] [--cycles 1,3,5] [--json] [--out DIR] [--replay FILE [--format F] [--session S]]`;
+  npm run bench -- needle [--quick] [--seed 1,2] [--window 32000] [--cycles 1,3,5] [--json] [--out DIR] [--replay FILE [--format F] [--session S]] [--consolidate]`;
 
 const [name, ...rest] = process.argv.slice(2);
 const { values } = parseArgs({
@@ -88,6 +88,7 @@ const { values } = parseArgs({
     session: { type: 'string' },
     traces: { type: 'string' },
     'needles-per-type': { type: 'string' },
+    consolidate: { type: 'boolean' },
     // scale (bench/scale.ts); --events, --parts and --queries are shared, with its own defaults when not given
     reuse: { type: 'boolean' },
   },

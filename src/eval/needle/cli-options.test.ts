@@ -18,6 +18,12 @@ describe('planNeedleRun', () => {
     });
   });
 
+  it('names a consolidated run\'s report apart and keeps the flag', () => {
+    expect(planNeedleRun({ consolidate: true }, '/repo')).toMatchObject({ profile: 'full', consolidate: true, reportName: 'needle-consolidated', flags: '--consolidate' });
+    expect(planNeedleRun({ quick: true, consolidate: true }, '/repo')).toMatchObject({ reportName: 'needle-quick-consolidated', flags: '--quick --consolidate' });
+    expect(planNeedleRun({}, '/repo')).not.toHaveProperty('consolidate');
+  });
+
   it('plans a replay with its format, session and out directory', () => {
     expect(planNeedleRun({ replay: 'x.jsonl', format: 'claude-code', window: '4000', out: 'tmp' }, '/repo')).toEqual({
       kind: 'replay',

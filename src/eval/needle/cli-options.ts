@@ -25,6 +25,8 @@ export interface NeedleCliArgs {
   traces?: string;
   /** Hidden: needles of each type per trace. */
   needlesPerType?: string;
+  /** Engram consolidates each session before probing (engram-run.ts); the report gets a `-consolidated` name. */
+  consolidate?: boolean;
 }
 
 export type NeedleRunPlan =
@@ -40,6 +42,7 @@ export type NeedleRunPlan =
       reportName: string;
       /** The flags that reproduce this run. */
       flags: string;
+      consolidate?: boolean;
     }
   | { kind: 'replay'; file: string; format?: ImportFormat; session?: string; windowTokens: number; cycles: number[]; outDir: string; reportName: string };
 
@@ -85,9 +88,11 @@ export function planNeedleRun(args: NeedleCliArgs, cwd = process.cwd()): NeedleR
     cycles,
     outDir,
     // Only the default full run writes the committed report's name; other runs never overwrite it.
-    reportName: profile === 'full' ? 'needle' : profile === 'quick' ? 'needle-quick' : 'needle-custom',
+    reportName: `${profile === 'full' ? 'needle' : profile === 'quick' ? 'needle-quick' : 'needle-custom'}${args.consolidate ? '-consolidated' : ''}`,
+    ...(args.consolidate ? { consolidate: true } : {}),
     flags: [
       args.quick ? '--quick' : '',
+      args.consolidate ? '--consolidate' : '',
       args.seed !== undefined ? `--seed ${seeds.join(',')}` : '',
       args.window !== undefined ? `--window ${windowTokens}` : '',
       args.cycles !== undefined ? `--cycles ${cycles.join(',')}` : '',

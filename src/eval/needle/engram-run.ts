@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { SummaryReader } from '../../consolidate/summary-reader.js';
 import { openEngram, type Engram } from '../../engine.js';
 import { EngramError } from '../../errors.js';
 import type { Retriever } from '../../memory/recall.js';
@@ -44,7 +45,16 @@ export interface EngramRunOptions {
   embedder: Embedder | null;
   /** Retrievers probed. Default: `fts`, plus `hybrid` with an embedder. */
   retrievers?: Retriever[];
+  /**
+   * Consolidation on: before each checkpoint's probes the session is consolidated (deterministic level, the gate
+   * not asked, summaries embedded with the embedder), and each pull also reads the summaries that match the probe
+   * (as MCP `recall` with `summaries: true` returns them), so a look-alike value in a summary can cost a needle.
+   */
+  consolidate?: boolean;
 }
+
+/** Summaries read with each pull when consolidation is on (MCP recall's MCP_SUMMARY_HITS). */
+export const SUMMARY_HITS_PER_PULL = 3;
 
 export class EngramRun {
   /** Compaction cycles so far. */
@@ -53,6 +63,8 @@ export class EngramRun {
   windowTokens = 0;
   /** Wall times of the per-turn compaction calls (ms). */
   readonly compactMs: number[] = [];
+  /** With consolidation on: summaries made, and pulls (per retriever) that read at least one summary, of all pulls. */
+  readonly consolidation = { summaries: 0, pullsWithSummaries: 0, pulls: 0 };
   private readonly ids = new Map<string, string>();
 
   private constructor(
@@ -106,6 +118,10 @@ export class EngramRun {
     const { pack } = await this.mem.context.pack(this.sessionId, { windowTokens: this.options.windowTokens });
     const packText = this.mem.context.format(pack, 'text') as string;
     const outcomes: EngramProbeOutcome[] = [];
+    if (this.options.consolidate) {
+      this.consolidation.summaries += (await this.mem.consolidator().consolidateSession(this.sessionId, { backfill: true })).summaries.length;
+      if (this.mem.indexer) await this.mem.indexer.drain();
+    }
     for (const probe of probes) {
       const needle = needles.find((n) => n.id === probe.needleId)!;
       const hop = (segments: string[], tokens: number): HopOutcome => {
@@ -119,11 +135,12 @@ export class EngramRun {
         const t0 = performance.now();
         const first = await this.mem.recall(probe.question, { ...options, budgetTokens: PULL_BUDGET_TOKENS });
         const recallMs = performance.now() - t0;
-        const one = hop([first.text, packText], first.usedTokens);
+        const summaries = this.options.consolidate ? await this.summaryText(probe.question, retriever) : [];
+        const one = hop([first.text, ...summaries, packText], first.usedTokens);
         let two = one;
         if (!one.isExact) {
           const second = await secondHop(this.mem, this.sessionId, probe.question, first, { retriever, budgetTokens: PULL_BUDGET_TOKENS });
-          two = hop([second.text, first.text, packText], second.tokens);
+          two = hop([second.text, first.text, ...summaries, packText], second.tokens);
         }
         const ranking = await this.mem.recall(probe.question, { ...options, k: PRECISION_DEPTH, budgetTokens: 1_000_000 });
         const ranked = ranking.hits.map((h) => h.eventId);
@@ -144,6 +161,15 @@ export class EngramRun {
       }
     }
     return { outcomes, packTokens: pack.totalTokens };
+  }
+
+  /** The summaries matching the probe (full-text only for the `fts` retriever), one segment, or none. */
+  private async summaryText(question: string, retriever: Retriever): Promise<string[]> {
+    const reader = retriever === 'fts' ? new SummaryReader(this.mem.store) : this.mem.summaries;
+    const hits = await reader.search(question, { limit: SUMMARY_HITS_PER_PULL });
+    this.consolidation.pulls++;
+    if (hits.length > 0) this.consolidation.pullsWithSummaries++;
+    return hits.length === 0 ? [] : [hits.map((h) => h.summary.text).join('\n\n')];
   }
 
   async close(): Promise<void> {

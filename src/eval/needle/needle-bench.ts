@@ -42,6 +42,8 @@ export interface NeedleBenchOptions {
   profile?: string;
   /** The flags that reproduce the run (after `engram bench needle`), shown in the report. */
   flags?: string;
+  /** Engram consolidates each trace's session before probing and reads matching summaries with each pull. */
+  consolidate?: boolean;
   onProgress?: (p: { done: number; total: number; seed: number; trace: number }) => void;
 }
 
@@ -126,6 +128,8 @@ export interface NeedleReport {
     cycles: number[];
     conditions: ConditionName[];
     embedder: string | null;
+    /** Consolidation on (`--consolidate`). */
+    consolidate?: boolean;
     summarizer: string;
     isSummarizerSimulation: boolean;
     bootstrapResamples: number;
@@ -175,6 +179,7 @@ export async function runNeedleBench(options: NeedleBenchOptions): Promise<Needl
         embedder: options.embedder,
         summarizer,
         tokenizer,
+        ...(options.consolidate ? { consolidate: true } : {}),
       });
       records.push(...out.records);
       stats.push(out.stats);
@@ -233,6 +238,7 @@ export async function runNeedleBench(options: NeedleBenchOptions): Promise<Needl
       cycles,
       conditions,
       embedder: options.embedder?.name ?? null,
+      ...(options.consolidate ? { consolidate: true } : {}),
       summarizer: summarizer.name,
       isSummarizerSimulation: summarizer.isSimulation,
       bootstrapResamples: resamples,

@@ -89,6 +89,12 @@ export function formatNeedleMarkdown(report: NeedleReport, charts: { recallChart
       `seeds ${c.seeds.map((s) => `${s} (${c.heldOutSeeds.includes(s) ? 'held out' : 'development'})`).join(', ')}. Headline figures: seed ${report.headlineSeed}.`,
     `- Window ${c.windowTokens} tokens; every condition compacts when its history exceeds ${c.historyBudgetTokens} tokens (Engram's history + markers budget for that window).`,
     `- Engram recall: ${c.embedder ? `hybrid (full-text + ${c.embedder})` : 'full-text only'}${c.conditions.includes('engram-fts') ? ', and full-text only as its own row' : ''}.`,
+    ...(c.consolidate
+      ? [
+          '- **Consolidation on** (`--consolidate`): before each checkpoint\'s probes the session is consolidated (deterministic level, gate not asked; summaries embedded), and every pull also reads the 3 summaries that best match the probe (hybrid summary search, full-text for the full-text row), placed after the recall evidence, so a look-alike value in a summary can cost a needle.',
+          `- Consolidation, all seeds: ${sumOf(report, 'summaries')} summaries made; ${sumOf(report, 'pullsWithSummaries')} of ${sumOf(report, 'pulls')} pulls read at least one summary.`,
+        ]
+      : []),
     `- Baseline summaries: ${c.isSummarizerSimulation ? '**simulation**: no LLM was configured (`ENGRAM_LLM_URL`), so an extractive summarizer with the same token budget wrote them; every such row is labelled. It copies whole lines and never confabulates, so it is kinder to those baselines than a model would be (ENGRAM §10A.3).' : `written by \`${c.summarizer}\`.`}`,
     `- 95 % intervals: percentile bootstrap over traces (${c.bootstrapResamples} resamples), in brackets.`,
     '',
@@ -280,4 +286,9 @@ function methodSection(report: NeedleReport): string[] {
     'The same seeds give the same traces, probes, answers and intervals on any machine; only the timings differ. With `ENGRAM_LLM_URL` (and `ENGRAM_LLM_MODEL`, `ENGRAM_LLM_API_KEY`) set to an OpenAI-compatible endpoint, the narrative and DAG summaries come from that model instead of the simulation.',
     '',
   ];
+}
+
+/** A consolidation counter summed over every trace of every seed. */
+function sumOf(report: NeedleReport, key: 'summaries' | 'pullsWithSummaries' | 'pulls'): number {
+  return report.runs.reduce((n, r) => n + r.traces.reduce((m, t) => m + (t.consolidation?.[key] ?? 0), 0), 0);
 }

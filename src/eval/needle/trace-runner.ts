@@ -28,6 +28,8 @@ export interface TraceRunOptions {
   embedder: Embedder | null;
   summarizer: Summarizer;
   tokenizer: Tokenizer;
+  /** Engram consolidates the session before each checkpoint's probes and reads matching summaries (engram-run.ts). */
+  consolidate?: boolean;
   /** Turns after which the trace stops even if a checkpoint was not reached. Default 5000. */
   maxTurns?: number;
 }
@@ -49,6 +51,8 @@ export interface TraceStats {
   events: number;
   durationMs: number;
   conditions: Partial<Record<ConditionName, ConditionTraceStats>>;
+  /** With consolidation on: summaries made and pulls that read summaries (engram-run.ts). */
+  consolidation?: { summaries: number; pullsWithSummaries: number; pulls: number };
 }
 
 interface Lane {
@@ -72,6 +76,7 @@ export async function runTrace(source: NeedleTraceSource, options: TraceRunOptio
         windowTokens: options.windowTokens,
         embedder: wants('engram') ? options.embedder : null,
         retrievers: [...(wants('engram') && options.embedder ? ['hybrid' as const] : []), ...(wants('engram-fts') ? ['fts' as const] : [])],
+        ...(options.consolidate ? { consolidate: true } : {}),
       })
     : null;
   if (wants('engram') && !options.embedder && !wants('engram-fts')) throw new EngramError('INVALID_INPUT', 'conditions: engram (hybrid) needs an embedder', { field: 'conditions' });
@@ -170,7 +175,8 @@ export async function runTrace(source: NeedleTraceSource, options: TraceRunOptio
       conditions[lane.name] = stats;
     }
   }
-  return { records, stats: { seed: options.seed, trace: options.trace, name: source.name, turns, events, durationMs: performance.now() - started, conditions } };
+  const consolidation = engram && options.consolidate ? { consolidation: { ...engram.consolidation } } : {};
+  return { records, stats: { seed: options.seed, trace: options.trace, name: source.name, turns, events, durationMs: performance.now() - started, conditions, ...consolidation } };
 }
 
 /**

@@ -27,6 +27,7 @@ export function register(program: Command, context: CliContext): void {
     .option('--replay <file>', 'replay a recorded transcript (any format ingest reads) instead of synthetic traces')
     .addOption(new Option('-f, --format <format>', 'with --replay: transcript format (default: detected)').choices([...IMPORT_FORMATS]))
     .option('-s, --session <id>', 'with --replay: the session to replay (default: the largest)')
+    .option('--consolidate', 'consolidate each session before probing and read matching summaries with each pull (report: needle-consolidated)')
     .addOption(new Option('--traces <n>', 'traces per seed').hideHelp())
     .addOption(new Option('--needles-per-type <n>', 'needles of each type per trace').hideHelp())
     .action(context.withoutStore((args: BenchNeedleArgs & GlobalOptions) => import('./bench-run.js').then((run) => run.benchNeedleCommand(args, io))));
