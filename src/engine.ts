@@ -408,6 +408,14 @@ export class Engram {
     return this.recaller.recall(query, options);
   }
 
+  /**
+   * Recall at a granularity with full trust (view/granular-recall.ts): the raw events plus the summaries and entities
+   * the query's specificity puts first, the choice reported. `viewAs(principal).recallGranular` bounds it.
+   */
+  recallGranular(query: string, request: Parameters<EngramView['recallGranular']>[1] = {}): ReturnType<EngramView['recallGranular']> {
+    return this.viewAs().recallGranular(query, request);
+  }
+
   /** Several queries at once, sharing one token budget, each event returned once (ENGRAM §4.5). */
   recallBatch(queries: readonly string[], options: RecallOptions = {}): Promise<RecallBatchResult> {
     return this.recaller.recallBatch(queries, options);

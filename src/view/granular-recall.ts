@@ -18,6 +18,8 @@ export type ChosenGranularity = Exclude<Granularity, 'auto'>;
 /** Most summaries and entities one granular recall returns. */
 export const GRANULAR_SUMMARY_HITS = 3;
 export const GRANULAR_ENTITY_HITS = 5;
+/** Most names of one query looked up in the graph (one indexed lookup each). */
+const MAX_ENTITY_CANDIDATES = 12;
 /** Token budget of the entity expansion in an `entities` answer. */
 export const GRANULAR_EXPANSION_TOKENS = 600;
 
@@ -100,7 +102,7 @@ function entityCandidates(query: string): string[] {
   out.push(...identifiersIn(bare));
   for (const m of bare.matchAll(/\b([a-z][a-z0-9]*(?:-[a-z0-9]+)*)[- ]service\b/gi)) if (m[1]) out.push(m[1]);
   for (const m of bare.matchAll(new RegExp(CAMEL.source, 'g'))) out.push(m[0]);
-  return [...new Set(out.filter((c) => c.length >= 2 && c.length <= 200))];
+  return [...new Set(out.filter((c) => c.length >= 2 && c.length <= 200))].slice(0, MAX_ENTITY_CANDIDATES);
 }
 
 /** Entities the reader may see whose name is exactly one of the query's candidates (case-insensitive), or whose ref the query is. */
@@ -165,7 +167,8 @@ export function chooseGranularity(query: string, wholeQueryIsEntity: boolean): O
 export async function granularLayers(source: GranularSource, query: string, requested: Granularity = 'auto'): Promise<GranularAnswer> {
   checkGranularity(requested);
   if (typeof query !== 'string' || query.trim() === '') throw new EngramError('INVALID_INPUT', 'query: must be a non-empty string', { field: 'query' });
-  const entities = requested === 'events' ? [] : await namedEntities(source, query);
+  // A forced `events`, or a quoted phrase under auto (rule 1), needs no graph lookup.
+  const entities = requested === 'events' || (requested === 'auto' && QUOTED.test(query.trim())) ? [] : await namedEntities(source, query);
   const bare = query.trim().replace(/[?.!]+$/, '').toLowerCase();
   const whole = entities.some((e) => e.name.toLowerCase() === bare || e.id === query.trim() || `${e.kind}:${e.name}`.toLowerCase() === query.trim().toLowerCase());
   const choice: GranularChoice =

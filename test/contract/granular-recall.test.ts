@@ -104,7 +104,7 @@ runStorageContract('granular recall', ({ createHarness }) => {
     expect((await blue.recallGranular('service:checkout', {})).granular.granularity).toBe('events');
     expect((await shop.recallGranular('ERR_CARD_DECLINED', {})).granular.granularity).toBe('entities');
     // Full trust (the local engine) sees both.
-    const full = await ctx.mem.viewAs().recallGranular('what was learned about the warehouse job?', {});
+    const full = await ctx.mem.recallGranular('what was learned about the warehouse job?');
     expect(full.granular.summaries.map((s) => s.sessionIds[0])).toContain('wh');
   });
 });
