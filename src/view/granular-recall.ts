@@ -1,8 +1,8 @@
 import { EngramError } from '../errors.js';
 import { identifiersIn } from '../consolidate/identifiers.js';
-import type { KnowledgeGraph } from '../consolidate/graph/knowledge-graph.js';
+import { MAX_ENTITY_LIST, type KnowledgeGraph } from '../consolidate/graph/knowledge-graph.js';
 import type { SummaryReader } from '../consolidate/summary-reader.js';
-import { ENTITY_KINDS, type EntityRecord } from '../model/graph.js';
+import { ENTITY_KINDS, entityId, type EntityRecord } from '../model/graph.js';
 import { SUMMARY_DEPTH_NAMES, type SummaryDepth } from '../model/summary.js';
 
 /**
@@ -105,7 +105,7 @@ function entityCandidates(query: string): string[] {
   return [...new Set(out.filter((c) => c.length >= 2 && c.length <= 200))].slice(0, MAX_ENTITY_CANDIDATES);
 }
 
-/** Entities the reader may see whose name is exactly one of the query's candidates (case-insensitive), or whose ref the query is. */
+/** Entities the reader may see whose name is exactly one of the query's candidates (as written, lower or upper case), or whose ref the query is. */
 async function namedEntities(source: GranularSource, query: string): Promise<EntityRecord[]> {
   const found = new Map<string, EntityRecord>();
   const bare = query.trim();
@@ -118,12 +118,13 @@ async function namedEntities(source: GranularSource, query: string): Promise<Ent
       if (!(err instanceof EngramError && err.code === 'NOT_FOUND')) throw err;
     }
   }
+  // Entity ids are a hash of kind and name (model/graph.ts): every kind for each name as written, lower- and
+  // upper-cased, in one indexed lookup rather than a scan of the names.
+  const ids = new Set<string>();
   for (const c of entityCandidates(query)) {
-    for (const e of await source.knowledge.list({ query: c, limit: 20 })) {
-      if (e.name.toLowerCase() === c.toLowerCase()) found.set(e.id, e);
-    }
-    if (found.size >= GRANULAR_ENTITY_HITS) break;
+    for (const name of new Set([c, c.toLowerCase(), c.toUpperCase(), c.replace(/^@/, '')])) for (const kind of ENTITY_KINDS) ids.add(entityId(kind, name));
   }
+  for (const e of await source.knowledge.list({ ids: [...ids], limit: MAX_ENTITY_LIST })) found.set(e.id, e);
   return [...found.values()].slice(0, GRANULAR_ENTITY_HITS);
 }
 

@@ -14,6 +14,8 @@ export interface EntityListQuery {
   kinds?: string[];
   /** Case-insensitive substring of the name. */
   query?: string;
+  /** Only these entity ids (an indexed lookup; view/granular-recall.ts looks up a query's names this way). */
+  ids?: string[];
   limit?: number;
 }
 
@@ -47,7 +49,7 @@ export class KnowledgeGraph {
       if (!isEntityKind(k)) throw new EngramError('INVALID_INPUT', `kinds: "${k}" is not one of ${ENTITY_KINDS.join(', ')}`, { field: 'kinds' });
       kinds.push(k);
     }
-    return this.graph.entities({ ...this.scope, limit, ...(kinds.length ? { kinds } : {}), ...(query.query ? { nameContains: query.query } : {}) });
+    return this.graph.entities({ ...this.scope, limit, ...(kinds.length ? { kinds } : {}), ...(query.query ? { nameContains: query.query } : {}), ...(query.ids ? { ids: query.ids } : {}) });
   }
 
   /** An entity by id or `kind:name` that the reader may see, or NOT_FOUND. */
