@@ -100,6 +100,8 @@ function entityCandidates(query: string): string[] {
   const about = /\b(?:about|on|of|for)\s+(?:the\s+)?(.+)$/i.exec(bare);
   if (about?.[1]) out.push(about[1].trim());
   out.push(...identifiersIn(bare));
+  // A broad question's topic words ("why did checkout fail" -> checkout, fail): a bare name is often an entity.
+  if (BROAD_START.test(bare) || BROAD_WORDS.test(bare)) out.push(...questionTopic(bare).split(/\s+/).filter((w) => w.length >= 3));
   for (const m of bare.matchAll(/\b([a-z][a-z0-9]*(?:-[a-z0-9]+)*)[- ]service\b/gi)) if (m[1]) out.push(m[1]);
   for (const m of bare.matchAll(new RegExp(CAMEL.source, 'g'))) out.push(m[0]);
   return [...new Set(out.filter((c) => c.length >= 2 && c.length <= 200))].slice(0, MAX_ENTITY_CANDIDATES);

@@ -70,6 +70,9 @@ runStorageContract('granular recall', ({ createHarness }) => {
     const learned = await shop.recallGranular('what have we learned about the checkout service', {});
     expect(learned.granular.granularity).toBe('summaries');
     expect(learned.granular.entities.map((e) => `${e.entityKind}:${e.name}`)).toContain('service:checkout');
+    // A bare name in a broad question is looked up too.
+    const bareName = await shop.recallGranular('why did checkout break?', {});
+    expect(bareName.granular).toMatchObject({ granularity: 'summaries', entities: [{ entityKind: 'service', name: 'checkout' }] });
 
     const entity = await shop.recallGranular('ERR_CARD_DECLINED', {});
     expect(entity.granular).toMatchObject({ granularity: 'entities', entities: [{ kind: 'entity', entityKind: 'error', name: 'ERR_CARD_DECLINED' }] });
