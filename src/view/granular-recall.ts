@@ -171,9 +171,12 @@ export async function granularLayers(source: GranularSource, query: string, requ
   checkGranularity(requested);
   if (typeof query !== 'string' || query.trim() === '') throw new EngramError('INVALID_INPUT', 'query: must be a non-empty string', { field: 'query' });
   // A forced `events`, or a quoted phrase under auto (rule 1), needs no graph lookup.
-  const entities = requested === 'events' || (requested === 'auto' && QUOTED.test(query.trim())) ? [] : await namedEntities(source, query);
+  const named = requested === 'events' || (requested === 'auto' && QUOTED.test(query.trim())) ? [] : await namedEntities(source, query);
   const bare = query.trim().replace(/[?.!]+$/, '').toLowerCase();
-  const whole = entities.some((e) => e.name.toLowerCase() === bare || e.id === query.trim() || `${e.kind}:${e.name}`.toLowerCase() === query.trim().toLowerCase());
+  const isWhole = (e: EntityRecord) => e.name.toLowerCase() === bare || e.id === query.trim() || `${e.kind}:${e.name}`.toLowerCase() === query.trim().toLowerCase();
+  // The entity the whole query names comes first: it is the one expanded.
+  const entities = [...named.filter(isWhole), ...named.filter((e) => !isWhole(e))];
+  const whole = entities.some(isWhole);
   const choice: GranularChoice =
     requested === 'auto' ? { ...chooseGranularity(query, whole), requested } : { granularity: requested, requested, reason: `asked for ${requested}` };
   const answer: GranularAnswer = { query, ...choice, summaries: [], entities: [], drillDown: [] };
