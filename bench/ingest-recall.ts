@@ -16,6 +16,7 @@ import { parseQuery } from '../src/memory/query-terms.js';
 import type { StoreLocation } from '../src/store/open-store.js';
 import { compileFts5Match } from '../src/store/sqlite/fts5-query.js';
 import { agentTrace, recallQueries, type TraceEvent } from './lib/agent-trace.js';
+import { openRawFts5 } from './lib/raw-fts5.js';
 import { createBenchStore, type BenchBackend } from './lib/bench-stores.js';
 import { machineLine, round, summarize } from './lib/stats.js';
 
@@ -162,23 +163,8 @@ async function ingestOurs(location: StoreLocation, trace: TraceEvent[]): Promise
 
 /** The floor: plain INSERT into a table plus the same FTS5 index, same pragmas, same batches. */
 function ingestRaw(path: string, trace: TraceEvent[]): number {
-  const db = new Database(path);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  db.exec(`CREATE TABLE events (rowid INTEGER PRIMARY KEY, session_id TEXT, turn INTEGER, kind TEXT, ts_ms INTEGER, content TEXT);
-    CREATE VIRTUAL TABLE events_fts USING fts5 (body, content = '', contentless_delete = 1, tokenize = 'porter unicode61 remove_diacritics 2');`);
-  const insert = db.prepare('INSERT INTO events (session_id, turn, kind, ts_ms, content) VALUES (?, ?, ?, ?, ?)');
-  const fts = db.prepare('INSERT INTO events_fts (rowid, body) VALUES (?, ?)');
-  const turns = new Map<string, number>();
+  const { db, insertBatch: tx } = openRawFts5(path);
   const start = performance.now();
-  const tx = db.transaction((batch: TraceEvent[]) => {
-    for (const t of batch) {
-      const turn = (turns.get(t.sessionId) ?? 0) + 1;
-      turns.set(t.sessionId, turn);
-      const info = insert.run(t.sessionId, turn, t.event.kind, Number(t.event.ts), t.event.content);
-      fts.run(info.lastInsertRowid, t.event.content);
-    }
-  });
   for (let i = 0; i < trace.length; i += BATCH) tx(trace.slice(i, i + BATCH));
   const secs = (performance.now() - start) / 1000;
   db.close();

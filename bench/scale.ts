@@ -21,6 +21,7 @@ import type { StorageBackend } from '../src/store/backend.js';
 import { openStore, type StoreLocation } from '../src/store/open-store.js';
 import { compileFts5Match } from '../src/store/sqlite/fts5-query.js';
 import { agentTrace, type TraceEvent } from './lib/agent-trace.js';
+import { openRawFts5 } from './lib/raw-fts5.js';
 import { benchPgUrl, type BenchBackend } from './lib/bench-stores.js';
 import { Prng } from './lib/prng.js';
 import { machineLine, round, summarize } from './lib/stats.js';
@@ -234,23 +235,8 @@ function buildRaw(path: string, events: number, reuse: boolean): number | undefi
   const done = `${path}.complete`;
   if (reuse && existsSync(done)) return builtRate(done).eventsPerSec;
   for (const f of [path, `${path}-wal`, `${path}-shm`, done]) rmSync(f, { force: true });
-  const db = new Database(path);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  db.exec(`CREATE TABLE events (rowid INTEGER PRIMARY KEY, session_id TEXT, turn INTEGER, kind TEXT, ts_ms INTEGER, content TEXT);
-    CREATE VIRTUAL TABLE events_fts USING fts5 (body, content = '', contentless_delete = 1, tokenize = 'porter unicode61 remove_diacritics 2');`);
-  const insert = db.prepare('INSERT INTO events (session_id, turn, kind, ts_ms, content) VALUES (?, ?, ?, ?, ?)');
-  const fts = db.prepare('INSERT INTO events_fts (rowid, body) VALUES (?, ?)');
-  const turns = new Map<string, number>();
+  const { db, insertBatch: tx } = openRawFts5(path);
   const start = performance.now();
-  const tx = db.transaction((batch: TraceEvent[]) => {
-    for (const t of batch) {
-      const turn = (turns.get(t.sessionId) ?? 0) + 1;
-      turns.set(t.sessionId, turn);
-      const info = insert.run(t.sessionId, turn, t.event.kind, Number(t.event.ts), t.event.content);
-      fts.run(info.lastInsertRowid, t.event.content);
-    }
-  });
   let batch: TraceEvent[] = [];
   for (const t of agentTrace(events, { seed: SEED })) {
     batch.push(t);

@@ -11,7 +11,7 @@ const entityRef = z.string().min(1).max(320).describe('An entity id (ent_...) or
 
 const expandBody = z
   .object({
-    id: z.string().min(1).optional().describe('An event id (evt_...) or artifact id (art_...), or a unique prefix: its full content, as `POST /v1/expand`.'),
+    id: z.string().min(1).max(200).optional().describe('An event id (evt_...) or artifact id (art_...), or a unique prefix: its full content, as `POST /v1/expand`.'),
     entity: entityRef.optional(),
     aspect: z.string().min(1).max(100).optional().describe('Entity only: one group (`evidence`, an edge type, a group label such as `imported by`) or a topic word.'),
     question: z.string().min(1).max(1000).optional().describe('Entity only: lines sharing its words come first in each group.'),
@@ -29,7 +29,7 @@ const impactBody = z
     direction: z.enum(['dependents', 'dependencies']).optional().describe('`dependents` (default): what breaks if it changes; `dependencies`: what it uses.'),
     minConfidence: z.number().min(0).max(1).optional().describe(`Edges below this confidence are not followed. Default ${DEFAULT_MIN_CONFIDENCE}.`),
     maxDepth: z.number().int().min(1).max(MAX_IMPACT_DEPTH).optional().describe(`Deepest level walked. Default ${DEFAULT_MAX_DEPTH}.`),
-    commit: z.string().optional().describe('Code edges of this commit only (full sha); edges learned from sessions always count.'),
+    commit: z.string().regex(/^[0-9a-f]{40}$|^[0-9a-f]{64}$/, 'a full commit sha (40 or 64 hex digits)').optional().describe('Code edges of this commit only (full sha); edges learned from sessions always count.'),
     types: z.array(z.enum(EDGE_TYPES)).min(1).optional().describe('Edge types followed. Default imports, calls, depends_on.'),
   })
   .strict();

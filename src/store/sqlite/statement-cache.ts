@@ -15,7 +15,8 @@ export const STATEMENT_CACHE_ENTRIES = 256;
  * full-text search, event lists and id lookups) used to be compiled again on each request: 4 % of the server's
  * CPU under `npm run bench -- http-load --profile` (bench/results/http-load.md). A cached statement is handed
  * out again only when it is not running (an `iterate()` in progress keeps it busy), and with its result modes
- * (pluck, raw, expand) reset, so a caller always gets what a fresh `prepare` would give it.
+ * (pluck, raw, expand) reset, so a caller always gets what a fresh `prepare` would give it. Statements from
+ * `db.prepare` are shared: never `bind()` one (bound parameters cannot be reset) nor switch `safeIntegers` on it.
  */
 export function cacheStatements(db: Db, maxEntries: number = STATEMENT_CACHE_ENTRIES): void {
   const prepare = db.prepare.bind(db) as (sql: string) => Statement;
