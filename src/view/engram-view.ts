@@ -24,6 +24,8 @@ import { expandSummary } from '../consolidate/summary-expand.js';
 import { SUMMARY_ID_PREFIX } from '../model/summary.js';
 import { checkExpandMaxTokens, DEFAULT_EXPAND_MAX_TOKENS, expandArtifact, expandEvent, type ExpandAnswer } from './expand.js';
 import { granularLayers, type GranularAnswer, type Granularity } from './granular-recall.js';
+import { buildGraphAs } from './graph-build-as.js';
+import type { BuildReport } from '../consolidate/graph/graph-builder.js';
 
 /** Sessions holding an artifact that are looked at to decide whether a reader may see it. */
 const ARTIFACT_SESSIONS_CHECKED = 1000;
@@ -255,6 +257,11 @@ export class EngramView {
   /** The knowledge graph as this principal may read it: rows citing its project's readable sessions or repositories indexed for it. */
   get knowledge(): KnowledgeGraph {
     return new KnowledgeGraph(this.mem.store, this.mem.tokenizer, this.project ?? undefined);
+  }
+
+  /** Builds the knowledge graph over the sessions this principal may read (all of them, or the readable ones named). */
+  buildGraph(options: { sessionIds?: readonly string[] } = {}): Promise<BuildReport> {
+    return buildGraphAs(this, this.mem.graphBuilder(), options);
   }
 
   /** The summary DAG as this principal may read it: summaries whose every covered session it may read. */

@@ -18,7 +18,7 @@ import { riskEngram } from '../fixtures/engrams.js';
  */
 const BIN = resolve('bin/engram.js');
 const HIERARCHY_TOOLS = ['delegate', 'hierarchy_recall', 'hierarchy_tree', 'received_reports', 'report'];
-const BASE_TOOLS = ['append_events', 'entities', 'expand', 'get_task_state', 'impact', 'recall', 'update_task_state', ...HIERARCHY_TOOLS];
+const BASE_TOOLS = ['append_events', 'entities', 'expand', 'get_task_state', 'graph_build', 'impact', 'recall', 'update_task_state', ...HIERARCHY_TOOLS];
 const LESS_TOOLS = ['less_deref_pointer', 'less_put_engram', 'less_query_engrams', 'less_request_deref'];
 
 let repo: TempRepo;

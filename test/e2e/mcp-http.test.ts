@@ -55,6 +55,7 @@ describe('MCP over Streamable HTTP (real SDK client)', () => {
       'entities',
       'expand',
       'get_task_state',
+      'graph_build',
       'hierarchy_recall',
       'hierarchy_tree',
       'impact',

@@ -15,6 +15,7 @@ const TOOLS = [
   'entities',
   'expand',
   'get_task_state',
+  'graph_build',
   'hierarchy_recall',
   'hierarchy_tree',
   'impact',

@@ -5,6 +5,7 @@ import { DEFAULT_EXPAND_MAX_TOKENS } from '../../view/expand.js';
 import { DEFAULT_ENTITY_LIST, MAX_ENTITY_LIST } from '../../consolidate/graph/knowledge-graph.js';
 import { DEFAULT_MAX_DEPTH, DEFAULT_MIN_CONFIDENCE, MAX_IMPACT_DEPTH } from '../../consolidate/graph/impact.js';
 import { DEFAULT_ENTITY_EXPAND_TOKENS } from '../../consolidate/graph/entity-expand.js';
+import { MAX_BUILD_SESSION_IDS } from '../../view/graph-build-as.js';
 import { defineRoute, type Route } from './route.js';
 
 const entityRef = z.string().min(1).max(320).describe('An entity id (ent_...) or kind:name, e.g. `file:src/engine.ts`, `service:ledger`.');
@@ -44,6 +45,17 @@ const entitiesQuery = z.object({
     .describe(`Comma-separated entity kinds: ${ENTITY_KINDS.join(', ')}.`),
   limit: z.coerce.number().int().min(1).max(MAX_ENTITY_LIST).optional().describe(`Most entities returned. Default ${DEFAULT_ENTITY_LIST}.`),
 });
+
+const buildBody = z
+  .object({
+    sessionIds: z
+      .array(z.string().min(1).max(200))
+      .min(1)
+      .max(MAX_BUILD_SESSION_IDS)
+      .optional()
+      .describe('Only these sessions (each must be readable by the caller). Default: every session the caller may read (an admin: every session).'),
+  })
+  .strict();
 
 /** The knowledge graph over HTTP (docs/knowledge.md): what the calling agent's project may read only. */
 export const KNOWLEDGE_ROUTES: readonly Route[] = [
@@ -105,5 +117,20 @@ export const KNOWLEDGE_ROUTES: readonly Route[] = [
       const { entity, ...options } = body;
       return { body: await view.knowledge.impact(entity, options) };
     },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/v1/graph/build',
+    operationId: 'graphBuild',
+    tag: 'knowledge',
+    summary: 'Extract entities and edges from the events not read yet (incremental), over the sessions the caller may read',
+    description:
+      'Deterministic extraction (docs/knowledge.md) of each session\'s events after its cursor. An agent builds over the sessions its project owns or that ' +
+      'are shared with it (a named session it may not read is 404), an admin over every session. The rows cite the events they came from, so each ' +
+      'project sees only its own evidence. Code indexing (`engram graph build --code`) is not offered over HTTP: it reads a path on the server.',
+    body: buildBody,
+    success: { status: 200, description: '`{ sessions, events, written: { entities, edges, citations } }`: sessions and events read, rows added.' },
+    errors: [400, 404],
+    handle: async ({ view, body }) => ({ body: await view.buildGraph(body.sessionIds ? { sessionIds: body.sessionIds } : {}) }),
   }),
 ];

@@ -6,6 +6,7 @@ import { DEFAULT_MAX_DEPTH, DEFAULT_MIN_CONFIDENCE, formatImpact, MAX_IMPACT_DEP
 import type { EntityExpandAnswer } from '../../consolidate/graph/entity-expand.js';
 import type { EngramView } from '../../view/engram-view.js';
 import type { ToolErrorOptions } from './errors.js';
+import { MAX_BUILD_SESSION_IDS } from '../../view/graph-build-as.js';
 
 type Run = (fn: () => Promise<CallToolResult>, errorOptions?: ToolErrorOptions) => Promise<CallToolResult>;
 
@@ -36,7 +37,11 @@ const entitiesInput = z.object({
   limit: z.number().int().min(1).max(500).optional().describe('Default 50.'),
 });
 
-/** MCP tools of the knowledge graph: `impact` and `entities` (`expand` takes entities too, see server.ts). */
+const buildInput = z.object({
+  sessionIds: z.array(z.string()).max(MAX_BUILD_SESSION_IDS).optional().describe('Only these sessions. Default: every session you may read.'),
+});
+
+/** MCP tools of the knowledge graph: `impact`, `entities` and `graph_build` (`expand` takes entities too, see server.ts). */
 export function registerKnowledgeTools(server: McpServer, view: EngramView, run: Run): void {
   server.registerTool(
     'impact',
@@ -68,6 +73,24 @@ export function registerKnowledgeTools(server: McpServer, view: EngramView, run:
         const entities = await view.knowledge.list({ ...(args.query ? { query: args.query } : {}), ...(args.kinds ? { kinds: args.kinds } : {}), ...(args.limit ? { limit: args.limit } : {}) });
         const text = entities.length === 0 ? 'No entities match.' : entities.map((e) => `${e.id}  ${e.kind}:${e.name}  (${e.citations} citations)`).join('\n');
         return { content: [{ type: 'text', text }], structuredContent: { entities } };
+      }),
+  );
+  server.registerTool(
+    'graph_build',
+    {
+      title: 'Update the knowledge graph',
+      description:
+        'Extracts entities and typed edges from the events of your sessions not read yet (incremental; deterministic extraction), so that ' +
+        'expand, impact and entities know about recent work. Sessions you may read only; each row cites its events.',
+      inputSchema: buildInput,
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    },
+    (args) =>
+      run(async () => {
+        const report = await view.buildGraph(args.sessionIds ? { sessionIds: args.sessionIds } : {});
+        const w = report.written;
+        const text = `${report.events} new events of ${report.sessions} sessions read; ${w.entities} entities, ${w.edges} edges, ${w.citations} citations added.`;
+        return { content: [{ type: 'text', text }], structuredContent: report as unknown as Record<string, unknown> };
       }),
   );
 }

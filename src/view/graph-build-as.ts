@@ -1,0 +1,33 @@
+import { EngramError } from '../errors.js';
+import type { BuildReport, GraphBuilder } from '../consolidate/graph/graph-builder.js';
+import type { EngramView } from './engram-view.js';
+
+/** Most sessions named by one build request (HTTP, MCP); without names, every readable session is read. */
+export const MAX_BUILD_SESSION_IDS = 1000;
+/** Sessions listed when a bounded reader builds over every session it may read. */
+const MAX_READABLE_SESSIONS = 100_000;
+
+/**
+ * `graph build` for a principal (HTTP `POST /v1/graph/build`, the MCP tool `graph_build`): the sessions named
+ * must each be readable (else NOT_FOUND, as for any read of them), and with none named, a bounded agent reads
+ * the sessions its project owns or that are shared with it, an admin or the local CLI every session. The graph's
+ * rows cite the events they came from, so what one project builds is visible only through those citations
+ * (model/access.ts); cursors are per session, so builds by several agents do not interfere.
+ */
+export async function buildGraphAs(view: EngramView, builder: GraphBuilder, options: { sessionIds?: readonly string[] } = {}): Promise<BuildReport> {
+  const named = options.sessionIds;
+  if (named !== undefined) {
+    if (named.length > MAX_BUILD_SESSION_IDS) {
+      throw new EngramError('INVALID_INPUT', `sessionIds: ${named.length} sessions exceed the ${MAX_BUILD_SESSION_IDS} of one build; build in batches or name none`, {
+        field: 'sessionIds',
+        max: MAX_BUILD_SESSION_IDS,
+      });
+    }
+    const ids = [...new Set(named)];
+    for (const id of ids) await view.getSession(id);
+    return builder.buildFromSessions({ sessionIds: ids });
+  }
+  if (view.principal.kind === 'local' || view.principal.isAdmin) return builder.buildFromSessions();
+  const readable = await view.listSessions({ limit: MAX_READABLE_SESSIONS });
+  return builder.buildFromSessions({ sessionIds: readable.map((s) => s.id) });
+}
