@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import type { SessionRecord } from '../model/event.js';
 import type { SessionId } from '../model/ids.js';
 import type { StorageBackend } from '../store/backend.js';
+import { DEFAULT_LEASE_MS } from './consolidation-worker.js';
 import type { Consolidator, SessionOutcome, SessionStatus } from './consolidator.js';
 
 export interface ConsolidationRunOptions {
@@ -11,12 +13,23 @@ export interface ConsolidationRunOptions {
   /** Only sessions the gate skipped, summarized now anyway. */
   backfillSkipped?: boolean;
   /** Called after each session: done of total. */
-  onProgress?: (done: number, total: number, outcome: SessionOutcome) => void;
+  onProgress?: (done: number, total: number, outcome: RunSessionOutcome) => void;
+  /** This run's name in job leases. Default `consolidate-` and a random id. */
+  workerId?: string;
+  /** How long a session's lease is this run's. Default the worker's (10 minutes). */
+  leaseMs?: number;
 }
+
+/**
+ * A session's outcome in a run: the consolidator's, or `held` when another consolidator (a server's worker, another
+ * run) holds the session's job lease: the session is left to it.
+ */
+export type RunSessionOutcome = SessionOutcome | { sessionId: string; status: 'held'; summaries: []; usage: { inputTokens: 0; outputTokens: 0 }; ms: 0 };
 
 export interface ConsolidationReport {
   sessions: number;
-  byStatus: Record<SessionStatus, number>;
+  /** `held`: sessions another consolidator held the job lease of (left to it). */
+  byStatus: Record<SessionStatus | 'held', number>;
   summaries: number;
   arcs: number;
   epochs: number;
@@ -29,7 +42,9 @@ const MAX_RUN_SESSIONS = 100_000;
 
 /**
  * One consolidation pass (`engram consolidate`): the chosen sessions' new turns summarized (the gate first unless
- * backfilling), then the arcs and epochs that are due in each project touched, oldest session first.
+ * backfilling), then the arcs and epochs that are due in each project touched, oldest session first. Each session is
+ * consolidated under its job lease (`consolidation_jobs`, the one the serve worker takes): a session a server is
+ * consolidating is left to it (`held`), and the server does not take one this run holds.
  */
 export async function runConsolidation(store: StorageBackend, consolidator: Consolidator, o: ConsolidationRunOptions = {}): Promise<ConsolidationReport> {
   const started = performance.now();
@@ -48,7 +63,7 @@ export async function runConsolidation(store: StorageBackend, consolidator: Cons
   }
   const report: ConsolidationReport = {
     sessions: sessions.length,
-    byStatus: { summarized: 0, skipped: 0, unchanged: 0, empty: 0 },
+    byStatus: { summarized: 0, skipped: 0, unchanged: 0, empty: 0, held: 0 },
     summaries: 0,
     arcs: 0,
     epochs: 0,
@@ -56,8 +71,9 @@ export async function runConsolidation(store: StorageBackend, consolidator: Cons
     ms: 0,
   };
   const projects = new Set<string>();
+  const worker = o.workerId ?? `consolidate-${randomUUID().slice(0, 8)}`;
   for (const [i, s] of sessions.entries()) {
-    const out = await consolidator.consolidateSession(s.id, { backfill: o.backfillSkipped === true });
+    const out = await consolidateLeased(store, consolidator, s, worker, o);
     report.byStatus[out.status]++;
     report.summaries += out.summaries.length;
     add(report.usage, out.usage);
@@ -73,6 +89,29 @@ export async function runConsolidation(store: StorageBackend, consolidator: Cons
   }
   report.ms = performance.now() - started;
   return report;
+}
+
+/** One session under its job lease: `held` when another worker holds it; the lease ends done or failed. */
+async function consolidateLeased(
+  store: StorageBackend,
+  consolidator: Consolidator,
+  s: Pick<SessionRecord, 'id' | 'project'>,
+  worker: string,
+  o: ConsolidationRunOptions,
+): Promise<RunSessionOutcome> {
+  const session = await store.getSession(s.id);
+  // An unknown session: consolidateSession answers NOT_FOUND; nothing to lease.
+  if (!session) return consolidator.consolidateSession(s.id, { backfill: o.backfillSkipped === true });
+  const job = await store.summaries.leaseSession({ sessionId: session.id, project: session.project, throughTurn: session.lastTurn }, worker, o.leaseMs ?? DEFAULT_LEASE_MS);
+  if (job === null) return { sessionId: s.id, status: 'held', summaries: [], usage: { inputTokens: 0, outputTokens: 0 }, ms: 0 };
+  try {
+    const out = await consolidator.consolidateSession(s.id, { backfill: o.backfillSkipped === true });
+    await store.summaries.finish(s.id, worker, { throughTurn: session.lastTurn });
+    return out;
+  } catch (err) {
+    await store.summaries.finish(s.id, worker, { throughTurn: session.lastTurn, error: err instanceof Error ? err.message : String(err) });
+    throw err;
+  }
 }
 
 function startOf(s: SessionRecord): number {

@@ -107,6 +107,12 @@ export interface SummaryStorage {
   enqueue(jobs: Array<{ sessionId: string; project: string; throughTurn: number }>): Promise<number>;
   /** Leases up to `limit` pending jobs (or ones whose lease ran out: a crashed worker's) to `worker`. */
   lease(worker: string, limit: number, leaseMs: number, nowMs?: number): Promise<ConsolidationJob[]>;
+  /**
+   * Leases one session's job to `worker` now (queued first if it is not): `engram consolidate` takes the same lease
+   * as the serve worker, so the two never consolidate a session at once. Null when another worker's lease on it has
+   * not run out (the caller leaves the session to it); a lease `worker` already holds is renewed.
+   */
+  leaseSession(job: { sessionId: string; project: string; throughTurn: number }, worker: string, leaseMs: number, nowMs?: number): Promise<ConsolidationJob | null>;
   /** Ends a leased job: done, or failed with its error (failed jobs are retried up to the caller's limit). */
   finish(sessionId: string, worker: string, outcome: { error?: string; throughTurn: number }): Promise<void>;
   counts(): Promise<SummaryCounts>;

@@ -206,6 +206,21 @@ export class PostgresSummaries implements SummaryStorage {
     return rows.map(jobFromColumns).sort((a, b) => a.sessionId.localeCompare(b.sessionId));
   }
 
+  async leaseSession(job: { sessionId: string; project: string; throughTurn: number }, worker: string, leaseMs: number, nowMs: number = Date.now()): Promise<ConsolidationJob | null> {
+    // The upsert locks the row: a worker's lease in flight (FOR UPDATE SKIP LOCKED) is waited for, then re-checked.
+    const rows = await this.query<JobColumns>(
+      `INSERT INTO ${this.s}.consolidation_jobs AS j (session_id, project, through_turn, status, attempts, leased_by, lease_until_ms, updated_ms)
+       VALUES ($1, $2, $3, 'leased', 1, $4, $5, $6)
+       ON CONFLICT (session_id) DO UPDATE SET status = 'leased', leased_by = excluded.leased_by, lease_until_ms = excluded.lease_until_ms,
+         through_turn = GREATEST(j.through_turn, excluded.through_turn), attempts = 1, error = NULL, updated_ms = excluded.updated_ms
+       WHERE j.status <> 'leased' OR j.lease_until_ms < $6 OR j.leased_by = excluded.leased_by
+       RETURNING j.*`,
+      [job.sessionId, job.project, job.throughTurn, worker, nowMs + leaseMs, nowMs],
+      'leasing a consolidation job failed',
+    );
+    return rows[0] ? jobFromColumns(rows[0]) : null;
+  }
+
   async finish(sessionId: string, worker: string, outcome: { error?: string; throughTurn: number }): Promise<void> {
     await this.query(
       `UPDATE ${this.s}.consolidation_jobs SET status = CASE WHEN $1::text IS NOT NULL THEN 'failed' WHEN through_turn > $2 THEN 'pending' ELSE 'done' END,

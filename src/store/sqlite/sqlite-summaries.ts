@@ -191,6 +191,23 @@ export class SqliteSummaries implements SummaryStorage {
     }
   }
 
+  async leaseSession(job: { sessionId: string; project: string; throughTurn: number }, worker: string, leaseMs: number, nowMs: number = Date.now()): Promise<ConsolidationJob | null> {
+    try {
+      const row = this.db
+        .prepare(
+          `INSERT INTO consolidation_jobs (session_id, project, through_turn, status, attempts, leased_by, lease_until_ms, updated_ms) VALUES (?, ?, ?, 'leased', 1, ?, ?, ?)
+           ON CONFLICT (session_id) DO UPDATE SET status = 'leased', leased_by = excluded.leased_by, lease_until_ms = excluded.lease_until_ms,
+             through_turn = MAX(consolidation_jobs.through_turn, excluded.through_turn), attempts = 1, error = NULL, updated_ms = excluded.updated_ms
+           WHERE consolidation_jobs.status <> 'leased' OR consolidation_jobs.lease_until_ms < ? OR consolidation_jobs.leased_by = excluded.leased_by
+           RETURNING *`,
+        )
+        .get(job.sessionId, job.project, job.throughTurn, worker, nowMs + leaseMs, nowMs, nowMs) as JobColumns | undefined;
+      return row ? jobFromColumns(row) : null;
+    } catch (err) {
+      throw translateSqliteError(err, 'leasing a consolidation job failed');
+    }
+  }
+
   async finish(sessionId: string, worker: string, outcome: { error?: string; throughTurn: number }): Promise<void> {
     this.db
       .prepare(

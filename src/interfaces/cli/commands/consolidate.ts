@@ -61,6 +61,7 @@ export async function consolidateCommand(mem: Engram, args: ConsolidateArgs, io:
     ]),
   );
   if (b.skipped > 0) io.out('Skipped sessions keep all their events; summarize them anyway with: engram consolidate --backfill-skipped');
+  if (b.held > 0) io.out(`${b.held} session${b.held === 1 ? ' was' : 's were'} being consolidated by another consolidator (engram serve's worker, another run) and left to it.`);
   return 0;
 }
 
