@@ -8,6 +8,7 @@ import { decodeArtifact, sha256Hex } from './artifact-codec.js';
 import { DEFAULT_MAX_INDEXED_CHARS, searchMetaFor } from './ingest.js';
 import { indexTextOf } from './index-text.js';
 import { hasTurnContext, TURN_CONTEXT_EVENTS, turnContext, type ContextSource } from './turn-context.js';
+import { copyGraph, type GraphCopyReport } from './graph-copy.js';
 
 export interface CopyOptions {
   /** Events per transaction in the target. Default 500. */
@@ -36,11 +37,13 @@ export interface CopyReport {
   isVerified: boolean;
   /** sha256 over every event of every session, in session-id and turn order: equal on both sides. */
   digest: string;
+  /** The knowledge graph's rows copied (memory/graph-copy.ts), verified by their counts. */
+  graph: GraphCopyReport;
 }
 
 /**
  * Copies every session, event and artifact from one store to another, losslessly: ids, turns, timestamps,
- * keys, input hashes and artifact bytes are kept. Resumable: a session the target already holds a prefix of
+ * keys, input hashes and artifact bytes are kept; then the knowledge graph (memory/graph-copy.ts). Resumable: a session the target already holds a prefix of
  * continues after it (a target whose events differ is refused, never mixed). Ends by verifying counts and a
  * digest of every event on both sides.
  */
@@ -49,7 +52,15 @@ export async function copyStore(from: StorageBackend, to: StorageBackend, option
   const maxIndexedChars = options.maxIndexedChars ?? DEFAULT_MAX_INDEXED_CHARS;
   const sessions = (await from.listSessions()).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const eventsTotal = sessions.reduce((n, s) => n + s.eventCount, 0);
-  const report: CopyReport = { sessions: sessions.length, eventsCopied: 0, eventsAlreadyThere: 0, artifactsCopied: 0, isVerified: false, digest: '' };
+  const report: CopyReport = {
+    sessions: sessions.length,
+    eventsCopied: 0,
+    eventsAlreadyThere: 0,
+    artifactsCopied: 0,
+    isVerified: false,
+    digest: '',
+    graph: { entities: 0, edges: 0, citations: 0, cursors: 0, isVerified: false },
+  };
   let eventsDone = 0;
   const progress = (phase: CopyProgress['phase'], sessionsDone: number): void =>
     options.onProgress?.({ phase, eventsDone, eventsTotal, sessionsDone, sessionsTotal: sessions.length });
@@ -108,6 +119,8 @@ export async function copyStore(from: StorageBackend, to: StorageBackend, option
   }
   report.isVerified = true;
   report.digest = whole.digest('hex');
+  // Derived data, copied rather than rebuilt: its citations name the events copied above.
+  report.graph = await copyGraph(from, to);
   return report;
 }
 

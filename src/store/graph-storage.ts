@@ -85,6 +85,33 @@ export interface GraphStorage {
   getCursor(source: string): Promise<number | null>;
   /** Counts of stored rows. */
   counts(): Promise<GraphWriteCounts>;
+  /**
+   * Every row of one table, a page at a time in a stable order (entities and edges by id, citations by their row
+   * key, cursors by source), for copying the graph to another store (`engram migrate`, memory/graph-copy.ts).
+   * Full trust: no visibility filter.
+   */
+  exportRows<T extends keyof GraphRows>(table: T, after: string | null, limit: number): Promise<GraphRows[T]>;
+  /**
+   * Stores rows read by {@link exportRows} from another store as they are (first-seen times, citation counts,
+   * confidences, cursor positions), each row once: a row already present is left unchanged, so a copy can be
+   * run again after an interruption. No batch check: the source's rows were checked when they were written;
+   * a citation's event must exist (copy the events first).
+   */
+  importRows(rows: Partial<GraphRows>): Promise<GraphWriteCounts & { cursors: number }>;
+}
+
+/** Rows of the graph's tables as {@link GraphStorage.exportRows} pages them; `key` is the paging key. */
+export interface GraphRows {
+  entities: Array<{ key: string; id: string; kind: string; name: string; firstMs: number; citations: number }>;
+  edges: Array<{ key: string; id: string; type: string; src: string; dst: string; confidence: number; firstMs: number }>;
+  /** `key`: the row's id in its store, zero-padded so that keys sort as the rows do. */
+  citations: Array<CitationRecord & { key: string }>;
+  cursors: Array<{ key: string; source: string; position: number }>;
+}
+
+/** A citation row id as an export key that sorts like the number. */
+export function citationExportKey(id: number | string): string {
+  return String(id).padStart(20, '0');
 }
 
 /**

@@ -12,8 +12,10 @@ import {
   type EntityColumns,
   type EntityQuery,
   type GraphBatch,
+  type GraphRows,
   type GraphStorage,
   type GraphWriteCounts,
+  citationExportKey,
 } from '../graph-storage.js';
 import type { PgBusQuery, PgBusTransaction } from './postgres-bus.js';
 import { visibleSessionSql } from './postgres-sessions.js';
@@ -85,6 +87,97 @@ export class PostgresGraph implements GraphStorage {
            ON CONFLICT (source) DO UPDATE SET position = excluded.position, updated_ms = excluded.updated_ms`,
           [source, position, now],
         );
+      }
+      return counts;
+    });
+  }
+
+  async exportRows<T extends keyof GraphRows>(table: T, after: string | null, limit: number): Promise<GraphRows[T]> {
+    const s = this.s;
+    const rows = (sql: string, key: unknown) => this.query<Record<string, unknown>>(sql, [key, limit], 'exporting graph rows failed');
+    switch (table) {
+      case 'entities':
+        return (await rows(`SELECT * FROM ${s}.graph_entities WHERE id COLLATE "C" > $1 ORDER BY id COLLATE "C" LIMIT $2`, after ?? '')).map((r) => ({
+          key: String(r.id),
+          id: String(r.id),
+          kind: String(r.kind),
+          name: String(r.name),
+          firstMs: Number(r.first_ms),
+          citations: Number(r.citations),
+        })) as GraphRows[T];
+      case 'edges':
+        return (await rows(`SELECT * FROM ${s}.graph_edges WHERE id COLLATE "C" > $1 ORDER BY id COLLATE "C" LIMIT $2`, after ?? '')).map((r) => ({
+          key: String(r.id),
+          id: String(r.id),
+          type: String(r.type),
+          src: String(r.src_id),
+          dst: String(r.dst_id),
+          confidence: Number(r.confidence),
+          firstMs: Number(r.first_ms),
+        })) as GraphRows[T];
+      case 'citations':
+        return (await rows(`SELECT * FROM ${s}.graph_citations WHERE id > $1 ORDER BY id LIMIT $2`, after === null ? '0' : String(Number(after)))).map((r) => ({
+          key: citationExportKey(r.id as string),
+          ...citationFromColumns(r as unknown as CitationColumns),
+        })) as GraphRows[T];
+      default:
+        return (await rows(`SELECT source, position FROM ${s}.graph_cursors WHERE source COLLATE "C" > $1 ORDER BY source COLLATE "C" LIMIT $2`, after ?? '')).map((r) => ({
+          key: String(r.source),
+          source: String(r.source),
+          position: Number(r.position),
+        })) as GraphRows[T];
+    }
+  }
+
+  async importRows(rows: Partial<GraphRows>): Promise<GraphWriteCounts & { cursors: number }> {
+    const s = this.s;
+    return this.transaction('copying graph rows failed', async (c) => {
+      const counts = { entities: 0, edges: 0, citations: 0, cursors: 0 };
+      for (const e of rows.entities ?? []) {
+        const r = await c.query(`INSERT INTO ${s}.graph_entities (id, kind, name, first_ms, citations) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`, [
+          e.id,
+          e.kind,
+          e.name,
+          e.firstMs,
+          e.citations,
+        ]);
+        counts.entities += r.rowCount ?? 0;
+      }
+      for (const e of rows.edges ?? []) {
+        const r = await c.query(`INSERT INTO ${s}.graph_edges (id, type, src_id, dst_id, confidence, first_ms) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`, [
+          e.id,
+          e.type,
+          e.src,
+          e.dst,
+          e.confidence,
+          e.firstMs,
+        ]);
+        counts.edges += r.rowCount ?? 0;
+      }
+      for (const cite of rows.citations ?? []) {
+        const r = await c.query(
+          `INSERT INTO ${s}.graph_citations (target_id, source_key, event_id, session_id, pointer, digest, commit_sha, project, confidence, quote, ts_ms)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (target_id, source_key) DO NOTHING`,
+          [
+            cite.targetId,
+            cite.eventId ?? cite.pointer!,
+            cite.eventId ?? null,
+            cite.sessionId ?? null,
+            cite.pointer ?? null,
+            cite.digest ?? null,
+            cite.commit ?? null,
+            cite.project ?? null,
+            cite.confidence,
+            cite.quote,
+            cite.tsMs,
+          ],
+        );
+        counts.citations += r.rowCount ?? 0;
+      }
+      const now = Date.now();
+      for (const cur of rows.cursors ?? []) {
+        const r = await c.query(`INSERT INTO ${s}.graph_cursors (source, position, updated_ms) VALUES ($1, $2, $3) ON CONFLICT (source) DO NOTHING`, [cur.source, cur.position, now]);
+        counts.cursors += r.rowCount ?? 0;
       }
       return counts;
     });

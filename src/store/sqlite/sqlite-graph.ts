@@ -13,8 +13,10 @@ import {
   type EntityColumns,
   type EntityQuery,
   type GraphBatch,
+  type GraphRows,
   type GraphStorage,
   type GraphWriteCounts,
+  citationExportKey,
 } from '../graph-storage.js';
 import { VISIBLE_SESSION_SQL } from './sqlite-sessions.js';
 import { translateSqliteError } from './sqlite-errors.js';
@@ -159,6 +161,80 @@ export class SqliteGraph implements GraphStorage {
       .prepare('SELECT (SELECT count(*) FROM graph_entities) AS entities, (SELECT count(*) FROM graph_edges) AS edges, (SELECT count(*) FROM graph_citations) AS citations')
       .get() as GraphWriteCounts;
     return { entities: Number(row.entities), edges: Number(row.edges), citations: Number(row.citations) };
+  }
+
+  async exportRows<T extends keyof GraphRows>(table: T, after: string | null, limit: number): Promise<GraphRows[T]> {
+    const rows = (sql: string, key: unknown) => this.all<Record<string, unknown>>(sql, [key, limit]);
+    switch (table) {
+      case 'entities':
+        return rows('SELECT * FROM graph_entities WHERE id > ? ORDER BY id LIMIT ?', after ?? '').map((r) => ({
+          key: String(r.id),
+          id: String(r.id),
+          kind: String(r.kind),
+          name: String(r.name),
+          firstMs: Number(r.first_ms),
+          citations: Number(r.citations),
+        })) as GraphRows[T];
+      case 'edges':
+        return rows('SELECT * FROM graph_edges WHERE id > ? ORDER BY id LIMIT ?', after ?? '').map((r) => ({
+          key: String(r.id),
+          id: String(r.id),
+          type: String(r.type),
+          src: String(r.src_id),
+          dst: String(r.dst_id),
+          confidence: Number(r.confidence),
+          firstMs: Number(r.first_ms),
+        })) as GraphRows[T];
+      case 'citations':
+        return rows('SELECT * FROM graph_citations WHERE id > ? ORDER BY id LIMIT ?', after === null ? 0 : Number(after)).map((r) => ({
+          key: citationExportKey(r.id as number),
+          ...citationFromColumns(r as unknown as CitationColumns),
+        })) as GraphRows[T];
+      default:
+        return rows('SELECT source, position FROM graph_cursors WHERE source > ? ORDER BY source LIMIT ?', after ?? '').map((r) => ({
+          key: String(r.source),
+          source: String(r.source),
+          position: Number(r.position),
+        })) as GraphRows[T];
+    }
+  }
+
+  async importRows(rows: Partial<GraphRows>): Promise<GraphWriteCounts & { cursors: number }> {
+    const run = this.db.transaction(() => {
+      const counts = { entities: 0, edges: 0, citations: 0, cursors: 0 };
+      const entity = this.db.prepare('INSERT INTO graph_entities (id, kind, name, first_ms, citations) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING');
+      for (const e of rows.entities ?? []) counts.entities += entity.run(e.id, e.kind, e.name, e.firstMs, e.citations).changes;
+      const edge = this.db.prepare('INSERT INTO graph_edges (id, type, src_id, dst_id, confidence, first_ms) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING');
+      for (const e of rows.edges ?? []) counts.edges += edge.run(e.id, e.type, e.src, e.dst, e.confidence, e.firstMs).changes;
+      const citation = this.db.prepare(
+        `INSERT INTO graph_citations (target_id, source_key, event_id, session_id, pointer, digest, commit_sha, project, confidence, quote, ts_ms)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (target_id, source_key) DO NOTHING`,
+      );
+      for (const c of rows.citations ?? []) {
+        counts.citations += citation.run(
+          c.targetId,
+          c.eventId ?? c.pointer!,
+          c.eventId ?? null,
+          c.sessionId ?? null,
+          c.pointer ?? null,
+          c.digest ?? null,
+          c.commit ?? null,
+          c.project ?? null,
+          c.confidence,
+          c.quote,
+          c.tsMs,
+        ).changes;
+      }
+      const cursor = this.db.prepare('INSERT INTO graph_cursors (source, position, updated_ms) VALUES (?, ?, ?) ON CONFLICT (source) DO NOTHING');
+      const now = Date.now();
+      for (const c of rows.cursors ?? []) counts.cursors += cursor.run(c.source, c.position, now).changes;
+      return counts;
+    });
+    try {
+      return run.immediate();
+    } catch (err) {
+      throw translateSqliteError(err, 'copying graph rows failed');
+    }
   }
 
   private all<R>(sql: string, params: unknown[]): R[] {

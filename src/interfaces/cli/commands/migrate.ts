@@ -48,6 +48,7 @@ export async function migrateCommand(args: MigrateArgs, io: Io): Promise<number>
           ['events copied', report.eventsCopied],
           ['already in target', report.eventsAlreadyThere],
           ['artifacts copied', report.artifactsCopied],
+          ['graph copied', `${report.graph.entities} entities, ${report.graph.edges} edges, ${report.graph.citations} citations, ${report.graph.cursors} cursors`],
           ['verified', report.isVerified ? `yes (digest ${report.digest.slice(0, 16)}…)` : 'no'],
         ]),
       );
