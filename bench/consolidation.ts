@@ -23,7 +23,7 @@ import type { EventInput } from '../src/model/event.js';
 import type { SummaryDepth } from '../src/model/summary.js';
 import { machineLine } from './lib/stats.js';
 
-const THEMES: Record<string, string[]> = {
+export const THEMES: Record<string, string[]> = {
   storage: ['move the team server to PostgreSQL 16', 'keep SQLite in WAL mode on laptops', 'partition the events table by month', 'compress artifacts with zstd level 9', 'never delete raw events, only tombstone them', 'cap the full-text index at 64 KiB per event'],
   auth: ['issue one bearer token per agent', 'hash tokens with sha256 before storing them', 'rotate admin tokens every 90 days', 'refuse tokens over plain HTTP beyond loopback', 'scope every token to one project', 'log every failed login with its address'],
   deploy: ['ship a single static binary per platform', 'run canaries on 5 percent of traffic for an hour', 'pin Node to version 20 LTS', 'build images with distroless bases', 'tag releases from the main branch only', 'keep two previous releases for rollback'],
@@ -46,23 +46,23 @@ function rng(seed: number): () => number {
   };
 }
 
-interface Decision {
+export interface Decision {
   theme: string;
   month: string;
   phrase: string;
   sessionId: string;
 }
-interface Needle {
+export interface Needle {
   code: string;
   file: string;
 }
-interface Trace {
+export interface Trace {
   sessions: Array<{ id: string; theme: string; events: EventInput[]; isTrivial: boolean }>;
   decisions: Decision[];
   needles: Needle[];
 }
 
-function generate(seed: number, sessionsCount: number): Trace {
+export function generate(seed: number, sessionsCount: number): Trace {
   const random = rng(seed);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(random() * xs.length)]!;
   const themes = Object.keys(THEMES);
