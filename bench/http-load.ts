@@ -11,8 +11,8 @@
  * targets of issue #14, then gives each run's detail.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem, tmpdir } from 'node:os';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { openEngram } from '../src/engine.js';
@@ -117,6 +117,10 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
     const measureFrom = t0 + args.warmupSeconds * 1000;
     const endAt = measureFrom + args.seconds * 1000;
     console.error(`== ${args.agents} agents for ${args.warmupSeconds} + ${args.seconds} s`);
+    // CPU time of each process over the measured window: the server's from /proc, the load generator's own.
+    const cpuAt: Array<{ server: number | null; client: number; loadAvg: number }> = [];
+    const cpuSnapshot = () => cpuAt.push({ server: readCpuMs(server.pid), client: cpuMs(process.cpuUsage()), loadAvg: loadavg()[0]! });
+    const cpuTimers = [setTimeout(cpuSnapshot, measureFrom - performance.now()), setTimeout(cpuSnapshot, endAt - performance.now())];
 
     const timed = async (op: Op, fn: () => Promise<Response>): Promise<{ res: Response; body: any } | null> => {
       const start = performance.now();
@@ -176,6 +180,8 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
       }),
     );
     const loadSeconds = args.seconds;
+    cpuTimers.forEach(clearTimeout);
+    const cpu = cpuUsage(cpuAt, loadSeconds, samples.filter((s) => s.isMeasured).length);
 
     console.error('== verifying over HTTP');
     let httpVerified = true;
@@ -242,6 +248,7 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
         problems,
       },
       server: { maxRssMb, shutdownMs: round(shutdownMs, 0), exitCode },
+      ...(cpu ? { cpu } : {}),
       ...(profile ? { profile } : {}),
     };
     if (args.writeReport ?? true) {
@@ -290,9 +297,45 @@ async function startServer(location: StoreLocation, embedder: 'none' | 'builtin'
 function readProfile(profileDir: string): ProfileSummary | null {
   const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
   if (!file) return null;
+  // ENGRAM_BENCH_PROFILE_OUT=dir keeps the whole profile (Chrome DevTools, or inclusive times) beside the summary.
+  const keep = process.env.ENGRAM_BENCH_PROFILE_OUT;
+  if (keep) {
+    mkdirSync(keep, { recursive: true });
+    copyFileSync(join(profileDir, file), join(keep, `http-load-${Date.now()}.cpuprofile`));
+  }
   const summary = summarizeCpuProfile(JSON.parse(readFileSync(join(profileDir, file), 'utf8')) as CpuProfile, 15);
   const r = (e: ProfileEntry) => ({ ...e, selfMs: round(e.selfMs, 0), share: round(e.share, 3) });
   return { totalMs: round(summary.totalMs, 0), functions: summary.functions.map(r), files: summary.files.map(r) };
+}
+
+/** User + system CPU time of a process, in ms (Linux /proc; null elsewhere). */
+function readCpuMs(pid: number): number | null {
+  try {
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return null;
+  }
+}
+
+function cpuMs(usage: NodeJS.CpuUsage): number {
+  return (usage.user + usage.system) / 1000;
+}
+
+/** Cores each process kept busy over the measured window, and CPU ms per request answered. */
+function cpuUsage(at: ReadonlyArray<{ server: number | null; client: number; loadAvg: number }>, seconds: number, requests: number): HttpLoadReport['cpu'] | null {
+  const [from, to] = at;
+  if (!from || !to || from.server === null || to.server === null || requests === 0) return null;
+  const server = to.server - from.server;
+  const client = to.client - from.client;
+  return {
+    serverCores: round(server / (seconds * 1000), 2),
+    clientCores: round(client / (seconds * 1000), 2),
+    serverMsPerRequest: round(server / requests, 2),
+    clientMsPerRequest: round(client / requests, 2),
+    loadAverage: round(to.loadAvg, 2),
+  };
 }
 
 function readMaxRssMb(pid: number): number | null {
@@ -325,6 +368,11 @@ export interface HttpLoadReport {
     problems: string[];
   };
   server: { maxRssMb: number | null; shutdownMs: number; exitCode: number | null };
+  /**
+   * CPU over the measured window: cores kept busy by the server and by the load generator (this process), CPU ms
+   * per request answered, and the machine's 1-minute load average at its end (other processes share the cores).
+   */
+  cpu?: { serverCores: number; clientCores: number; serverMsPerRequest: number; clientMsPerRequest: number; loadAverage: number };
   profile?: ProfileSummary;
 }
 
@@ -363,7 +411,14 @@ ${fmt(round(totalPerSec, 0))} requests/s in all; with ${c.agents} agents in clos
 ${c.agents} / ${fmt(round(totalPerSec, 0))} = ${round((c.agents / totalPerSec) * 1000, 1)} ms, close to the measured means: latency here is mostly waiting behind the
 other agents' requests on the server's one JavaScript thread, not the cost of one request (about
 ${round(1000 / totalPerSec, 1)} ms of server time each, on a core shared with the load generator).
-
+${
+  r.cpu
+    ? `
+**CPU** (measured window): the server kept ${r.cpu.serverCores} cores busy (${r.cpu.serverMsPerRequest} ms of CPU per request), the load
+generator ${r.cpu.clientCores} (${r.cpu.clientMsPerRequest} ms per request), on ${r.cpus} cores; 1-minute load average ${r.cpu.loadAverage} at the end.
+`
+    : ''
+}
 **Errors:** ${errorLines.length === 0 ? 'none.' : errorLines.map(([k, n]) => `${k}: ${n}`).join('; ')}
 
 **Exactly once.** ${fmt(v.acknowledgedEvents)} events were acknowledged (warm-up included). Paging every session
@@ -400,7 +455,8 @@ export function renderSuiteReport(runs: readonly HttpLoadReport[]): string {
     const q = r.ops.recall;
     const verified = r.verification.httpVerified && r.verification.storeVerified && r.server.exitCode === 0;
     const errors = Object.values(r.errors).reduce((n, e) => n + e, 0);
-    return `| ${r.config.backend} | ${r.config.agents} | ${fmt(a.perSec)} | ${a.p95Ms} | ${fmt(q.perSec)} | ${q.p95Ms} | ${fmt(r.eventsPerSec)} | ${errors} | ${verified ? 'yes' : 'NO'} |`;
+    const cpu = r.cpu ? `${r.cpu.serverCores} / ${r.cpu.clientCores} | ${r.cpu.serverMsPerRequest} | ${r.cpu.loadAverage}` : '? | ? | ?';
+    return `| ${r.config.backend} | ${r.config.agents} | ${fmt(a.perSec)} | ${a.p95Ms} | ${fmt(q.perSec)} | ${q.p95Ms} | ${fmt(r.eventsPerSec)} | ${errors} | ${verified ? 'yes' : 'NO'} | ${cpu} |`;
   });
   const first = runs[0];
   return `# HTTP API under load
@@ -410,10 +466,10 @@ generator and the server share these cores). Code: \`bench/http-load.ts\`. Embed
 (\`none\`: recall is full-text). Each row is a fresh store; each agent appends a turn of ${first?.config.batch ?? 4} events, then recalls,
 in a closed loop (details per run below).
 
-| backend | agents | appends/s | append p95 ms | recalls/s | recall p95 ms | events/s | errors | exactly once |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
+| backend | agents | appends/s | append p95 ms | recalls/s | recall p95 ms | events/s | errors | exactly once | cores: server / load generator | server CPU ms per request | load average |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |
 ${rows.join('\n')}
-| **target (#14, 32 agents)** | 32 | >= ${fmt(t.appendPerSec)} | < ${t.appendP95Ms} | >= ${t.recallPerSec} | < ${t.recallP95Ms} | | 0 | yes |
+| **target (#14, 32 agents)** | 32 | >= ${fmt(t.appendPerSec)} | < ${t.appendP95Ms} | >= ${t.recallPerSec} | < ${t.recallP95Ms} | | 0 | yes | | | |
 
 ${runs.map((r) => renderReport(r).replace(/^# HTTP API under load\n/, `## ${r.config.backend}, ${r.config.agents} agents\n`)).join('\n')}`;
 }

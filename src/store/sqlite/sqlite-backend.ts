@@ -57,6 +57,7 @@ import { BOUND_ABOVE_ROWS, BOUND_PHRASE_ABOVE_ROWS, Fts5BoundedSearch } from './
 import { chunks, translateSqliteError } from './sqlite-errors.js';
 import { openSqliteConnection, readVersion, startWalCheckpointer, type SqliteBackendOptions } from './sqlite-connection.js';
 import { SqliteVectors } from './sqlite-vectors.js';
+import { GroupCommit } from './group-commit.js';
 import { rewriteTextRows } from './sqlite-text-index.js';
 
 type Db = Database.Database;
@@ -103,6 +104,8 @@ export class SqliteBackend implements StorageBackend {
   readonly graph: GraphStorage;
   readonly summaries: SummaryStorage;
   private readonly purger: SqlitePurge;
+  /** Appends arriving together share one transaction and one commit. */
+  private readonly groupCommit: GroupCommit;
   private checkpointer: Checkpointer | undefined;
   private isClosed = false;
   /** How this backend was opened: a transaction's own connection (see withTransaction) is opened the same way. */
@@ -134,6 +137,7 @@ export class SqliteBackend implements StorageBackend {
     this.graph = new SqliteGraph(db);
     this.summaries = new SqliteSummaries(db);
     this.purger = new SqlitePurge(db);
+    this.groupCommit = new GroupCommit(db);
   }
 
   static open(path: string, options: SqliteBackendOptions = {}): SqliteBackend {
@@ -153,7 +157,7 @@ export class SqliteBackend implements StorageBackend {
   async appendEvents(sessionId: SessionId, drafts: EventDraft[], artifacts: ArtifactDraft[], options: AppendOptions = {}): Promise<AppendOutcome[]> {
     this.assertOpen();
     const s = this.stmts;
-    const run = this.db.transaction((): AppendOutcome[] => {
+    const write = (): AppendOutcome[] => {
       for (const artifact of artifacts) {
         const r = artifact.record;
         s.insertArtifact.run(r.id, r.sha256, r.sizeBytes, r.storedBytes, r.encoding, r.mediaType, Date.parse(r.createdAt), artifact.stored);
@@ -216,9 +220,11 @@ export class SqliteBackend implements StorageBackend {
       if (added > 0) s.updateSession.run(turn, added, minMs, minMs, maxMs, maxMs, sessionId);
       this.vectors.enqueue(rowids);
       return outcomes;
-    });
+    };
     try {
-      return run.immediate();
+      // Inside withTransaction the append joins that transaction; otherwise it is group-committed with the
+      // appends that arrive alongside it (group-commit.ts), in a savepoint of its own.
+      return this.isTransactionView ? this.db.transaction(write).immediate() : await this.groupCommit.submit(write);
     } catch (err) {
       throw isEngramError(err) ? err : translateSqliteError(err, 'append failed');
     }
@@ -732,6 +738,7 @@ export class SqliteBackend implements StorageBackend {
   async close(): Promise<void> {
     if (this.isClosed) return;
     this.isClosed = true;
+    this.groupCommit.flushAll();
     await this.checkpointer?.stop();
     this.db.close();
   }
