@@ -1,4 +1,4 @@
-import { LineCounter, parseDocument, type YAMLError } from 'yaml';
+import type { LineCounter, YAMLError } from 'yaml';
 import { EngramError } from '../../errors.js';
 import {
   CHILD_TO_PARENT_SECTIONS,
@@ -12,6 +12,7 @@ import {
 } from './agent-message.js';
 import { jsonValueProblem } from '../../model/limits.js';
 import { invalidInputFromIssues } from './field-path.js';
+import { yamlModule } from './yaml-module.js';
 
 export type AgentMessageFormat = 'json' | 'yaml';
 
@@ -143,6 +144,7 @@ function readJson(text: string): unknown {
 }
 
 function readYaml(text: string): unknown {
+  const { LineCounter, parseDocument } = yamlModule();
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true, lineCounter });
   const error = doc.errors[0];
@@ -167,6 +169,7 @@ function readYaml(text: string): unknown {
 const MAX_YAML_ALIASES = 20;
 
 function firstYamlError(text: string, schema: 'json' | 'core'): { line: number; column: number } | undefined {
+  const { LineCounter, parseDocument } = yamlModule();
   const lineCounter = new LineCounter();
   const error = parseDocument(text, { schema, prettyErrors: false, uniqueKeys: true, lineCounter }).errors[0];
   return error ? position(error, lineCounter) : undefined;

@@ -1,6 +1,6 @@
-import { Document, isScalar, visit } from 'yaml';
 import { toWire, type AgentMessage } from './agent-message.js';
 import type { AgentMessageFormat } from './parse-agent-message.js';
+import { yamlModule } from './yaml-module.js';
 
 export interface RenderAgentMessageOptions {
   /** Default `yaml`, the seed's form (§7). */
@@ -18,6 +18,7 @@ const POINTER_KEYS = new Set(['type', 'ref', 'digest', 'span']);
 export function renderAgentMessage(message: AgentMessage, options: RenderAgentMessageOptions = {}): string {
   const wire = toWire(message);
   if (options.format === 'json') return `${JSON.stringify(wire, null, 2)}\n`;
+  const { Document, isScalar, visit } = yamlModule();
   const doc = new Document(wire);
   visit(doc, {
     Map(_key, node) {

@@ -7,52 +7,11 @@ import { DEFAULT_DB_PATH, type StoreLocation } from '../../store/open-store.js';
 import { createEmbedderFromSpec, DEFAULT_EMBEDDER_SPEC, parseEmbedderSpec } from '../../providers/embedder-spec.js';
 import { PACKAGE_VERSION } from '../shared/package-version.js';
 import { LLM_OPTION_DESCRIPTION } from './llm-option.js';
-import type { CliContext, CommandAction, GlobalOptions, RegisterCommands, VectorUse } from './cli-context.js';
-import * as agent from './commands/agent.js';
-import * as bench from './commands/bench.js';
-import * as bus from './commands/bus.js';
-import * as consolidate from './commands/consolidate.js';
-import * as context from './commands/context.js';
-import * as embedding from './commands/embedding.js';
-import * as graph from './commands/graph.js';
-import * as hierarchy from './commands/hierarchy.js';
-import * as hooks from './commands/hooks.js';
-import * as ingest from './commands/ingest.js';
-import * as init from './commands/init.js';
-import * as karma from './commands/karma.js';
-import * as mcp from './commands/mcp.js';
-import * as migrate from './commands/migrate.js';
-import * as purge from './commands/purge.js';
-import * as recall from './commands/recall.js';
-import * as serve from './commands/serve.js';
-import * as show from './commands/show.js';
-import * as stats from './commands/stats.js';
+import type { CliContext, CommandAction, GlobalOptions, VectorUse } from './cli-context.js';
+import { registerCommands } from './command-registry.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 import type { Io } from './output.js';
 import { formatPairs, processIo } from './output.js';
-
-/** Every command, in the order `engram --help` lists them (a file may register several). */
-const COMMANDS: readonly RegisterCommands[] = [
-  init.register,
-  ingest.register,
-  recall.register,
-  bus.register,
-  embedding.register, // reindex
-  show.register,
-  stats.register, // stats, sessions, share, unshare
-  context.register, // context, compact, pin, task
-  hierarchy.register, // delegate, report, reports, tree, recall-tree
-  karma.register,
-  graph.register, // graph build, entities, impact, expand
-  consolidate.register, // consolidate, summaries
-  purge.register,
-  agent.register,
-  serve.register,
-  mcp.register,
-  hooks.register,
-  migrate.register,
-  bench.register,
-];
 
 /**
  * The `engram` command line. Parses arguments, opens the store, calls the engine, and maps errors to
@@ -117,7 +76,8 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     .exitOverride()
     .showHelpAfterError(asJson ? false : '(run engram --help for usage)');
 
-  for (const register of COMMANDS) register(program, cliContext);
+  // Only the invoked command's module graph is loaded (command-registry.ts); help loads every command.
+  await registerCommands(program, cliContext, argv);
 
   program.addHelpText(
     'after',

@@ -1,4 +1,5 @@
-import cliProgress from 'cli-progress';
+import type CliProgress from 'cli-progress';
+import { createRequire } from 'node:module';
 import type { Io } from './output.js';
 
 export interface Progress {
@@ -10,6 +11,8 @@ export interface Progress {
 /** A progress bar on stderr when it is a terminal; nothing otherwise (pipes and logs stay clean). */
 export function createProgress(io: Io): Progress {
   if (!io.isErrTty) return { update: () => {}, stop: () => {} };
+  // Loaded only when a bar is shown: 16 modules every CLI start (a recall, piped) would load for nothing.
+  const cliProgress = createRequire(import.meta.url)('cli-progress') as typeof CliProgress;
   const bar = new cliProgress.SingleBar(
     {
       format: ' {phase} [{bar}] {percentage}% | {doneFmt}/{totalFmt} | {events} events | eta {eta_formatted}',

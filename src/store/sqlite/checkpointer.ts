@@ -26,27 +26,43 @@ const timer = setInterval(() => {
 parentPort.on('message', () => { clearInterval(timer); db.close(); parentPort.close(); });
 `;
 
-export function startCheckpointer(path: string, intervalMs = DEFAULT_INTERVAL_MS): Checkpointer {
-  const driverPath = createRequire(import.meta.url).resolve('better-sqlite3');
-  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { path, driverPath, intervalMs } });
-  // Never keep a CLI process alive just for checkpoints.
-  worker.unref();
+/**
+ * The worker starts this long after the store opens, not with it: a short command (a CLI recall, `engram show`)
+ * is done before then and never pays for a thread that boots Node and the driver (~30-60 ms of CPU on a 2-core
+ * machine, issue #14 "CLI start to first recall"); until it starts, the committing connection's own fallback
+ * checkpoint (sqlite-connection.ts) bounds the WAL.
+ */
+export const CHECKPOINTER_START_DELAY_MS = 1000;
+
+export function startCheckpointer(path: string, intervalMs = DEFAULT_INTERVAL_MS, startDelayMs = CHECKPOINTER_START_DELAY_MS): Checkpointer {
+  let worker: Worker | undefined;
   let stopped: Promise<void> | undefined;
+  const startWorker = (): void => {
+    const driverPath = createRequire(import.meta.url).resolve('better-sqlite3');
+    worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { path, driverPath, intervalMs } });
+    // Never keep a CLI process alive just for checkpoints.
+    worker.unref();
+  };
+  const timer = setTimeout(startWorker, startDelayMs);
+  timer.unref();
   return {
     stop() {
+      clearTimeout(timer);
+      const running = worker;
+      if (!running) return (stopped ??= Promise.resolve());
       stopped ??= new Promise<void>((resolve) => {
         // Keep the process alive until the worker has closed its connection (an unref'd worker
         // would let the event loop drain mid-close: Node then exits with code 13).
-        worker.ref();
+        running.ref();
         // A worker that died already never emits exit again: give up waiting after 2 s.
-        const fallback = setTimeout(() => void worker.terminate().then(done), 2000);
+        const fallback = setTimeout(() => void running.terminate().then(done), 2000);
         function done(): void {
           clearTimeout(fallback);
           resolve();
         }
-        worker.once('exit', done);
-        worker.once('error', done);
-        worker.postMessage('stop');
+        running.once('exit', done);
+        running.once('error', done);
+        running.postMessage('stop');
       });
       return stopped;
     },

@@ -3,6 +3,7 @@ import { stemmer } from 'stemmer';
 import type { SearchTerm } from '../backend.js';
 import { LruCache } from '../../util/lru-cache.js';
 import { quoteFts5 } from './fts5-query.js';
+import { Fts5DfMemo } from './fts5-df-memo.js';
 
 /**
  * Most rows a query lets FTS5 score with bm25. Scoring dominates FTS5 query time (on 100K events: a
@@ -40,9 +41,12 @@ interface TermPlan {
 export class Fts5Planner {
   private readonly dfCache = new LruCache<string, { df: number; atMs: number }>(DF_CACHE_ENTRIES);
   private readonly vocab: Database.Statement;
+  /** Frequencies of common tokens kept in the store, so a new process does not count them again (fts5-df-memo.ts). */
+  private readonly memo: Fts5DfMemo;
 
   constructor(db: Database.Database) {
     this.vocab = db.prepare('SELECT doc FROM events_fts_vocab WHERE term = ?');
+    this.memo = new Fts5DfMemo(db);
   }
 
   plan(terms: SearchTerm[]): string | null {
@@ -57,7 +61,9 @@ export class Fts5Planner {
   planDetailed(terms: SearchTerm[]): Fts5Plan | null {
     const usable = terms.filter((t) => HAS_WORD_CHAR.test(t.text));
     if (usable.length === 0) return null;
+    this.memo.refresh();
     const planned: TermPlan[] = usable.map((term) => ({ term, df: term.isPrefix ? Number.POSITIVE_INFINITY : this.termDf(term.text) }));
+    this.memo.flush();
     const byRarity = [...planned].sort((a, b) => a.df - b.df);
     const rare: TermPlan[] = [];
     let scored = 0;
@@ -90,8 +96,11 @@ export class Fts5Planner {
     const now = Date.now();
     const hit = this.dfCache.get(token);
     if (hit && now - hit.atMs < DF_CACHE_TTL_MS) return hit.df;
-    const row = this.vocab.get(token) as { doc: number } | undefined;
-    const df = row?.doc ?? 0;
+    let df = this.memo.get(token);
+    if (df === undefined) {
+      df = (this.vocab.get(token) as { doc: number } | undefined)?.doc ?? 0;
+      this.memo.remember(token, df);
+    }
     this.dfCache.set(token, { df, atMs: now });
     return df;
   }
