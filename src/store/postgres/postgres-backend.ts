@@ -207,8 +207,12 @@ export class PostgresBackend implements StorageBackend {
       // Lock order, which keeps concurrent appends free of deadlocks: the one session row first, then
       // artifacts in id order. Turns are read and assigned only while the session row is locked, so they
       // are gap-free under any number of writers, and a rolled-back batch leaves the counter untouched.
-      await c.query(s.ensureSession, [sessionId, Date.now(), options.project ?? DEFAULT_PROJECT]);
-      const session = (await c.query<{ last_turn: number; project: string }>(s.lockSession, [sessionId])).rows[0]!;
+      // An existing session (every append but a session's first) takes one round trip: lock and read its row.
+      let session = (await c.query<{ last_turn: number; project: string }>(s.lockSession, [sessionId])).rows[0];
+      if (!session) {
+        await c.query(s.ensureSession, [sessionId, Date.now(), options.project ?? DEFAULT_PROJECT]);
+        session = (await c.query<{ last_turn: number; project: string }>(s.lockSession, [sessionId])).rows[0]!;
+      }
       if (options.requireProject !== undefined && session.project !== options.requireProject) throw sessionScopeDenied(sessionId, options.requireProject);
       if (options.writer !== undefined) {
         // Read after the session row's lock: a lease written by a concurrent delegation is seen here.

@@ -59,9 +59,13 @@ export class PostgresVectors {
   /** Queues appended events; runs inside the append transaction. */
   async enqueue(c: PgRunner, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
-    const rows = (await c.query<{ value: string }>(`SELECT value FROM ${this.s}.store_meta WHERE key = $1 FOR SHARE`, [VECTOR_MODEL_KEY])).rows;
-    if (!rows[0] || JSON.parse(rows[0].value) === null) return;
-    await c.query(`INSERT INTO ${this.s}.embedding_jobs (event_id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`, [ids]);
+    // One round trip: the model row is read (and locked FOR SHARE) and the jobs queued only when a model is set.
+    await c.query(
+      `WITH model AS (SELECT value FROM ${this.s}.store_meta WHERE key = $2 FOR SHARE)
+       INSERT INTO ${this.s}.embedding_jobs (event_id) SELECT unnest($1::text[]) FROM model WHERE model.value::jsonb <> 'null'::jsonb
+       ON CONFLICT DO NOTHING`,
+      [ids, VECTOR_MODEL_KEY],
+    );
   }
 
   async setModel(model: VectorModel): Promise<{ isChanged: boolean; queued: number }> {
