@@ -6,6 +6,7 @@ import { ARTIFACT_ID_PREFIX, EVENT_ID_PREFIX } from './model/ids.js';
 import { createGptTokenizer } from './providers/gpt-tokenizer.js';
 import type { Tokenizer } from './providers/tokenizer.js';
 import { decodeArtifact, decodeArtifactAsync, sha256Hex } from './memory/artifact-codec.js';
+import { checkRehydrated } from './memory/artifact-lifecycle.js';
 import type { ImportFileOptions, ImportReport, ImportSourceFile } from './memory/import-runner.js';
 import { runImport } from './memory/import-runner.js';
 import type { IngestOptions } from './memory/ingest.js';
@@ -34,6 +35,7 @@ import { DeterministicExtractor } from './consolidate/graph/deterministic-extrac
 import type { EntityExtractor } from './consolidate/graph/extractor.js';
 import { SummaryReader } from './consolidate/summary-reader.js';
 import type { SummaryCounts } from './store/summary-storage.js';
+import type { ArtifactTierCounts } from './store/artifact-tier-storage.js';
 import { Consolidator, type ConsolidatorOptions } from './consolidate/consolidator.js';
 import { AgentRegistry } from './memory/agent-registry.js';
 import { ContextEngine } from './context/context-engine.js';
@@ -443,7 +445,10 @@ export class Engram {
     const id = (await this.resolveId('artifact', idOrPrefix)) as ArtifactId;
     const stored = await this.store.getArtifact(id);
     if (!stored) throw new EngramError('NOT_FOUND', `no artifact ${idOrPrefix}`, { field: 'id', id: idOrPrefix });
-    return { record: stored.record, bytes: await decodeArtifactAsync(stored.stored, stored.record.encoding) };
+    const bytes = await decodeArtifactAsync(stored.stored, stored.record.encoding);
+    // Rehydrated from the cold tier (memory/artifact-lifecycle.ts): byte-identical or an error, never other bytes.
+    if (stored.record.coldAt !== undefined) checkRehydrated(stored.record, bytes);
+    return { record: stored.record, bytes };
   }
 
   async readArtifactText(id: ArtifactId): Promise<string> {
@@ -496,8 +501,14 @@ export class Engram {
   }
 
   /** Counts of the store, with its vector model and embedding queue. */
-  async stats(): Promise<StoreStats & { vectors: VectorStats; summaries: SummaryCounts }> {
-    const [stats, model, queue, summaries] = await Promise.all([this.store.stats(), this.store.getVectorModel(), this.store.embeddingQueueStats(), this.store.summaries.counts()]);
+  async stats(): Promise<StoreStats & { vectors: VectorStats; summaries: SummaryCounts; artifactTiers: ArtifactTierCounts }> {
+    const [stats, model, queue, summaries, artifactTiers] = await Promise.all([
+      this.store.stats(),
+      this.store.getVectorModel(),
+      this.store.embeddingQueueStats(),
+      this.store.summaries.counts(),
+      this.store.artifactTiers.counts(),
+    ]);
     const search = this.store.capabilities.vectorSearch;
     return {
       ...stats,
@@ -510,6 +521,7 @@ export class Engram {
         ...(this.embedding?.status.state === 'model-mismatch' ? { mismatch: `this engine embeds with ${this.embedding.status.embedder.name}; run engram reindex` } : {}),
       },
       summaries,
+      artifactTiers,
     };
   }
 

@@ -23,6 +23,12 @@ export interface ArtifactRecord {
   encoding: ArtifactEncoding;
   mediaType: string;
   createdAt: string;
+  /**
+   * Set when the bytes were read from the artifact's cold copy (memory/artifact-lifecycle.ts): when they moved
+   * there, and where it is. `storedBytes` and `encoding` are then the cold copy's.
+   */
+  coldAt?: string;
+  coldLocation?: string;
 }
 
 /** An artifact as handed to a backend for storage: already hashed and compressed by the core. */

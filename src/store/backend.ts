@@ -8,6 +8,7 @@ import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
 import type { BusStorage } from './bus-storage.js';
 import type { GraphStorage } from './graph-storage.js';
 import type { SummaryStorage } from './summary-storage.js';
+import type { ArtifactTierStorage } from './artifact-tier-storage.js';
 import { writerLeaseOf, type WriterLease } from '../model/hierarchy.js';
 
 /**
@@ -484,6 +485,8 @@ export interface StorageBackend {
   readonly graph: GraphStorage;
   /** The summary DAG, the gate's skipped sessions and consolidation jobs (consolidate/summary-dag.ts). */
   readonly summaries: SummaryStorage;
+  /** Cold copies of old artifacts (memory/artifact-lifecycle.ts); {@link getArtifact} reads through to them. */
+  readonly artifactTiers: ArtifactTierStorage;
 
   /**
    * Appends events to a session in one transaction, creating the session if needed. Turns are assigned

@@ -5,6 +5,7 @@
  * lock (see postgres-backend.ts). Migrations only add: no step drops or rewrites stored events.
  */
 import { postgresSummaryMigrationSql } from './summary-migration.js';
+import { postgresArtifactTierMigrationSql } from './artifact-tier-migration.js';
 
 export interface PostgresMigration {
   version: number;
@@ -554,6 +555,11 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         vector     bytea NOT NULL
       );
     `,
+  },
+  {
+    version: 14,
+    description: 'artifact lifecycle: cold copies of old artifacts (artifact_cold)',
+    sql: (s) => postgresArtifactTierMigrationSql(s),
   },
 ];
 

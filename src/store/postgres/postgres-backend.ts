@@ -59,6 +59,7 @@ import { PostgresGraph } from './postgres-graph.js';
 import { PostgresSummaries } from './postgres-summaries.js';
 import type { SummaryStorage } from '../summary-storage.js';
 import type { GraphStorage } from '../graph-storage.js';
+import { PostgresArtifactTiers } from './postgres-artifact-tiers.js';
 import { PostgresPurge } from './postgres-purge.js';
 import type { BusStorage } from '../bus-storage.js';
 
@@ -121,6 +122,7 @@ export class PostgresBackend implements StorageBackend {
   readonly bus: BusStorage;
   readonly graph: GraphStorage;
   readonly summaries: SummaryStorage;
+  readonly artifactTiers: PostgresArtifactTiers;
   private readonly purger: PostgresPurge;
   private isClosed = false;
   /** The connection of the withTransaction a call is made from (found through the async context), if any. */
@@ -156,6 +158,12 @@ export class PostgresBackend implements StorageBackend {
     this.summaries = new PostgresSummaries(
       this.sql.s,
       this.sql.config,
+      <R>(sql: string, params: unknown[], context: string) => this.query<R>(sql, params, context),
+      (context, fn) => this.transaction(context, fn),
+    );
+    this.artifactTiers = new PostgresArtifactTiers(
+      this.sql.s,
+      location.schema,
       <R>(sql: string, params: unknown[], context: string) => this.query<R>(sql, params, context),
       (context, fn) => this.transaction(context, fn),
     );
@@ -378,18 +386,18 @@ export class PostgresBackend implements StorageBackend {
     }>(this.sql.artifactById, [id]);
     const row = rows[0];
     if (!row) return null;
-    return {
-      record: {
-        id: row.id as ArtifactId,
-        sha256: row.sha256,
-        sizeBytes: Number(row.size_bytes),
-        storedBytes: Number(row.stored_bytes),
-        encoding: row.encoding as 'br' | 'identity',
-        mediaType: row.media_type,
-        createdAt: new Date(Number(row.created_ms)).toISOString(),
-      },
-      stored: row.data,
+    const record = {
+      id: row.id as ArtifactId,
+      sha256: row.sha256,
+      sizeBytes: Number(row.size_bytes),
+      storedBytes: Number(row.stored_bytes),
+      encoding: row.encoding as 'br' | 'identity',
+      mediaType: row.media_type,
+      createdAt: new Date(Number(row.created_ms)).toISOString(),
     };
+    // No hot bytes: the artifact lifecycle moved them to the cold tier (postgres-artifact-tiers.ts).
+    if (row.data.byteLength === 0) return this.artifactTiers.readCold(record);
+    return { record, stored: row.data };
   }
 
   async hasArtifacts(ids: ArtifactId[]): Promise<Set<ArtifactId>> {

@@ -3,6 +3,7 @@
  * each step runs in its own transaction. Migrations only add: no step drops or rewrites stored events.
  */
 import { SQLITE_SUMMARY_MIGRATION_SQL } from './summary-migration.js';
+import { SQLITE_ARTIFACT_TIER_MIGRATION_SQL } from './artifact-tier-migration.js';
 
 export interface SqliteMigration {
   version: number;
@@ -486,6 +487,11 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         vector     BLOB NOT NULL
       ) STRICT;
     `,
+  },
+  {
+    version: 14,
+    description: 'artifact lifecycle: cold copies of old artifacts under <db>.cold/',
+    sql: SQLITE_ARTIFACT_TIER_MIGRATION_SQL,
   },
 ];
 

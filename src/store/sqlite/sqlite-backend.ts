@@ -55,6 +55,7 @@ import type { Checkpointer } from './checkpointer.js';
 import { Fts5Planner } from './fts5-planner.js';
 import { BOUND_ABOVE_ROWS, BOUND_PHRASE_ABOVE_ROWS, Fts5BoundedSearch } from './fts5-bounded.js';
 import { chunks, translateSqliteError } from './sqlite-errors.js';
+import { SqliteArtifactTiers } from './sqlite-artifact-tiers.js';
 import { openSqliteConnection, readVersion, startWalCheckpointer, type SqliteBackendOptions } from './sqlite-connection.js';
 import { SqliteVectors } from './sqlite-vectors.js';
 import { GroupCommit } from './group-commit.js';
@@ -103,6 +104,7 @@ export class SqliteBackend implements StorageBackend {
   readonly bus: BusStorage;
   readonly graph: GraphStorage;
   readonly summaries: SummaryStorage;
+  readonly artifactTiers: SqliteArtifactTiers;
   private readonly purger: SqlitePurge;
   /** Appends arriving together share one transaction and one commit. */
   private readonly groupCommit: GroupCommit;
@@ -136,6 +138,7 @@ export class SqliteBackend implements StorageBackend {
     this.bus = new SqliteBus(db);
     this.graph = new SqliteGraph(db);
     this.summaries = new SqliteSummaries(db);
+    this.artifactTiers = new SqliteArtifactTiers(db, path);
     this.purger = new SqlitePurge(db);
     this.groupCommit = new GroupCommit(db);
   }
@@ -372,18 +375,18 @@ export class SqliteBackend implements StorageBackend {
       | { id: string; sha256: string; size_bytes: number; stored_bytes: number; encoding: string; media_type: string; created_ms: number; data: Buffer }
       | undefined;
     if (!row) return null;
-    return {
-      record: {
-        id: row.id as ArtifactId,
-        sha256: row.sha256,
-        sizeBytes: row.size_bytes,
-        storedBytes: row.stored_bytes,
-        encoding: row.encoding as 'br' | 'identity',
-        mediaType: row.media_type,
-        createdAt: new Date(row.created_ms).toISOString(),
-      },
-      stored: row.data,
+    const record = {
+      id: row.id as ArtifactId,
+      sha256: row.sha256,
+      sizeBytes: row.size_bytes,
+      storedBytes: row.stored_bytes,
+      encoding: row.encoding as 'br' | 'identity',
+      mediaType: row.media_type,
+      createdAt: new Date(row.created_ms).toISOString(),
     };
+    // No hot bytes: the artifact lifecycle moved them to the cold tier (sqlite-artifact-tiers.ts).
+    if (row.data.byteLength === 0) return this.artifactTiers.readCold(record);
+    return { record, stored: row.data };
   }
 
   async hasArtifacts(ids: ArtifactId[]): Promise<Set<ArtifactId>> {
@@ -679,7 +682,11 @@ export class SqliteBackend implements StorageBackend {
 
   async purge(plan: PurgePlan): Promise<PurgeCounts> {
     this.assertOpen();
-    return this.purger.purge(plan);
+    // Cold copies of the artifacts the purge deletes are files: erased once the purge has committed.
+    const coldPaths = plan.isDryRun ? new Map<ArtifactId, string>() : this.artifactTiers.coldPaths(plan.artifactIds);
+    const counts = this.purger.purge(plan);
+    if (coldPaths.size > 0) await this.artifactTiers.eraseIfGone(coldPaths);
+    return counts;
   }
 
   async listPurgeLog(options: { limit?: number } = {}): Promise<PurgeLogRecord[]> {
