@@ -99,6 +99,12 @@ it('lists, searches and expands summaries over HTTP within the caller project', 
   expect(recalled.status).toBe(200);
   expect(recalled.json.results[0].hits.length).toBeGreaterThan(0);
   expect(recalled.json.summaries[0]).toMatchObject({ kind: 'summary', depth: 0, sessionIds: ['s1'], sourceEventIds: expect.any(Array) });
+  // The summary's decision line repeats a recalled event: it is collapsed into that event (named in collapsedInto).
+  const decisionHit = recalled.json.results[0].hits.find((h: any) => h.kind === 'decision');
+  expect(decisionHit).toBeDefined();
+  expect(recalled.json.summaries[0].collapsedInto).toContain(decisionHit.eventId);
+  expect(recalled.json.summaries[0].text).not.toContain('Decision: the storage layer stays on SQLite');
+  expect(recalled.json.summaries[0].text).toContain(`quoted in the recalled events ${decisionHit.eventId}`);
   expect((await http(shop, 'POST', '/v1/recall', { query: 'storage' })).json).not.toHaveProperty('summaries');
   expect((await http(blue, 'POST', '/v1/recall', { query: 'storage', summaries: true })).json.summaries).toEqual([]);
   // The OpenAPI document lists the routes.

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { collapseIntoRecalled, type RecalledEvidence } from '../../consolidate/summary-collapse.js';
 import { SummaryReader } from '../../consolidate/summary-reader.js';
 import { openEngram, type Engram } from '../../engine.js';
 import { EngramError } from '../../errors.js';
@@ -48,7 +49,8 @@ export interface EngramRunOptions {
   /**
    * Consolidation on: before each checkpoint's probes the session is consolidated (deterministic level, the gate
    * not asked, summaries embedded with the embedder), and each pull also reads the summaries that match the probe
-   * (as MCP `recall` with `summaries: true` returns them), so a look-alike value in a summary can cost a needle.
+   * (as MCP `recall` with `summaries: true` returns them: lines repeating a recalled event collapsed into it), so
+   * a look-alike value in a summary can cost a needle.
    */
   consolidate?: boolean;
 }
@@ -135,7 +137,7 @@ export class EngramRun {
         const t0 = performance.now();
         const first = await this.mem.recall(probe.question, { ...options, budgetTokens: PULL_BUDGET_TOKENS });
         const recallMs = performance.now() - t0;
-        const summaries = this.options.consolidate ? await this.summaryText(probe.question, retriever) : [];
+        const summaries = this.options.consolidate ? await this.summaryText(probe.question, retriever, first.hits) : [];
         const one = hop([first.text, ...summaries, packText], first.usedTokens);
         let two = one;
         if (!one.isExact) {
@@ -163,13 +165,16 @@ export class EngramRun {
     return { outcomes, packTokens: pack.totalTokens };
   }
 
-  /** The summaries matching the probe (full-text only for the `fts` retriever), one segment, or none. */
-  private async summaryText(question: string, retriever: Retriever): Promise<string[]> {
+  /**
+   * The summaries matching the probe (full-text only for the `fts` retriever), one segment, or none; lines that
+   * repeat the recalled events verbatim are collapsed into them, as MCP and HTTP recall do (summary-collapse.ts).
+   */
+  private async summaryText(question: string, retriever: Retriever, recalled: readonly RecalledEvidence[]): Promise<string[]> {
     const reader = retriever === 'fts' ? new SummaryReader(this.mem.store) : this.mem.summaries;
     const hits = await reader.search(question, { limit: SUMMARY_HITS_PER_PULL });
     this.consolidation.pulls++;
     if (hits.length > 0) this.consolidation.pullsWithSummaries++;
-    return hits.length === 0 ? [] : [hits.map((h) => h.summary.text).join('\n\n')];
+    return hits.length === 0 ? [] : [hits.map((h) => collapseIntoRecalled(h.summary.text, recalled).text).join('\n\n')];
   }
 
   async close(): Promise<void> {

@@ -91,7 +91,7 @@ export function formatNeedleMarkdown(report: NeedleReport, charts: { recallChart
     `- Engram recall: ${c.embedder ? `hybrid (full-text + ${c.embedder})` : 'full-text only'}${c.conditions.includes('engram-fts') ? ', and full-text only as its own row' : ''}.`,
     ...(c.consolidate
       ? [
-          '- **Consolidation on** (`--consolidate`): before each checkpoint\'s probes the session is consolidated (deterministic level, gate not asked; summaries embedded), and every pull also reads the 3 summaries that best match the probe (hybrid summary search, full-text for the full-text row), placed after the recall evidence, so a look-alike value in a summary can cost a needle.',
+          '- **Consolidation on** (`--consolidate`): before each checkpoint\'s probes the session is consolidated (deterministic level, gate not asked; summaries embedded), and every pull also reads the 3 summaries that best match the probe (hybrid summary search, full-text for the full-text row), placed after the recall evidence, so a look-alike value in a summary can cost a needle. As MCP and HTTP recall do, a summary line that repeats a recalled event verbatim (a decision line citing it, a sentence its excerpt quotes) is collapsed into that event (src/consolidate/summary-collapse.ts): the raw event is read once, not echoed by a derived copy.',
           `- Consolidation, all seeds: ${sumOf(report, 'summaries')} summaries made; ${sumOf(report, 'pullsWithSummaries')} of ${sumOf(report, 'pulls')} pulls read at least one summary.`,
         ]
       : []),

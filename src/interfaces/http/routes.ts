@@ -278,7 +278,8 @@ export const ROUTES: readonly Route[] = [
       const granular = body.granularity !== undefined ? { granular: await granularBatch(view, typeof body.query === 'string' ? [body.query] : body.query, body.granularity) } : {};
       if (!body.summaries) return { body: { ...recallAnswer(outcome), ...granular } };
       const queries = typeof body.query === 'string' ? [body.query] : body.query;
-      const summaries = await recallSummaries(view, queries, body.summaryDepth !== undefined ? { depth: body.summaryDepth as SummaryDepth } : {});
+      const recalled = outcome.results.flatMap((r) => r.hits);
+      const summaries = await recallSummaries(view, queries, { recalled, ...(body.summaryDepth !== undefined ? { depth: body.summaryDepth as SummaryDepth } : {}) });
       return { body: { ...recallAnswer(outcome), summaries, ...granular } };
     },
   }),

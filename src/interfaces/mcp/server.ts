@@ -146,17 +146,17 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
     },
     (args) =>
       run(async () => {
-        const answer = recallAnswer(
-          await view.recall({
-            queries: typeof args.query === 'string' ? [args.query] : args.query,
-            askingSessionId: sessionId,
-            ...(args.sessionOnly ? { sessionIds: [sessionId] } : {}),
-            k: args.k,
-            budgetTokens: args.budgetTokens,
-          }),
-        );
+        const outcome = await view.recall({
+          queries: typeof args.query === 'string' ? [args.query] : args.query,
+          askingSessionId: sessionId,
+          ...(args.sessionOnly ? { sessionIds: [sessionId] } : {}),
+          k: args.k,
+          budgetTokens: args.budgetTokens,
+        });
+        const answer = recallAnswer(outcome);
         const queries = typeof args.query === 'string' ? [args.query] : args.query;
-        const summaries = args.summaries ? await recallSummaries(view, queries, args.summaryDepth !== undefined ? { depth: args.summaryDepth } : {}) : undefined;
+        const recalled = outcome.results.flatMap((r) => r.hits);
+        const summaries = args.summaries ? await recallSummaries(view, queries, { recalled, ...(args.summaryDepth !== undefined ? { depth: args.summaryDepth } : {}) }) : undefined;
         const granular = args.granularity !== undefined ? await granularBatch(view, queries, args.granularity) : undefined;
         return {
           content: [

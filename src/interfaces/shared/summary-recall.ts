@@ -1,3 +1,4 @@
+import { collapseIntoRecalled, type RecalledEvidence } from '../../consolidate/summary-collapse.js';
 import { SUMMARY_DEPTH_NAMES, type SummaryDepth } from '../../model/summary.js';
 import type { EngramView } from '../../view/engram-view.js';
 
@@ -17,19 +18,28 @@ export interface SummaryRecallHit {
   sourceEventIds: string[];
   text: string;
   score: number;
+  /** Recalled events that lines of this summary repeated verbatim: those lines were left out of `text` (summary-collapse.ts). */
+  collapsedInto?: string[];
 }
 
 /**
  * Summaries matching each query (the cold tier left out), for `recall` with `summaries: true`: marked as
- * summaries, each with the ids to expand next. The reader sees only summaries of sessions it may read.
+ * summaries, each with the ids to expand next. The reader sees only summaries of sessions it may read. With
+ * `recalled` (the hits returned beside them), a summary's lines that only repeat those events verbatim are
+ * collapsed into them: the raw event comes first and is not echoed by a derived copy.
  */
-export async function recallSummaries(view: EngramView, queries: readonly string[], o: { depth?: SummaryDepth } = {}): Promise<SummaryRecallHit[]> {
+export async function recallSummaries(
+  view: EngramView,
+  queries: readonly string[],
+  o: { depth?: SummaryDepth; recalled?: readonly RecalledEvidence[] } = {},
+): Promise<SummaryRecallHit[]> {
   const out: SummaryRecallHit[] = [];
   const seen = new Set<string>();
   for (const query of queries) {
     for (const { summary: s, score } of await view.summaries.search(query, { limit: MCP_SUMMARY_HITS, ...(o.depth !== undefined ? { depth: o.depth } : {}) })) {
       if (seen.has(s.id)) continue;
       seen.add(s.id);
+      const collapsed = collapseIntoRecalled(s.text, o.recalled ?? []);
       out.push({
         query,
         kind: 'summary',
@@ -40,8 +50,9 @@ export async function recallSummaries(view: EngramView, queries: readonly string
         sessionIds: s.sessionIds,
         childIds: s.childIds,
         sourceEventIds: s.sourceEventIds.slice(0, 20),
-        text: s.text,
+        text: collapsed.text,
         score,
+        ...(collapsed.collapsed > 0 ? { collapsedInto: collapsed.intoEventIds } : {}),
       });
     }
   }
