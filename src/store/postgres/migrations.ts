@@ -5,6 +5,7 @@
  * lock (see postgres-backend.ts). Migrations only add: no step drops or rewrites stored events.
  */
 import { postgresSummaryMigrationSql } from './summary-migration.js';
+import { postgresSummaryGuardMigrationSql } from './summary-guard-migration.js';
 import { postgresArtifactTierMigrationSql } from './artifact-tier-migration.js';
 
 export interface PostgresMigration {
@@ -560,6 +561,11 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
     version: 14,
     description: 'artifact lifecycle: cold copies of old artifacts (artifact_cold)',
     sql: (s) => postgresArtifactTierMigrationSql(s),
+  },
+  {
+    version: 15,
+    description: 'summaries refuse deletes outside a purge (as on SQLite)',
+    sql: (s) => postgresSummaryGuardMigrationSql(s),
   },
 ];
 
