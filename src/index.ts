@@ -105,6 +105,8 @@ export { significanceGate, toSessionSkippedRecord, meanVector, DEFAULT_SIGNIFICA
 export type { SignificanceDecision, SignificanceInput, SignificanceThresholds, SessionSkippedRecord, GateCheck } from './consolidate/significance-gate.js';
 export { logLlmCallsTo, logEscalationsTo } from './consolidate/telemetry.js';
 export { deriveWithEscalation } from './consolidate/structured-escalation.js';
+export { LlmEntityExtractor, GRAPH_EXTRACTION_EVENT } from './consolidate/graph/llm-extractor.js';
+export type { LlmExtractorOptions, LlmExtractionStats, DropCounts } from './consolidate/graph/llm-extractor.js';
 export { Consolidator } from './consolidate/consolidator.js';
 export type { ConsolidatorOptions, SessionOutcome, SessionStatus, RollUpOutcome } from './consolidate/consolidator.js';
 export { runConsolidation } from './consolidate/consolidation-run.js';

@@ -7,6 +7,8 @@ export interface ExtractedEntity {
   /** Offset of the mention in the text (for sentence-level relations). */
   at: number;
   quote: string;
+  /** Confidence of its citation (default 1: the words are in the event). An LLM extractor gives its level's. */
+  confidence?: number;
 }
 
 /** A relation found in one event, between two of its entities. */
@@ -34,12 +36,16 @@ export interface Extraction {
 }
 
 /**
- * The seam of entity extraction: the deterministic extractor below now; an LLM extractor (run through
- * consolidate/escalation.ts, its levels and caps) can implement the same interface and be chosen by the builder.
+ * The seam of entity extraction: the deterministic extractor, and the LLM extractor (llm-extractor.ts: a model
+ * through consolidate/structured-escalation.ts, its levels and caps, merged with the deterministic output).
  * Extractors are pure: the builder resolves ids, writes and cites.
  */
 export interface EntityExtractor {
-  /** Stored with each citation's confidence ceiling: an LLM extractor would report its escalation level's. */
   readonly name: string;
   extract(event: ExtractionInput): Promise<Extraction>;
+  /**
+   * Several events at once (one per input, same order), for extractors that read a batch in one call (a model
+   * reads a chunk of events together). The builder uses it when present, else `extract` per event.
+   */
+  extractBatch?(events: readonly ExtractionInput[]): Promise<Extraction[]>;
 }

@@ -5,7 +5,7 @@ import type { StorageBackend } from '../../store/backend.js';
 import type { CitationDraft, EdgeDraft, EntityDraft, GraphBatch, GraphWriteCounts } from '../../store/graph-storage.js';
 import { maskPrivate } from '../../memory/private-spans.js';
 import { decisionName } from './deterministic-extractor.js';
-import type { EntityExtractor } from './extractor.js';
+import type { EntityExtractor, Extraction, ExtractionInput } from './extractor.js';
 import { readRepoCode } from './repo-code.js';
 
 /** Events read and written per step (one transaction each, with the session's cursor). */
@@ -101,7 +101,10 @@ export class GraphBuilder {
         if (events.length === 0) break;
         touched = true;
         const batch = new BatchBuilder();
-        for (const e of events) await this.extractEvent(e, batch);
+        const read = events.filter((e) => e.kind !== 'task_state');
+        const inputs = read.map(extractionInput);
+        const found = this.extractor.extractBatch ? await this.extractor.extractBatch(inputs) : await Promise.all(inputs.map((x) => this.extractor.extract(x)));
+        for (const [i, e] of read.entries()) await this.citeEvent(e, inputs[i]!.content, found[i] ?? { entities: [], edges: [] }, batch);
         after = events[events.length - 1]!.turn;
         add(report.written, await this.store.graph.write(batch.take({ [source]: after })));
         report.events += events.length;
@@ -111,20 +114,10 @@ export class GraphBuilder {
     return report;
   }
 
-  private async extractEvent(e: EventRecord, batch: BatchBuilder): Promise<void> {
-    if (e.kind === 'task_state') return;
-    const content = maskPrivate(e.content);
-    const found = await this.extractor.extract({
-      id: e.id,
-      kind: e.kind,
-      content,
-      ...(e.toolName ? { toolName: e.toolName } : {}),
-      tags: e.tags,
-      ...(e.meta ? { meta: e.meta } : {}),
-    });
+  private async citeEvent(e: EventRecord, content: string, found: Extraction, batch: BatchBuilder): Promise<void> {
     const tsMs = Date.parse(e.ts);
     const cite = (quote: string, confidence = 1) => ({ eventId: e.id, confidence, quote, tsMs });
-    for (const x of found.entities) batch.entity(x.kind, x.name, cite(x.quote));
+    for (const x of found.entities) batch.entity(x.kind, x.name, cite(x.quote, x.confidence));
     for (const r of found.edges) {
       const src = batch.entity(r.src.kind, r.src.name, cite(r.quote));
       const dst = batch.entity(r.dst.kind, r.dst.name, cite(r.quote));
@@ -185,6 +178,18 @@ export class GraphBuilder {
     await flush({ [source]: 1 });
     return { ...base, isBuilt: true, written };
   }
+}
+
+/** What an extractor reads of a stored event: private spans masked. */
+function extractionInput(e: EventRecord): ExtractionInput {
+  return {
+    id: e.id,
+    kind: e.kind,
+    content: maskPrivate(e.content),
+    ...(e.toolName ? { toolName: e.toolName } : {}),
+    tags: e.tags,
+    ...(e.meta ? { meta: e.meta } : {}),
+  };
 }
 
 function add(into: GraphWriteCounts, more: GraphWriteCounts): void {

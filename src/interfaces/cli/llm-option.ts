@@ -3,7 +3,7 @@ import type { GlobalOptions } from './cli-context.js';
 
 /** Help text of the global `--llm <spec>` option (see providers/llm/llm-spec.ts). */
 export const LLM_OPTION_DESCRIPTION =
-  'model for consolidation (summaries): none (deterministic, no model), openai:<model> (OpenAI-compatible server at $ENGRAM_LLM_URL: OpenAI, Ollama, vLLM, llama.cpp, LM Studio, OpenRouter), anthropic:<model>; key in $ENGRAM_LLM_API_KEY (default: $ENGRAM_LLM, else openai:$ENGRAM_LLM_MODEL when $ENGRAM_LLM_URL is set, else none)';
+  'model for consolidation (summaries) and graph build (entities): none (deterministic, no model), openai:<model> (OpenAI-compatible server at $ENGRAM_LLM_URL: OpenAI, Ollama, vLLM, llama.cpp, LM Studio, OpenRouter), anthropic:<model>; key in $ENGRAM_LLM_API_KEY (default: $ENGRAM_LLM, else openai:$ENGRAM_LLM_MODEL when $ENGRAM_LLM_URL is set, else none)';
 
 /**
  * The model a command that derives objects runs with: `--llm`, else the environment (see `resolveLlmSpec`);

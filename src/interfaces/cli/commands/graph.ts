@@ -5,6 +5,9 @@ import { EngramError } from '../../../errors.js';
 import { DEFAULT_PROJECT } from '../../../model/access.js';
 import { ARTIFACT_ID_PREFIX, EVENT_ID_PREFIX } from '../../../model/ids.js';
 import { formatImpact } from '../../../consolidate/graph/impact.js';
+import type { LlmEntityExtractor } from '../../../consolidate/graph/llm-extractor.js';
+import { logEscalationsTo, logLlmCallsTo } from '../../../consolidate/telemetry.js';
+import { openLlm } from '../llm-option.js';
 import type { Io } from '../output.js';
 import { printJson } from '../output.js';
 
@@ -36,15 +39,32 @@ interface ExpandArgs extends GlobalOptions {
 
 /** `engram graph build`: entities and edges from the events not read yet and, with --code, from the repository at a commit. */
 export async function graphBuildCommand(mem: Engram, args: BuildArgs, io: Io): Promise<number> {
-  const builder = mem.graphBuilder();
+  // With a model (--llm, or the environment), entities and edges are also extracted by it (llm-extractor.ts); without one, as before.
+  const llm = await openLlm(args, { onCall: logLlmCallsTo(mem.bus) });
+  let extractor: LlmEntityExtractor | undefined;
+  if (llm) {
+    // Loaded here: most builds have no model.
+    const { LlmEntityExtractor } = await import('../../../consolidate/graph/llm-extractor.js');
+    extractor = new LlmEntityExtractor({ llm, telemetry: logEscalationsTo(mem.bus, 'graph:entities'), sink: mem.bus });
+  }
+  const builder = mem.graphBuilder(extractor);
   const sessions = await builder.buildFromSessions(args.session?.length ? { sessionIds: args.session } : {});
+  const model = extractor ? { model: llm!.name, ...extractor.stats() } : undefined;
   const repo = args.code
     ? await builder.buildFromRepository({ repository: args.repo ?? process.cwd(), commit: args.commit ?? 'HEAD', project: args.project ?? DEFAULT_PROJECT })
     : undefined;
-  if (args.json) printJson(io, { sessions, ...(repo ? { repository: repo } : {}) });
+  if (args.json) printJson(io, { sessions, ...(model ? { llm: model } : {}), ...(repo ? { repository: repo } : {}) });
   else {
     const w = sessions.written;
     io.out(`Sessions: ${sessions.events} new events of ${sessions.sessions} sessions read; ${w.entities} entities, ${w.edges} edges, ${w.citations} citations added.`);
+    if (model) {
+      const d = model.dropped;
+      io.out(
+        `Model ${model.model}: ${model.chunks} chunks (normal ${model.levels.normal}, aggressive ${model.levels.aggressive}, deterministic ${model.levels.deterministic}); ` +
+          `${model.entities} entity and ${model.edges} edge mentions added; dropped ${d.unknownEvent} cites of events not shown, ${d.misquoted} misquoted, ` +
+          `${d.nameNotInEvent} naming what the event does not, ${d.uncitedItems} items left uncited; ${model.usage.inputTokens} + ${model.usage.outputTokens} tokens.`,
+      );
+    }
     if (repo) {
       io.out(
         repo.isBuilt
@@ -118,7 +138,7 @@ export function register(program: Command, context: CliContext): void {
   const graph = program.command('graph').description('the knowledge graph: entities and typed edges extracted from events and code');
   graph
     .command('build')
-    .description('extract entities and edges from the events not read yet (incremental) and, with --code, from the repository (--repo or the current directory) at a commit')
+    .description('extract entities and edges from the events not read yet (incremental; with a model from --llm, also by the model, verified against the events) and, with --code, from the repository (--repo or the current directory) at a commit')
     .option('--code', 'also index the TypeScript/JavaScript imports and exports of the git repository')
     .option('--commit <rev>', 'with --code: the commit to read (default HEAD)')
     .option('--project <name>', `with --code: the project whose agents may see the code graph (default ${DEFAULT_PROJECT})`)
