@@ -17,7 +17,7 @@
  * or cited). Also: the tokens returned and the layer auto chose. Writes bench/results/granular.{md,json}.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { openEngram, type Engram } from '../src/engine.js';
@@ -132,6 +132,8 @@ async function ask(mem: Engram, question: string, mode: 'flat' | 'auto', k: numb
 }
 
 export async function runGranularBench(args: { seed: number; quick: boolean }): Promise<void> {
+  // Timings are noisy on a shared machine: the load average is reported beside them.
+  const loadAtStart = loadavg().map((x) => x.toFixed(2)).join(' / ');
   const trace = generate(args.seed, args.quick ? 24 : 64);
   const { bugs, marks } = addBugs(trace, args.seed, args.quick ? 8 : 24);
   const maxExact = args.quick ? 12 : 40;
@@ -205,11 +207,12 @@ export async function runGranularBench(args: { seed: number; quick: boolean }): 
       buildMs: Math.round(buildMs),
       scores,
       machine: machineLine(),
+      loadAverage: { atStart: loadAtStart, atEnd: loadavg().map((x) => x.toFixed(2)).join(' / ') },
     };
     const lines = [
       '# Multi-granularity recall: `--granularity auto` against flat event recall (SYNTHETIC trace)',
       '',
-      `\`npm run bench -- granular --seed ${args.seed}${args.quick ? ' --quick' : ''}\` (bench/granular.ts). ${report.machine}, SQLite.`,
+      `\`npm run bench -- granular --seed ${args.seed}${args.quick ? ' --quick' : ''}\` (bench/granular.ts). ${report.machine}, SQLite; load average (1 / 5 / 15 min) ${report.loadAverage.atStart} at the start, ${report.loadAverage.atEnd} at the end (times are noisy).`,
       '',
       `**Synthetic data**: the trace of the consolidation bench (${trace.sessions.length} sessions over 16 simulated weeks, ${trace.decisions.length} decisions, ` +
         `${trace.needles.length} error codes each fixed in a file) plus ${bugs.length} bug storylines for entity questions (an error code touching 2-4 of ` +

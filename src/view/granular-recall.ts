@@ -196,6 +196,14 @@ export async function granularLayers(source: GranularSource, query: string, requ
         score,
       });
     }
+    // A broad question about a thing it names exactly ("which services did ERR_X touch?", "what changed in src/a.ts?"): that
+    // entity's expansion too, which answers such questions with cited lines (bench/results/granular.md).
+    const exact = new Set(identifiersIn(query.trim()).map((x) => x.toLowerCase()));
+    const asked = entities.find((e) => exact.has(e.name.toLowerCase()));
+    if (asked) {
+      const x = await source.knowledge.expand(asked.id, { question: query, maxTokens: GRANULAR_EXPANSION_TOKENS });
+      answer.expansion = { entityId: asked.id, text: x.text, isTruncated: x.isTruncated };
+    }
   } else if (entities[0]) {
     const x = await source.knowledge.expand(entities[0].id, { question: query, maxTokens: GRANULAR_EXPANSION_TOKENS });
     answer.expansion = { entityId: entities[0].id, text: x.text, isTruncated: x.isTruncated };

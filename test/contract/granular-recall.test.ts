@@ -73,6 +73,14 @@ runStorageContract('granular recall', ({ createHarness }) => {
     // A bare name in a broad question is looked up too.
     const bareName = await shop.recallGranular('why did checkout break?', {});
     expect(bareName.granular).toMatchObject({ granularity: 'summaries', entities: [{ entityKind: 'service', name: 'checkout' }] });
+    expect(bareName.granular.expansion).toBeUndefined();
+    // A broad question naming an exact identifier the graph knows also gets that entity's expansion (its cited lines).
+    const fixedIn = await shop.recallGranular('which file fixed ERR_CARD_DECLINED?', {});
+    expect(fixedIn.granular.granularity).toBe('summaries');
+    const declined = fixedIn.granular.entities.find((e) => e.name === 'ERR_CARD_DECLINED')!;
+    expect(fixedIn.granular.expansion!.entityId).toBe(declined.id);
+    expect(fixedIn.granular.expansion!.text).toMatch(/file:src\/pay\/charge\.ts \(0\.80\) \[evt_/);
+    expect(granularText(fixedIn.granular, fixedIn.text).indexOf('file:src/pay/charge.ts (0.80)')).toBeLessThan(granularText(fixedIn.granular, fixedIn.text).indexOf('Raw evidence:'));
 
     const entity = await shop.recallGranular('ERR_CARD_DECLINED', {});
     expect(entity.granular).toMatchObject({ granularity: 'entities', entities: [{ kind: 'entity', entityKind: 'error', name: 'ERR_CARD_DECLINED' }] });
