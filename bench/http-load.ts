@@ -2,7 +2,8 @@
  * `engram serve` under load: N agents, each with its own token and session, append turns and recall over
  * loopback HTTP (Node's fetch, keep-alive) for a fixed time. Reports throughput and latency per operation and
  * errors, then checks that every acknowledged event is stored exactly once (over HTTP and in the store
- * file after a graceful shutdown). Writes bench/results/http-load.{md,json}.
+ * file after a graceful shutdown). Writes bench/results/http-load.{md,json}, or http-load-builtin.{md,json} with the
+ * built-in embedder (hybrid recall, the embedding worker running in the server).
  *
  *   npm run bench -- http-load [--agents 8,32] [--backends sqlite,postgres] [--embedder none|builtin] [--seconds 20] [--warmup 2]
  *                              [--batch 4] [--retry-rate 0.05] [--profile]
@@ -72,6 +73,11 @@ interface AgentState {
   retryMismatches: number;
 }
 
+/** The report's file name: full-text runs and runs with the built-in embedder are kept side by side. */
+function reportName(embedder: HttpLoadArgs['embedder']): string {
+  return embedder === 'builtin' ? 'http-load-builtin' : 'http-load';
+}
+
 /** Every backend and agent count in turn, each on a fresh store; writes the combined report. */
 export async function runHttpLoadSuite(args: HttpLoadSuiteArgs): Promise<HttpLoadReport[]> {
   const runs: HttpLoadReport[] = [];
@@ -79,8 +85,9 @@ export async function runHttpLoadSuite(args: HttpLoadSuiteArgs): Promise<HttpLoa
     for (const agents of args.agents) runs.push(await runHttpLoad({ ...args, agents, backend, writeReport: false }));
   }
   mkdirSync('bench/results', { recursive: true });
-  writeFileSync('bench/results/http-load.json', JSON.stringify({ targets: HTTP_TARGETS, runs }, null, 2) + '\n');
-  writeFileSync('bench/results/http-load.md', renderSuiteReport(runs));
+  const name = reportName(args.embedder);
+  writeFileSync(`bench/results/${name}.json`, JSON.stringify({ targets: HTTP_TARGETS, runs }, null, 2) + '\n');
+  writeFileSync(`bench/results/${name}.md`, renderSuiteReport(runs));
   console.error(renderSuiteReport(runs));
   if (runs.some((r) => !r.verification.httpVerified || !r.verification.storeVerified || r.server.exitCode !== 0)) process.exitCode = 1;
   return runs;
@@ -253,8 +260,8 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
     };
     if (args.writeReport ?? true) {
       mkdirSync('bench/results', { recursive: true });
-      writeFileSync('bench/results/http-load.json', JSON.stringify(report, null, 2) + '\n');
-      writeFileSync('bench/results/http-load.md', renderReport(report));
+      writeFileSync(`bench/results/${reportName(args.embedder)}.json`, JSON.stringify(report, null, 2) + '\n');
+      writeFileSync(`bench/results/${reportName(args.embedder)}.md`, renderReport(report));
       console.error(renderReport(report));
       if (!httpVerified || !storeVerified || exitCode !== 0) process.exitCode = 1;
     }
@@ -446,6 +453,24 @@ ${r.profile.functions.map((f) => `| \`${f.name}\` | ${fmt(f.selfMs)} | ${round(f
 }`;
 }
 
+/** Which of the #14 targets each 32-agent run meets, in words. */
+function verdicts(runs: readonly HttpLoadReport[]): string {
+  const t = HTTP_TARGETS;
+  const mark = (ok: boolean) => (ok ? 'met' : 'NOT met');
+  const lines = runs
+    .filter((r) => r.config.agents === 32)
+    .map((r) => {
+      const a = r.ops.append;
+      const q = r.ops.recall;
+      return (
+        `- ${r.config.backend}, 32 agents: appends ${a.perSec}/s (>= ${t.appendPerSec}: ${mark(a.perSec >= t.appendPerSec)}), append p95 ${a.p95Ms} ms ` +
+        `(< ${t.appendP95Ms}: ${mark(a.p95Ms < t.appendP95Ms)}), recalls ${q.perSec}/s (>= ${t.recallPerSec}: ${mark(q.perSec >= t.recallPerSec)}), ` +
+        `recall p95 ${q.p95Ms} ms (< ${t.recallP95Ms}: ${mark(q.p95Ms < t.recallP95Ms)}).`
+      );
+    });
+  return lines.length > 0 ? `**Targets.**\n${lines.join('\n')}\n` : '';
+}
+
 /** All runs side by side against the targets of issue #14, then each run's detail. */
 export function renderSuiteReport(runs: readonly HttpLoadReport[]): string {
   const t = HTTP_TARGETS;
@@ -470,6 +495,8 @@ in a closed loop (details per run below).
 | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |
 ${rows.join('\n')}
 | **target (#14, 32 agents)** | 32 | >= ${fmt(t.appendPerSec)} | < ${t.appendP95Ms} | >= ${t.recallPerSec} | < ${t.recallP95Ms} | | 0 | yes | | | |
+
+${verdicts(runs)}
 
 ${runs.map((r) => renderReport(r).replace(/^# HTTP API under load\n/, `## ${r.config.backend}, ${r.config.agents} agents\n`)).join('\n')}`;
 }
