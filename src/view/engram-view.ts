@@ -259,8 +259,8 @@ export class EngramView {
     return new KnowledgeGraph(this.mem.store, this.mem.tokenizer, this.project ?? undefined);
   }
 
-  /** Builds the knowledge graph over the sessions this principal may read (all of them, or the readable ones named). */
-  buildGraph(options: { sessionIds?: readonly string[] } = {}): Promise<BuildReport> {
+  /** Builds the knowledge graph over the sessions this principal may read (all of them, or the readable ones named), at most `maxEvents`. */
+  buildGraph(options: { sessionIds?: readonly string[]; maxEvents?: number } = {}): Promise<BuildReport> {
     return buildGraphAs(this, this.mem.graphBuilder(), options);
   }
 

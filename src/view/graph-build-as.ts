@@ -4,6 +4,11 @@ import type { EngramView } from './engram-view.js';
 
 /** Most sessions named by one build request (HTTP, MCP); without names, every readable session is read. */
 export const MAX_BUILD_SESSION_IDS = 1000;
+/**
+ * Events one build request reads at most (HTTP, MCP): a request's work is bounded for servers (model/limits.ts). A
+ * build that stops there says so (`isComplete: false`); the next request goes on from the cursors.
+ */
+export const MAX_BUILD_EVENTS_PER_REQUEST = 20_000;
 /** Sessions listed when a bounded reader builds over every session it may read. */
 const MAX_READABLE_SESSIONS = 100_000;
 
@@ -14,8 +19,13 @@ const MAX_READABLE_SESSIONS = 100_000;
  * rows cite the events they came from, so what one project builds is visible only through those citations
  * (model/access.ts); cursors are per session, so builds by several agents do not interfere.
  */
-export async function buildGraphAs(view: EngramView, builder: GraphBuilder, options: { sessionIds?: readonly string[] } = {}): Promise<BuildReport> {
+export async function buildGraphAs(
+  view: EngramView,
+  builder: GraphBuilder,
+  options: { sessionIds?: readonly string[]; maxEvents?: number } = {},
+): Promise<BuildReport> {
   const named = options.sessionIds;
+  const bound = options.maxEvents !== undefined ? { maxEvents: options.maxEvents } : {};
   if (named !== undefined) {
     if (named.length > MAX_BUILD_SESSION_IDS) {
       throw new EngramError('INVALID_INPUT', `sessionIds: ${named.length} sessions exceed the ${MAX_BUILD_SESSION_IDS} of one build; build in batches or name none`, {
@@ -25,9 +35,9 @@ export async function buildGraphAs(view: EngramView, builder: GraphBuilder, opti
     }
     const ids = [...new Set(named)];
     for (const id of ids) await view.getSession(id);
-    return builder.buildFromSessions({ sessionIds: ids });
+    return builder.buildFromSessions({ sessionIds: ids, ...bound });
   }
-  if (view.principal.kind === 'local' || view.principal.isAdmin) return builder.buildFromSessions();
+  if (view.principal.kind === 'local' || view.principal.isAdmin) return builder.buildFromSessions(bound);
   const readable = await view.listSessions({ limit: MAX_READABLE_SESSIONS });
-  return builder.buildFromSessions({ sessionIds: readable.map((s) => s.id) });
+  return builder.buildFromSessions({ sessionIds: readable.map((s) => s.id), ...bound });
 }

@@ -7,6 +7,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openEngram, type Engram } from '../../src/engine.js';
 import { startHttpServer, type RunningHttpServer } from '../../src/interfaces/http/server.js';
+import { agentPrincipal } from '../../src/model/access.js';
 
 // Building the knowledge graph over HTTP (POST /v1/graph/build) and MCP (graph_build) on loopback: an agent builds over
 // the sessions it may read only, an admin over every session; the build is incremental.
@@ -61,7 +62,7 @@ it('builds over the sessions the agent may read only, incrementally; admins buil
 
   const built = await http(shop, 'POST', '/v1/graph/build', {});
   expect(built.status).toBe(200);
-  expect(built.json).toMatchObject({ sessions: 1, events: 2 });
+  expect(built.json).toMatchObject({ sessions: 1, events: 2, isComplete: true });
   expect(built.json.written.entities).toBeGreaterThan(0);
   expect(await services()).toEqual(['checkout', 'ledger']);
   // What it built is its own to read.
@@ -104,4 +105,21 @@ it('answers the MCP tool graph_build within the agent project', async () => {
   expect(await services()).not.toContain('fraud');
   const impact = await call('impact', { entity: 'service:pricing' });
   expect(text(impact)).toContain('service:inventory');
+});
+
+it('bounds the events one request reads; the next request goes on from the cursors', async () => {
+  const agent = await mem.agents.add('late-coder', { role: 'programmer', project: 'late' });
+  const view = mem.viewAs(agentPrincipal(agent.agent));
+  await mem.append('late-a', Array.from({ length: 5 }, (_, i) => ({ kind: 'user' as const, content: `Step ${i}: the audit service calls the vault service.` })), { project: 'late' });
+  await mem.append('late-b', { kind: 'user', content: 'The vault service depends on the kms service.' }, { project: 'late' });
+  const steps = [];
+  for (let i = 0; i < 5; i++) {
+    const r = await view.buildGraph({ maxEvents: 2 });
+    steps.push([r.events, r.isComplete]);
+    if (r.isComplete) break;
+  }
+  // 6 events, 2 at a time; the third call reads the last of late-a and late-b's one, then nothing is left.
+  expect(steps).toEqual([[2, false], [2, false], [2, true]]);
+  expect((await view.buildGraph({ maxEvents: 2 })).events).toBe(0);
+  expect((await view.knowledge.list({ kinds: ['service'] })).map((e) => e.name).sort()).toEqual(['audit', 'kms', 'vault']);
 });

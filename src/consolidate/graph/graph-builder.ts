@@ -21,6 +21,8 @@ export interface BuildReport {
   sessions: number;
   events: number;
   written: GraphWriteCounts;
+  /** False when `maxEvents` stopped the build with events left to read: build again to go on (the cursors hold the place). */
+  isComplete: boolean;
 }
 
 export interface RepoBuildReport {
@@ -89,15 +91,22 @@ export class GraphBuilder {
   ) {}
 
   /** Extracts entities and edges from every event not read yet (of `sessionIds`, or of every session). */
-  async buildFromSessions(options: { sessionIds?: string[] } = {}): Promise<BuildReport> {
+  async buildFromSessions(options: { sessionIds?: string[]; maxEvents?: number } = {}): Promise<BuildReport> {
     const sessions = options.sessionIds ?? (await this.store.listSessions({ limit: MAX_SESSIONS })).map((s) => s.id);
-    const report: BuildReport = { sessions: 0, events: 0, written: { entities: 0, edges: 0, citations: 0 } };
+    const report: BuildReport = { sessions: 0, events: 0, written: { entities: 0, edges: 0, citations: 0 }, isComplete: true };
+    const maxEvents = options.maxEvents ?? Number.POSITIVE_INFINITY;
     for (const sessionId of sessions) {
       const source = `session:${sessionId}`;
       let after = (await this.store.graph.getCursor(source)) ?? 0;
       let touched = false;
       for (;;) {
-        const events = await this.store.listEvents({ sessionId: sessionId as SessionId, afterTurn: after, limit: EVENTS_PER_STEP });
+        const room = maxEvents - report.events;
+        if (room <= 0) {
+          // Bounded (a server request): stopped at a step's end. Complete only if nothing is left to read.
+          if ((await this.store.listEvents({ sessionId: sessionId as SessionId, afterTurn: after, limit: 1 })).length > 0) report.isComplete = false;
+          break;
+        }
+        const events = await this.store.listEvents({ sessionId: sessionId as SessionId, afterTurn: after, limit: Math.min(EVENTS_PER_STEP, room) });
         if (events.length === 0) break;
         touched = true;
         const batch = new BatchBuilder();
@@ -110,6 +119,7 @@ export class GraphBuilder {
         report.events += events.length;
       }
       if (touched) report.sessions++;
+      if (!report.isComplete) break;
     }
     return report;
   }

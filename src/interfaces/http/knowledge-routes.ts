@@ -5,7 +5,7 @@ import { DEFAULT_EXPAND_MAX_TOKENS } from '../../view/expand.js';
 import { DEFAULT_ENTITY_LIST, MAX_ENTITY_LIST } from '../../consolidate/graph/knowledge-graph.js';
 import { DEFAULT_MAX_DEPTH, DEFAULT_MIN_CONFIDENCE, MAX_IMPACT_DEPTH } from '../../consolidate/graph/impact.js';
 import { DEFAULT_ENTITY_EXPAND_TOKENS } from '../../consolidate/graph/entity-expand.js';
-import { MAX_BUILD_SESSION_IDS } from '../../view/graph-build-as.js';
+import { MAX_BUILD_EVENTS_PER_REQUEST, MAX_BUILD_SESSION_IDS } from '../../view/graph-build-as.js';
 import { defineRoute, type Route } from './route.js';
 
 const entityRef = z.string().min(1).max(320).describe('An entity id (ent_...) or kind:name, e.g. `file:src/engine.ts`, `service:ledger`.');
@@ -129,8 +129,11 @@ export const KNOWLEDGE_ROUTES: readonly Route[] = [
       'are shared with it (a named session it may not read is 404), an admin over every session. The rows cite the events they came from, so each ' +
       'project sees only its own evidence. Code indexing (`engram graph build --code`) is not offered over HTTP: it reads a path on the server.',
     body: buildBody,
-    success: { status: 200, description: '`{ sessions, events, written: { entities, edges, citations } }`: sessions and events read, rows added.' },
+    success: {
+      status: 200,
+      description: `\`{ sessions, events, written: { entities, edges, citations }, isComplete }\`: sessions and events read, rows added; at most ${MAX_BUILD_EVENTS_PER_REQUEST} events per request, \`isComplete: false\` when more are left (call again).`,
+    },
     errors: [400, 404],
-    handle: async ({ view, body }) => ({ body: await view.buildGraph(body.sessionIds ? { sessionIds: body.sessionIds } : {}) }),
+    handle: async ({ view, body }) => ({ body: await view.buildGraph({ ...(body.sessionIds ? { sessionIds: body.sessionIds } : {}), maxEvents: MAX_BUILD_EVENTS_PER_REQUEST }) }),
   }),
 ];

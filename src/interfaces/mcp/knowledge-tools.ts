@@ -6,7 +6,7 @@ import { DEFAULT_MAX_DEPTH, DEFAULT_MIN_CONFIDENCE, formatImpact, MAX_IMPACT_DEP
 import type { EntityExpandAnswer } from '../../consolidate/graph/entity-expand.js';
 import type { EngramView } from '../../view/engram-view.js';
 import type { ToolErrorOptions } from './errors.js';
-import { MAX_BUILD_SESSION_IDS } from '../../view/graph-build-as.js';
+import { MAX_BUILD_EVENTS_PER_REQUEST, MAX_BUILD_SESSION_IDS } from '../../view/graph-build-as.js';
 
 type Run = (fn: () => Promise<CallToolResult>, errorOptions?: ToolErrorOptions) => Promise<CallToolResult>;
 
@@ -87,9 +87,10 @@ export function registerKnowledgeTools(server: McpServer, view: EngramView, run:
     },
     (args) =>
       run(async () => {
-        const report = await view.buildGraph(args.sessionIds ? { sessionIds: args.sessionIds } : {});
+        const report = await view.buildGraph({ ...(args.sessionIds ? { sessionIds: args.sessionIds } : {}), maxEvents: MAX_BUILD_EVENTS_PER_REQUEST });
         const w = report.written;
-        const text = `${report.events} new events of ${report.sessions} sessions read; ${w.entities} entities, ${w.edges} edges, ${w.citations} citations added.`;
+        const more = report.isComplete ? '' : ` More events are left (at most ${MAX_BUILD_EVENTS_PER_REQUEST} per call): call graph_build again.`;
+        const text = `${report.events} new events of ${report.sessions} sessions read; ${w.entities} entities, ${w.edges} edges, ${w.citations} citations added.${more}`;
         return { content: [{ type: 'text', text }], structuredContent: report as unknown as Record<string, unknown> };
       }),
   );
