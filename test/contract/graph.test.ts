@@ -4,6 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { KnowledgeGraph } from '../../src/consolidate/graph/knowledge-graph.js';
+import { copyStore } from '../../src/memory/store-copy.js';
+import { openEngram } from '../../src/engine.js';
+import type { GraphRows } from '../../src/store/graph-storage.js';
 import { entityId } from '../../src/model/graph.js';
 import { commitFiles } from '../fixtures/git-repo.js';
 import { runStorageContract, useEngram } from './harnesses.js';
@@ -164,5 +167,47 @@ runStorageContract('knowledge graph', ({ createHarness }) => {
     expect(topic.text).toContain('idempotency');
     await expect(g.expand('service:nothing')).rejects.toMatchObject({ code: 'NOT_FOUND' });
     await expect(g.expand('gadget:x')).rejects.toMatchObject({ code: 'INVALID_INPUT', data: { field: 'entity' } });
+  });
+  it('exports every graph row a page at a time in key order, and imports each row once with its values (engram migrate)', async () => {
+    await seed();
+    await ctx.mem.graphBuilder().buildFromSessions();
+    const graph = ctx.mem.store.graph;
+    const all: { [T in keyof GraphRows]?: GraphRows[T] } = {};
+    for (const table of ['entities', 'edges', 'citations', 'cursors'] as Array<keyof GraphRows>) {
+      const rows: Array<GraphRows[typeof table][number]> = [];
+      for (let after: string | null = null; ; ) {
+        const page: GraphRows[typeof table] = await graph.exportRows(table, after, 2);
+        expect(page.length).toBeLessThanOrEqual(2);
+        if (page.length === 0) break;
+        rows.push(...page);
+        after = page[page.length - 1]!.key;
+      }
+      const keys = rows.map((r) => r.key);
+      expect(keys).toEqual([...keys].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+      expect(new Set(keys).size).toBe(keys.length);
+      (all as Record<string, unknown>)[table] = rows;
+    }
+    const counts = await graph.counts();
+    expect({ entities: all.entities!.length, edges: all.edges!.length, citations: all.citations!.length }).toEqual(counts);
+    expect(all.cursors!.map((c) => [c.source, c.position])).toEqual([['session:pay', 4]]);
+    const ledger = all.entities!.find((e) => e.name === 'ledger' && e.kind === 'service')!;
+    expect(ledger.citations).toBe((await ctx.mem.knowledge.list({ kinds: ['service'], query: 'ledger' }))[0]!.citations);
+    expect(all.citations!.every((c) => c.sessionId === 'pay' && c.eventId?.startsWith('evt_'))).toBe(true);
+    // Rows already there are left as they are.
+    expect(await graph.importRows(all)).toEqual({ entities: 0, edges: 0, citations: 0, cursors: 0 });
+
+    // Into another store of this backend (events first): the same rows, values and all.
+    const other = await createHarness();
+    try {
+      const report = await copyStore(ctx.mem.store, other.backend);
+      expect(report.graph).toEqual({ ...counts, cursors: 1, isVerified: true });
+      const copy = await openEngram({ backend: other.backend });
+      expect(await copy.knowledge.list({ limit: 100 })).toEqual(await ctx.mem.knowledge.list({ limit: 100 }));
+      expect(await copy.knowledge.impact('service:ledger')).toEqual(await ctx.mem.knowledge.impact('service:ledger'));
+      expect(await copy.store.graph.getCursor('session:pay')).toBe(4);
+      await copy.close();
+    } finally {
+      await other.cleanup();
+    }
   });
 });
