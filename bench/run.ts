@@ -26,7 +26,7 @@ const USAGE = `usage:
                            [--low-water-sweep 0.2,0.3,0.4,0.5,0.6]
                            [--sizes 10000,100000] [--steady-turns 200] [--latency-window 32768] [--probes 14] [--seed 42] [--no-profile]
   npm run bench -- recall-vectors [--sizes 10000,100000] [--queries 300] [--backends sqlite,postgres]
-  npm run bench -- scale-vectors [--events 100000] [--queries 300] [--backends sqlite,postgres] [--pg-events N]
+  npm run bench -- scale-vectors [--events 100000] [--queries 300] [--backends sqlite,postgres] [--pg-events N] [--keep-store DIR]
   npm run bench -- vectors-locomo [--data FILE]
   npm run bench -- bus [--engrams 100000] [--queries 500] [--backends sqlite,postgres] [--pg-engrams 10000]
   npm run bench -- locomo [--data FILE] [--k 5,10,25,50] [--retriever fts,vector,hybrid] [--json] [--ablation] [--out locomo]
@@ -92,6 +92,8 @@ const { values } = parseArgs({
     consolidate: { type: 'boolean' },
     // scale (bench/scale.ts); --events, --parts and --queries are shared, with its own defaults when not given
     reuse: { type: 'boolean' },
+    // scale-vectors: keep (and reuse) the SQLite store in this directory
+    'keep-store': { type: 'string' },
   },
 });
 
@@ -205,6 +207,7 @@ switch (name) {
       queries: Number(values.queries),
       backends: values.backends.split(',') as Array<'sqlite' | 'postgres'>,
       ...(values['pg-events'] !== undefined ? { pgEvents: Number(values['pg-events']) } : {}),
+      ...(values['keep-store'] !== undefined ? { keepStore: resolve(values['keep-store']) } : {}),
     });
     break;
   }

@@ -7,7 +7,9 @@
  *
  *   npm run bench -- scale-vectors [--events 100000] [--queries 200] [--backends sqlite,postgres] [--pg-events 100000]
  */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { openEngram, type Engram } from '../src/engine.js';
 import type { EventInput } from '../src/model/event.js';
@@ -25,6 +27,11 @@ export interface ScaleVectorsOptions {
   queries: number;
   /** Events of the PostgreSQL store (default `events`): its exact scan is slow to fill at 1M on 2 cores. */
   pgEvents?: number;
+  /**
+   * A directory for the SQLite store, kept after the run: a store built there before (marked complete) is reused,
+   * so a second run skips ingest and embedding (an hour of this machine at 1M). Without it the store is temporary.
+   */
+  keepStore?: string;
 }
 
 /** What recall asks the store for (recall.ts, MIN_VECTOR_CANDIDATES). */
@@ -61,9 +68,11 @@ export async function runScaleVectors(opts: ScaleVectorsOptions): Promise<{ mark
   for (const backend of opts.backends) {
     const events = backend === 'postgres' ? (opts.pgEvents ?? opts.events) : opts.events;
     console.error(`== scale-vectors: ${backend}, ${events.toLocaleString('en')} events`);
-    const store = await createBenchStore(backend);
+    const kept = backend === 'sqlite' && opts.keepStore !== undefined ? join(opts.keepStore, `vectors-${events}.db`) : undefined;
+    if (opts.keepStore !== undefined) mkdirSync(opts.keepStore, { recursive: true });
+    const store = kept ? { location: { db: kept }, cleanup: async () => undefined } : await createBenchStore(backend);
     try {
-      rows.push(await measure(backend, store.location, events, opts.queries, embedder));
+      rows.push(await measure(backend, store.location, events, opts.queries, embedder, kept));
     } finally {
       await store.cleanup();
     }
@@ -79,7 +88,16 @@ export async function runScaleVectors(opts: ScaleVectorsOptions): Promise<{ mark
   return { markdown: toMarkdown(json, rows), json };
 }
 
-async function measure(backend: 'sqlite' | 'postgres', location: StoreLocation, events: number, queries: number, embedder: Embedder): Promise<ScaleVectorsRow> {
+async function measure(
+  backend: 'sqlite' | 'postgres',
+  location: StoreLocation,
+  events: number,
+  queries: number,
+  embedder: Embedder,
+  kept?: string,
+): Promise<ScaleVectorsRow> {
+  const marker = kept !== undefined ? `${kept}.complete` : undefined;
+  const reused = marker !== undefined && existsSync(marker);
   // Two engines over one store: default options (the fast path above its threshold) and exact search only.
   const fastMem = await openEngram({ ...location, embedder: shared(embedder), indexing: { background: false, batchSize: 256 } });
   const exactLocation: StoreLocation =
@@ -88,7 +106,7 @@ async function measure(backend: 'sqlite' | 'postgres', location: StoreLocation, 
   try {
     const t0 = performance.now();
     const pending = new Map<string, EventInput[]>();
-    for (const t of agentTrace(events)) {
+    for (const t of reused ? [] : agentTrace(events)) {
       const list = pending.get(t.sessionId) ?? [];
       list.push(t.event);
       pending.set(t.sessionId, list);
@@ -100,7 +118,10 @@ async function measure(backend: 'sqlite' | 'postgres', location: StoreLocation, 
     for (const [s, list] of pending) if (list.length > 0) await fastMem.append(s, list);
     const t1 = performance.now();
     const done = await fastMem.indexer!.drain();
-    const embedPerSec = done.embedded / ((performance.now() - t1) / 1000);
+    let embedPerSec = done.embedded / ((performance.now() - t1) / 1000);
+    let ingestSeconds = round((t1 - t0) / 1000, 1);
+    if (marker !== undefined && reused) ({ ingestSeconds, embedPerSec } = JSON.parse(readFileSync(marker, 'utf8')) as { ingestSeconds: number; embedPerSec: number });
+    else if (marker !== undefined) writeFileSync(marker, JSON.stringify({ ingestSeconds, embedPerSec }));
     console.error(`   ingest ${round((t1 - t0) / 1000, 1)} s, embedded ${done.embedded} at ${round(embedPerSec, 0)}/s`);
     exactMem = await openEngram({ ...exactLocation, embedder: shared(embedder), indexing: { background: false } });
 
@@ -138,9 +159,9 @@ async function measure(backend: 'sqlite' | 'postgres', location: StoreLocation, 
     return {
       backend,
       events,
-      vectors: done.embedded,
+      vectors: reused ? countVectors(fastMem.store) : done.embedded,
       fastPath,
-      ingestSeconds: round((t1 - t0) / 1000, 1),
+      ingestSeconds,
       embedPerSec: round(embedPerSec, 0),
       indexBuildMs,
       vector,
@@ -152,6 +173,12 @@ async function measure(backend: 'sqlite' | 'postgres', location: StoreLocation, 
     if (exactMem) await exactMem.close();
     await fastMem.close();
   }
+}
+
+/** Stored vectors of a reused SQLite store. */
+function countVectors(store: StorageBackend): number {
+  const db = (store as unknown as { db: { prepare(sql: string): { get(): { n: number } } } }).db;
+  return db.prepare('SELECT count(*) AS n FROM event_vectors').get().n;
 }
 
 /** The engine closes its embedder; the benchmark's is shared by every engine, so it is wrapped without close. */
@@ -175,7 +202,10 @@ async function timed<T>(inputs: T[], fn: (input: T) => Promise<unknown>): Promis
 async function describeFastPath(store: StorageBackend): Promise<string> {
   let meta: { lists: number; trainedOn: number } | null = null;
   if (store.name === 'sqlite') {
-    meta = (store as unknown as { vectors: { vectorIndex: { readMeta(): typeof meta } } }).vectors.vectorIndex.readMeta();
+    const vectors = (store as unknown as { vectors: { vectorIndex: { readMeta(): typeof meta }; vectorCodes: { rerank: number; readMeta(): { vectors: number; blocks: number } | null } } }).vectors;
+    const codes = vectors.vectorCodes.readMeta();
+    if (codes) return `one-bit codes of ${codes.vectors.toLocaleString('en')} vectors (${codes.blocks} blocks), exact re-rank of the best ${vectors.vectorCodes.rerank.toLocaleString('en')}`;
+    meta = vectors.vectorIndex.readMeta();
   } else {
     const pg = store as unknown as { query<R>(sql: string, params: unknown[], context: string): Promise<R[]>; sql: { s: string } };
     const rows = await pg.query<{ value: string }>(`SELECT value FROM ${pg.sql.s}.store_meta WHERE key = 'vector_ivf'`, [], 'bench');
@@ -200,7 +230,7 @@ Generated by \`npm run bench -- scale-vectors --events ${o.events} --queries ${o
 on ${json.generatedAt} (${json.machine}; shared machine, noisy). Vectors: \`${json.embedder}\` (256 dimensions) over the
 synthetic agent trace (real embeddings, so the index sees how real vectors cluster). ${o.queries} agent-style queries; vector
 search asks for ${VECTOR_DEPTH} neighbours (recall's depth); hybrid is \`recall(q, { retriever: 'hybrid' })\` with default
-options and the recall log off. Exact: brute force (\`vec_events\` on SQLite, \`exact: true\`); fast: the backend's default.
+options and the recall log off. Exact: brute force (\`vec_events\` on SQLite, \`exact: true\`); fast: the backend's default (built by \`maintainVectorIndex()\`, as \`engram reindex\` does).
 recall@10: share of exact search's 10 nearest the fast path returns (a tie with the 10th similarity counts as found).
 
 | backend | events | fast path | index build | vector exact p50 / p95 ms | vector fast p50 / p95 ms | hybrid exact p50 / p95 ms | hybrid fast p50 / p95 ms | recall@10 fast vs exact |

@@ -31,7 +31,7 @@ describe('SQLite IVF vector index', () => {
   let data: Float32Array[];
 
   const backend = (vectorIndex: VectorIndexOptions, readonly = false): SqliteBackend => {
-    const b = SqliteBackend.open(path, { vectorIndex, readonly });
+    const b = SqliteBackend.open(path, { vectorIndex: { index: 'ivf', ...vectorIndex }, readonly });
     open.push(b);
     return b;
   };

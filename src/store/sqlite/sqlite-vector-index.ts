@@ -17,6 +17,13 @@ export interface VectorIndexOptions {
   probes?: number;
   /** Lists of a (re)built index (default about sqrt(N) / 4, at most 256; for tests and benchmarks). */
   lists?: number;
+  /**
+   * Which index maintenance builds: `codes` (default), one-bit codes of every vector scanned in memory with an
+   * exact re-rank (sqlite-vector-codes.ts); `ivf`, the inverted file of this file.
+   */
+  index?: 'codes' | 'ivf';
+  /** Candidates of the code index's first pass ranked exactly (default `DEFAULT_RERANK_CANDIDATES`, sqlite-vector-codes.ts). */
+  rerank?: number;
 }
 
 /**

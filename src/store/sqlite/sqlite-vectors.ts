@@ -2,12 +2,14 @@ import type Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { EngramError } from '../../errors.js';
 import type { EventId, SessionId } from '../../model/ids.js';
-import type { EmbeddingQueueStats, StoredVector, VectorHit, VectorModel, VectorSearchQuery } from '../backend.js';
+import type { EmbeddingQueueStats, StoredVector, VectorHit, VectorIndexStatus, VectorModel, VectorSearchQuery } from '../backend.js';
 import { MAX_EMBEDDING_ATTEMPTS } from '../backend.js';
 import { chunks, translateSqliteError } from './sqlite-errors.js';
 import { VISIBLE_SESSION_SQL } from './sqlite-sessions.js';
 import type { VectorIndexOptions } from './sqlite-vector-index.js';
+import { DEFAULT_IVF_MIN_VECTORS } from './sqlite-vector-index.js';
 import { SqliteVectorIndex } from './sqlite-vector-index.js';
+import { SqliteVectorCodes } from './sqlite-vector-codes.js';
 
 type Db = Database.Database;
 
@@ -42,14 +44,38 @@ export function loadVectorExtension(db: Db): void {
 export class SqliteVectors {
   private model: VectorModel | null | undefined;
   private index: SqliteVectorIndex;
+  private codes: SqliteVectorCodes;
+  private indexOptions: VectorIndexOptions = {};
+  private isReadonly = false;
 
   constructor(private readonly db: Db) {
     this.index = new SqliteVectorIndex(db);
+    this.codes = new SqliteVectorCodes(db);
   }
 
-  /** Sets how queries use the IVF index (the backend's `vectorIndex` option); `isReadonly`: never build it. */
+  /** Sets how queries use the vector index (the backend's `vectorIndex` option); `isReadonly`: never build it. */
   configureIndex(options: VectorIndexOptions = {}, isReadonly = false): void {
     this.index = new SqliteVectorIndex(this.db, options, isReadonly);
+    this.codes = new SqliteVectorCodes(this.db, options.rerank);
+    this.indexOptions = options;
+    this.isReadonly = isReadonly;
+  }
+
+  /** The one-bit code index (sqlite-vector-codes.ts), for the benchmarks. */
+  get vectorCodes(): SqliteVectorCodes {
+    return this.codes;
+  }
+
+  /**
+   * Builds or extends the fast path's index (`engram reindex`, `mem.maintainVectorIndex()`): the one-bit code index
+   * by default, the IVF index when `vectorIndex.index` is `ivf`. Building the codes drops an IVF index the store had.
+   */
+  maintainIndex(model: VectorModel): VectorIndexStatus {
+    if (this.indexOptions.mode === 'exact') return { state: 'exact', vectors: 0, ms: 0 };
+    if (this.indexOptions.index === 'ivf') return this.index.maintain(model);
+    const status = this.codes.maintain(model, Math.max(0, this.indexOptions.minVectors ?? DEFAULT_IVF_MIN_VECTORS), this.isReadonly);
+    if (status.state === 'built' && this.index.readMeta() !== null) this.index.drop();
+    return status;
   }
 
   /** The IVF index, for its owner's maintenance and the benchmarks. */
@@ -81,6 +107,7 @@ export class SqliteVectors {
       if (current && current.name === model.name && current.dimensions === model.dimensions) return { isChanged: false, queued: 0 };
       this.db.exec('DROP TABLE IF EXISTS vec_events');
       this.index.drop();
+      this.codes.drop();
       this.db.exec(
         `CREATE VIRTUAL TABLE vec_events USING vec0 (
            session_id TEXT,
@@ -231,8 +258,17 @@ export class SqliteVectors {
     }
     let knn: Array<{ rowid: number; distance: number }>;
     try {
-      const plan = q.exact ? null : this.index.plan(model, q.vector);
-      if (plan) {
+      const codes = q.exact || this.indexOptions.mode === 'exact' || this.indexOptions.index === 'ivf' ? null : this.codes.current(model);
+      const plan = q.exact || codes ? null : this.index.plan(model, q.vector);
+      if (codes) {
+        const kinds = f.kinds && f.kinds.length > 0 ? f.kinds : undefined;
+        knn = this.codes.search(codes, q.vector, k, {
+          ...(sessionIds ? { sessionIds } : {}),
+          ...(kinds ? { kinds } : {}),
+          ...(f.fromMs !== undefined ? { fromMs: Math.ceil(f.fromMs) } : {}),
+          ...(f.toMs !== undefined ? { toMs: Math.floor(f.toMs) } : {}),
+        });
+      } else if (plan) {
         // IVF: the same KNN over the probed lists only; vec0 answers k per list, the nearest k overall are kept.
         where.push(`list_id IN (${plan.lists.map(() => '?').join(',')})`);
         params.push(...plan.lists.map((l) => BigInt(l)));

@@ -1,0 +1,276 @@
+import type Database from 'better-sqlite3';
+import type { VectorIndexStatus, VectorModel } from '../backend.js';
+import type { CodeBlock, CodeFilter } from '../vector-codes.js';
+import { blockFromBytes, blockToBytes, codeWords, encodeBlock, queryTable, scanBlock, TopScores } from '../vector-codes.js';
+
+type Db = Database.Database;
+
+/** store_meta key of the code index's description ({@link CodesMeta}). */
+const META_KEY = 'vector_codes';
+/** Vectors per stored block (one blob row of `vec_codes`, about 3.5 MB at 256 dimensions). */
+const BLOCK_SIZE = 65_536;
+const READ_BATCH = 4096;
+/**
+ * Candidates of the one-bit first pass ranked exactly (their float vectors read from `event_vectors`). Measured
+ * against exact search on the synthetic trace's built-in vectors (bench/results/vectors-scale.md).
+ */
+export const DEFAULT_RERANK_CANDIDATES = 2000;
+
+/** What the store keeps about its code index, beside the tables `vec_codes` and `vec_codes_holes`. */
+export interface CodesMeta {
+  model: string;
+  dimensions: number;
+  /** The mean of the vectors at the build: codes are the signs of a vector minus it. */
+  mean: number[];
+  /** Every vector of an event up to this rowid is in a block, but for the rowids in `vec_codes_holes`. */
+  covered: number;
+  blocks: number;
+  vectors: number;
+  builtAtMs: number;
+}
+
+/** A query's filters as the code scan and the tail's SQL apply them (resolved by the caller). */
+export interface CodesQueryFilter {
+  sessionIds?: readonly string[];
+  kinds?: readonly string[];
+  fromMs?: number;
+  toMs?: number;
+}
+
+/**
+ * The SQLite backend's quantized vector index: one-bit codes of every stored vector (vector-codes.ts), kept in
+ * `vec_codes` blobs of {@link BLOCK_SIZE} vectors and in memory once read, scanned in full by a query, whose best
+ * {@link DEFAULT_RERANK_CANDIDATES} are ranked exactly on their float vectors from `event_vectors`. Vectors stored
+ * after the last maintenance (rowids above `covered`, and the events that were still waiting for a vector then,
+ * `vec_codes_holes`) are the tail, compared exactly on every query, so they are searchable at once. Derived data:
+ * {@link maintain} builds it when missing (or of another model) and appends the tail as new blocks; a purged vector
+ * is gone from `event_vectors`, so the re-rank drops it; a model switch drops the index. Queries never build it.
+ */
+export class SqliteVectorCodes {
+  private cache: { builtAtMs: number; mean: Float32Array; blocks: CodeBlock[] } | undefined;
+
+  constructor(
+    private readonly db: Db,
+    /** Candidates of the first pass ranked exactly. */
+    readonly rerank = DEFAULT_RERANK_CANDIDATES,
+  ) {}
+
+  /** The index as stored, or null when there is none (or its tables are gone). */
+  readMeta(): CodesMeta | null {
+    const row = this.db.prepare('SELECT value FROM store_meta WHERE key = ?').get(META_KEY) as { value: string } | undefined;
+    if (!row) return null;
+    const hasTables = this.db.prepare("SELECT 1 FROM sqlite_master WHERE name IN ('vec_codes', 'vec_codes_holes')").all().length === 2;
+    return hasTables ? (JSON.parse(row.value) as CodesMeta) : null;
+  }
+
+  /** The index when it is of `model`, else null (the caller searches another way). */
+  current(model: VectorModel): CodesMeta | null {
+    const meta = this.readMeta();
+    return meta !== null && meta.model === model.name && meta.dimensions === model.dimensions ? meta : null;
+  }
+
+  /** Drops the index (a model switch). */
+  drop(): void {
+    this.db.exec('DROP TABLE IF EXISTS vec_codes');
+    this.db.exec('DROP TABLE IF EXISTS vec_codes_holes');
+    this.db.prepare('DELETE FROM store_meta WHERE key = ?').run(META_KEY);
+    this.cache = undefined;
+  }
+
+  /**
+   * Builds the index (missing or of another model, from `minVectors` vectors) or appends the vectors stored since
+   * the last run as new blocks. Maintenance, not a query's work.
+   */
+  maintain(model: VectorModel, minVectors: number, isReadonly: boolean): VectorIndexStatus {
+    const started = Date.now();
+    const meta = this.current(model);
+    if (meta === null) {
+      const n = (this.db.prepare('SELECT count(*) AS n FROM event_vectors').get() as { n: number }).n;
+      if (n < minVectors) return { state: 'not-needed', vectors: n, ms: Date.now() - started };
+      if (isReadonly) return { state: 'readonly', vectors: n, ms: Date.now() - started };
+      const built = this.db.transaction(() => this.build(model)).immediate();
+      return { state: 'built', vectors: built.vectors, ms: Date.now() - started };
+    }
+    if (isReadonly) return { state: this.tailSize(meta) > 0 ? 'readonly' : 'current', vectors: meta.vectors, ms: Date.now() - started };
+    const appended = this.db.transaction(() => this.appendTail(meta)).immediate();
+    return { state: appended > 0 ? 'built' : 'current', vectors: meta.vectors, ms: Date.now() - started };
+  }
+
+  /**
+   * The `k` nearest vectors by cosine similarity: the codes' best candidates and the tail, ranked exactly.
+   * Rowids with vec0's distance (1 - cosine), nearest first, ties by rowid.
+   */
+  search(meta: CodesMeta, query: Float32Array, k: number, filter: CodesQueryFilter): Array<{ rowid: number; distance: number }> {
+    const blocks = this.load(meta);
+    const codeFilter: CodeFilter | null =
+      filter.sessionIds || filter.kinds || filter.fromMs !== undefined || filter.toMs !== undefined
+        ? {
+            ...(filter.sessionIds ? { sessions: new Set(filter.sessionIds) } : {}),
+            ...(filter.kinds ? { kinds: new Set(filter.kinds) } : {}),
+            ...(filter.fromMs !== undefined ? { fromMs: filter.fromMs } : {}),
+            ...(filter.toMs !== undefined ? { toMs: filter.toMs } : {}),
+          }
+        : null;
+    const top = new TopScores(Math.max(k, this.rerank));
+    const table = queryTable(query, meta.dimensions);
+    const words = codeWords(meta.dimensions);
+    let base = 0;
+    const starts: number[] = [];
+    for (const block of blocks) {
+      starts.push(base);
+      scanBlock(block, table, words, codeFilter, top, base);
+      base += block.count;
+    }
+    const candidates: number[] = [];
+    let b = 0;
+    for (const p of top.positions().sort((x, y) => x - y)) {
+      while (b + 1 < starts.length && starts[b + 1]! <= p) b++;
+      candidates.push(blocks[b]!.rowids[p - starts[b]!]!);
+    }
+    const qNorm = Math.sqrt(dot(query, query, 0)) || 1;
+    const scored: Array<{ rowid: number; distance: number }> = [];
+    const rank = (rows: Array<{ rowid: number; embedding: Buffer }>): void => {
+      for (const r of rows) {
+        const v = fromBlob(r.embedding);
+        const norm = Math.sqrt(dot(v, v, 0)) || 1;
+        scored.push({ rowid: r.rowid, distance: 1 - dot(query, v, 0) / (qNorm * norm) });
+      }
+    };
+    for (let i = 0; i < candidates.length; i += 500) {
+      const chunk = candidates.slice(i, i + 500);
+      rank(this.db.prepare(`SELECT event_rowid AS rowid, embedding FROM event_vectors WHERE event_rowid IN (${chunk.map(() => '?').join(',')})`).all(...chunk) as Array<{ rowid: number; embedding: Buffer }>);
+    }
+    rank(this.tail(meta, filter));
+    scored.sort((x, y) => x.distance - y.distance || x.rowid - y.rowid);
+    return scored.slice(0, k);
+  }
+
+  /** Vectors not in a block yet (stored after the last maintenance), counted. */
+  tailSize(meta: CodesMeta): number {
+    const row = this.db
+      .prepare('SELECT count(*) AS n FROM event_vectors WHERE event_rowid > ? OR event_rowid IN (SELECT event_rowid FROM vec_codes_holes)')
+      .get(meta.covered) as { n: number };
+    return row.n;
+  }
+
+  /** The tail's vectors passing the filter (exact comparison, so vectors put since the last maintenance are found). */
+  private tail(meta: CodesMeta, filter: CodesQueryFilter): Array<{ rowid: number; embedding: Buffer }> {
+    const where = ['(v.event_rowid > ? OR v.event_rowid IN (SELECT event_rowid FROM vec_codes_holes))'];
+    const params: unknown[] = [meta.covered];
+    if (filter.sessionIds) {
+      if (filter.sessionIds.length === 0) return [];
+      where.push(`e.session_id IN (${filter.sessionIds.map(() => '?').join(',')})`);
+      params.push(...filter.sessionIds);
+    }
+    if (filter.kinds) {
+      if (filter.kinds.length === 0) return [];
+      where.push(`e.kind IN (${filter.kinds.map(() => '?').join(',')})`);
+      params.push(...filter.kinds);
+    }
+    if (filter.fromMs !== undefined) {
+      where.push('e.ts_ms >= ?');
+      params.push(filter.fromMs);
+    }
+    if (filter.toMs !== undefined) {
+      where.push('e.ts_ms <= ?');
+      params.push(filter.toMs);
+    }
+    return this.db
+      .prepare(`SELECT v.event_rowid AS rowid, v.embedding AS embedding FROM event_vectors v JOIN events e ON e.rowid = v.event_rowid WHERE ${where.join(' AND ')}`)
+      .all(...params) as Array<{ rowid: number; embedding: Buffer }>;
+  }
+
+  /** The blocks in memory, read once per build and then only the ones appended since (another process may append). */
+  private load(meta: CodesMeta): CodeBlock[] {
+    if (!this.cache || this.cache.builtAtMs !== meta.builtAtMs) this.cache = { builtAtMs: meta.builtAtMs, mean: Float32Array.from(meta.mean), blocks: [] };
+    const have = this.cache.blocks.length;
+    if (have < meta.blocks) {
+      const rows = this.db.prepare('SELECT block, data FROM vec_codes WHERE block >= ? AND block < ? ORDER BY block').all(have, meta.blocks) as Array<{ block: number; data: Buffer }>;
+      for (const r of rows) this.cache.blocks.push(blockFromBytes(r.data));
+    }
+    return this.cache.blocks.slice(0, meta.blocks);
+  }
+
+  /** Builds the index from `event_vectors` (inside the caller's transaction): the mean in one pass, the codes in a second. */
+  private build(model: VectorModel): CodesMeta {
+    this.drop();
+    this.db.exec('CREATE TABLE vec_codes (block INTEGER PRIMARY KEY, data BLOB NOT NULL) STRICT');
+    this.db.exec('CREATE TABLE vec_codes_holes (event_rowid INTEGER PRIMARY KEY) STRICT');
+    const dims = model.dimensions;
+    const sum = new Float64Array(dims);
+    let n = 0;
+    const page = this.db.prepare('SELECT event_rowid AS rowid, embedding FROM event_vectors WHERE event_rowid > ? ORDER BY event_rowid LIMIT ?');
+    for (let after = 0; ; ) {
+      const batch = page.all(after, READ_BATCH) as Array<{ rowid: number; embedding: Buffer }>;
+      if (batch.length === 0) break;
+      for (const r of batch) {
+        const v = fromBlob(r.embedding);
+        for (let d = 0; d < dims; d++) sum[d]! += v[d]!;
+      }
+      n += batch.length;
+      after = batch[batch.length - 1]!.rowid;
+    }
+    const mean = Array.from(sum, (s) => (n === 0 ? 0 : s / n));
+    const meta: CodesMeta = { model: model.name, dimensions: dims, mean, covered: 0, blocks: 0, vectors: 0, builtAtMs: Date.now() };
+    this.appendTail(meta, true);
+    return meta;
+  }
+
+  /**
+   * Encodes the tail (rowids above `covered` and the holes that have a vector now) into new blocks, then moves
+   * `covered` to the highest rowid with a vector and records as holes the events up to it still waiting for one.
+   * Returns how many vectors were appended. Inside the caller's transaction.
+   */
+  private appendTail(meta: CodesMeta, isBuild = false): number {
+    const mean = Float32Array.from(meta.mean);
+    const page = this.db.prepare(
+      `SELECT v.event_rowid AS rowid, v.embedding AS embedding, e.session_id AS session_id, e.kind AS kind, e.ts_ms AS ts_ms
+       FROM event_vectors v JOIN events e ON e.rowid = v.event_rowid
+       WHERE v.event_rowid > ? AND (v.event_rowid > ? OR v.event_rowid IN (SELECT event_rowid FROM vec_codes_holes))
+       ORDER BY v.event_rowid LIMIT ?`,
+    );
+    const putBlock = this.db.prepare('INSERT INTO vec_codes (block, data) VALUES (?, ?)');
+    let pending: Array<{ rowid: number; embedding: Float32Array; session_id: string; kind: string; ts_ms: number }> = [];
+    let appended = 0;
+    let highest = meta.covered;
+    const flush = (): void => {
+      if (pending.length === 0) return;
+      putBlock.run(meta.blocks, blockToBytes(encodeBlock(pending, mean)));
+      meta.blocks++;
+      appended += pending.length;
+      pending = [];
+    };
+    for (let after = 0; ; ) {
+      const batch = page.all(after, meta.covered, READ_BATCH) as Array<{ rowid: number; embedding: Buffer; session_id: string; kind: string; ts_ms: number }>;
+      if (batch.length === 0) break;
+      for (const r of batch) {
+        pending.push({ rowid: r.rowid, embedding: fromBlob(r.embedding), session_id: r.session_id, kind: r.kind, ts_ms: r.ts_ms });
+        highest = Math.max(highest, r.rowid);
+        if (pending.length === BLOCK_SIZE) flush();
+      }
+      after = batch[batch.length - 1]!.rowid;
+    }
+    flush();
+    if (appended === 0 && !isBuild) return 0;
+    meta.covered = highest;
+    meta.vectors += appended;
+    // Events up to `covered` without a vector yet (queued or failed jobs) are the holes: found exactly once embedded.
+    this.db.exec('DELETE FROM vec_codes_holes');
+    this.db.prepare('INSERT INTO vec_codes_holes (event_rowid) SELECT event_rowid FROM embedding_jobs WHERE event_rowid <= ?').run(meta.covered);
+    this.db.prepare('INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(META_KEY, JSON.stringify(meta));
+    return appended;
+  }
+}
+
+function dot(a: Float32Array, b: Float32Array, offset: number): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i]! * b[offset + i]!;
+  return s;
+}
+
+function fromBlob(b: Buffer): Float32Array {
+  // Copy: a Buffer's offset into its pool need not be 4-byte aligned.
+  const out = new Float32Array(b.byteLength / 4);
+  new Uint8Array(out.buffer).set(b);
+  return out;
+}

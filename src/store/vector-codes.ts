@@ -1,0 +1,274 @@
+/**
+ * One-bit vector codes for a first pass over every stored vector, in memory, before an exact re-rank. A vector
+ * is kept as the signs of its difference from the store's mean vector (one bit per dimension) and one scale (the
+ * mean absolute difference), so q . v ~ q . mean + scale x sum(q_d x sign_d). The query stays in floats
+ * (asymmetric: only the stored side is quantized), scored a byte at a time from a per-query table of 256 partial
+ * sums per byte position. The first pass keeps the best `candidates` by that estimate; the caller reads their
+ * float vectors and ranks them exactly, so what it returns is exact among the candidates and what it misses is a
+ * neighbour the estimate ranked below them (measured against exact search in bench/results/vectors-scale.md).
+ *
+ * Why not an IVF or a graph: the built-in embedder's vectors (GloVe words plus hashed character trigrams) are
+ * weakly clustered, so probing a share of k-means lists missed 40 % of the 10 nearest at 100K, and an HNSW graph
+ * (usearch, i8) found 40-56 % while taking minutes to build; a scan of every code misses little and builds in one
+ * pass (bench/results/vectors-scale.md).
+ */
+
+/** Bits per 32-bit word of a code. */
+const WORD_BITS = 32;
+
+/** Words of a code of `dims` dimensions. */
+export function codeWords(dims: number): number {
+  return Math.ceil(dims / WORD_BITS);
+}
+
+/** The code of `v` (dims floats from `offset`) against `mean`, into `out` at word `at`; returns its scale. */
+export function encodeVector(v: Float32Array, offset: number, mean: Float32Array, out: Uint32Array, at: number): number {
+  const dims = mean.length;
+  let abs = 0;
+  for (let w = 0; w < codeWords(dims); w++) {
+    let bits = 0;
+    const end = Math.min(dims, (w + 1) * WORD_BITS);
+    for (let d = w * WORD_BITS; d < end; d++) {
+      const x = v[offset + d]! - mean[d]!;
+      abs += Math.abs(x);
+      if (x > 0) bits |= 1 << (d - w * WORD_BITS);
+    }
+    out[at + w] = bits >>> 0;
+  }
+  return abs / dims;
+}
+
+/** Per-query table: for byte position p (8 dimensions) and byte value b, sum over its bits of +q_d (set) or -q_d. */
+export function queryTable(q: Float32Array, dims: number): Float32Array {
+  const bytes = codeWords(dims) * 4;
+  const table = new Float32Array(bytes * 256);
+  for (let p = 0; p < bytes; p++) {
+    for (let b = 0; b < 256; b++) {
+      let s = 0;
+      for (let bit = 0; bit < 8; bit++) {
+        const d = p * 8 + bit;
+        if (d >= dims) break;
+        s += (b >>> bit) & 1 ? q[d]! : -q[d]!;
+      }
+      table[p * 256 + b] = s;
+    }
+  }
+  return table;
+}
+
+/**
+ * The `want` highest of `scores`' entries, as positions, by a bounded min-heap (most entries fail the first
+ * comparison once the heap is full). Ties broken by position, so the choice is deterministic.
+ */
+export class TopScores {
+  private readonly pos: Int32Array;
+  private readonly val: Float32Array;
+  size = 0;
+
+  constructor(readonly want: number) {
+    this.pos = new Int32Array(Math.max(1, want));
+    this.val = new Float32Array(Math.max(1, want));
+  }
+
+  /** The least score kept, once full; -Infinity before. */
+  get floor(): number {
+    return this.size < this.want ? -Infinity : this.val[0]!;
+  }
+
+  offer(position: number, score: number): void {
+    if (this.want <= 0) return;
+    if (this.size < this.want) {
+      let i = this.size++;
+      while (i > 0) {
+        const parent = (i - 1) >> 1;
+        if (this.val[parent]! <= score) break;
+        this.val[i] = this.val[parent]!;
+        this.pos[i] = this.pos[parent]!;
+        i = parent;
+      }
+      this.val[i] = score;
+      this.pos[i] = position;
+      return;
+    }
+    if (score <= this.val[0]!) return;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= this.size) break;
+      const r = l + 1;
+      const c = r < this.size && this.val[r]! < this.val[l]! ? r : l;
+      if (this.val[c]! >= score) break;
+      this.val[i] = this.val[c]!;
+      this.pos[i] = this.pos[c]!;
+      i = c;
+    }
+    this.val[i] = score;
+    this.pos[i] = position;
+  }
+
+  /** The kept positions, best first. */
+  positions(): number[] {
+    const out: Array<[number, number]> = [];
+    for (let i = 0; i < this.size; i++) out.push([this.val[i]!, this.pos[i]!]);
+    out.sort((a, b) => b[0] - a[0] || a[1] - b[1]);
+    return out.map((e) => e[1]);
+  }
+}
+
+/** Codes of many vectors with what a filter needs, in parallel arrays (one slot per vector). */
+export interface CodeBlock {
+  count: number;
+  rowids: Float64Array;
+  codes: Uint32Array;
+  scales: Float32Array;
+  /** Index into {@link CodeBlock.sessionNames}. */
+  sessions: Int32Array;
+  sessionNames: string[];
+  /** Index into {@link CodeBlock.kindNames}. */
+  kinds: Uint8Array;
+  kindNames: string[];
+  ts: Float64Array;
+}
+
+/** Which slots a scan may score: `null` for every one. */
+export interface CodeFilter {
+  sessions?: ReadonlySet<string>;
+  kinds?: ReadonlySet<string>;
+  fromMs?: number;
+  toMs?: number;
+}
+
+/**
+ * Scores every slot of `block` passing `filter` against the query's table and offers it to `top` (positions are
+ * `base + slot`). The estimate leaves out q . mean, the same for every vector.
+ */
+export function scanBlock(block: CodeBlock, table: Float32Array, words: number, filter: CodeFilter | null, top: TopScores, base: number): void {
+  const { codes, scales, count } = block;
+  let allowSession: Uint8Array | null = null;
+  let allowKind: Uint8Array | null = null;
+  if (filter?.sessions) {
+    allowSession = new Uint8Array(block.sessionNames.length);
+    block.sessionNames.forEach((s, i) => (allowSession![i] = filter.sessions!.has(s) ? 1 : 0));
+  }
+  if (filter?.kinds) {
+    allowKind = new Uint8Array(block.kindNames.length);
+    block.kindNames.forEach((k, i) => (allowKind![i] = filter.kinds!.has(k) ? 1 : 0));
+  }
+  const from = filter?.fromMs ?? -Infinity;
+  const to = filter?.toMs ?? Infinity;
+  const hasTime = from !== -Infinity || to !== Infinity;
+  const filtered = allowSession !== null || allowKind !== null || hasTime;
+  let floor = top.floor;
+  for (let i = 0, o = 0; i < count; i++, o += words) {
+    if (filtered) {
+      if (allowSession !== null && allowSession[block.sessions[i]!] === 0) continue;
+      if (allowKind !== null && allowKind[block.kinds[i]!] === 0) continue;
+      if (hasTime && (block.ts[i]! < from || block.ts[i]! > to)) continue;
+    }
+    const s = (words === 8 ? score8(codes, o, table) : scoreAny(codes, o, words, table)) * scales[i]!;
+    if (s > floor) {
+      top.offer(base + i, s);
+      floor = top.floor;
+    }
+  }
+}
+
+/** The table's sum for the code at `o` (any length). */
+function scoreAny(codes: Uint32Array, o: number, words: number, table: Float32Array): number {
+  let s = 0;
+  for (let w = 0, t = 0; w < words; w++, t += 1024) {
+    const x = codes[o + w]!;
+    s += table[t + (x & 255)]! + table[t + 256 + ((x >>> 8) & 255)]! + table[t + 512 + ((x >>> 16) & 255)]! + table[t + 768 + (x >>> 24)]!;
+  }
+  return s;
+}
+
+/** {@link scoreAny} unrolled for 256 dimensions (8 words), the built-in embedder's. */
+function score8(c: Uint32Array, o: number, t: Float32Array): number {
+  const x0 = c[o]!, x1 = c[o + 1]!, x2 = c[o + 2]!, x3 = c[o + 3]!, x4 = c[o + 4]!, x5 = c[o + 5]!, x6 = c[o + 6]!, x7 = c[o + 7]!;
+  return (
+    t[x0 & 255]! + t[256 + ((x0 >>> 8) & 255)]! + t[512 + ((x0 >>> 16) & 255)]! + t[768 + (x0 >>> 24)]! +
+    t[1024 + (x1 & 255)]! + t[1280 + ((x1 >>> 8) & 255)]! + t[1536 + ((x1 >>> 16) & 255)]! + t[1792 + (x1 >>> 24)]! +
+    t[2048 + (x2 & 255)]! + t[2304 + ((x2 >>> 8) & 255)]! + t[2560 + ((x2 >>> 16) & 255)]! + t[2816 + (x2 >>> 24)]! +
+    t[3072 + (x3 & 255)]! + t[3328 + ((x3 >>> 8) & 255)]! + t[3584 + ((x3 >>> 16) & 255)]! + t[3840 + (x3 >>> 24)]! +
+    t[4096 + (x4 & 255)]! + t[4352 + ((x4 >>> 8) & 255)]! + t[4608 + ((x4 >>> 16) & 255)]! + t[4864 + (x4 >>> 24)]! +
+    t[5120 + (x5 & 255)]! + t[5376 + ((x5 >>> 8) & 255)]! + t[5632 + ((x5 >>> 16) & 255)]! + t[5888 + (x5 >>> 24)]! +
+    t[6144 + (x6 & 255)]! + t[6400 + ((x6 >>> 8) & 255)]! + t[6656 + ((x6 >>> 16) & 255)]! + t[6912 + (x6 >>> 24)]! +
+    t[7168 + (x7 & 255)]! + t[7424 + ((x7 >>> 8) & 255)]! + t[7680 + ((x7 >>> 16) & 255)]! + t[7936 + (x7 >>> 24)]!
+  );
+}
+
+/** Builds a {@link CodeBlock} from rows (vectors as float blobs) against `mean`. */
+export function encodeBlock(
+  rows: ReadonlyArray<{ rowid: number; embedding: Float32Array; session_id: string; kind: string; ts_ms: number }>,
+  mean: Float32Array,
+): CodeBlock {
+  const dims = mean.length;
+  const words = codeWords(dims);
+  const block: CodeBlock = {
+    count: rows.length,
+    rowids: new Float64Array(rows.length),
+    codes: new Uint32Array(rows.length * words),
+    scales: new Float32Array(rows.length),
+    sessions: new Int32Array(rows.length),
+    sessionNames: [],
+    kinds: new Uint8Array(rows.length),
+    kindNames: [],
+    ts: new Float64Array(rows.length),
+  };
+  const sessionIndex = new Map<string, number>();
+  const kindIndex = new Map<string, number>();
+  rows.forEach((r, i) => {
+    block.rowids[i] = r.rowid;
+    block.scales[i] = encodeVector(r.embedding, 0, mean, block.codes, i * words);
+    let s = sessionIndex.get(r.session_id);
+    if (s === undefined) {
+      s = block.sessionNames.push(r.session_id) - 1;
+      sessionIndex.set(r.session_id, s);
+    }
+    block.sessions[i] = s;
+    let k = kindIndex.get(r.kind);
+    if (k === undefined) {
+      if (block.kindNames.length === 255) throw new Error('more than 255 event kinds in one code block');
+      k = block.kindNames.push(r.kind) - 1;
+      kindIndex.set(r.kind, k);
+    }
+    block.kinds[i] = k;
+    block.ts[i] = r.ts_ms;
+  });
+  return block;
+}
+
+/** A block as bytes (little-endian typed arrays after a JSON header) and back, for storing it as one blob. */
+export function blockToBytes(block: CodeBlock): Buffer {
+  const header = Buffer.from(JSON.stringify({ count: block.count, words: block.codes.length / Math.max(1, block.count), sessions: block.sessionNames, kinds: block.kindNames }));
+  const parts = [block.rowids, block.ts, block.codes, block.scales, block.sessions, block.kinds];
+  const head = Buffer.alloc(8);
+  head.writeUInt32LE(header.length, 0);
+  const pad = (8 - ((8 + header.length) % 8)) % 8;
+  return Buffer.concat([head, header, Buffer.alloc(pad), ...parts.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength))]);
+}
+
+export function blockFromBytes(bytes: Buffer): CodeBlock {
+  const headerLength = bytes.readUInt32LE(0);
+  const header = JSON.parse(bytes.subarray(8, 8 + headerLength).toString('utf8')) as { count: number; words: number; sessions: string[]; kinds: string[] };
+  // Copy into an aligned buffer: a Buffer from SQLite may start at any offset.
+  const start = 8 + headerLength + ((8 - ((8 + headerLength) % 8)) % 8);
+  const body = new Uint8Array(bytes.length - start);
+  body.set(bytes.subarray(start));
+  const n = header.count;
+  const words = n === 0 ? 0 : header.words;
+  let at = 0;
+  const take = <T>(make: (buf: ArrayBuffer, offset: number, length: number) => T, length: number, size: number): T => {
+    const out = make(body.buffer, at, length);
+    at += length * size;
+    return out;
+  };
+  const rowids = take((b, o, l) => new Float64Array(b, o, l), n, 8);
+  const ts = take((b, o, l) => new Float64Array(b, o, l), n, 8);
+  const codes = take((b, o, l) => new Uint32Array(b, o, l), n * words, 4);
+  const scales = take((b, o, l) => new Float32Array(b, o, l), n, 4);
+  const sessions = take((b, o, l) => new Int32Array(b, o, l), n, 4);
+  const kinds = take((b, o, l) => new Uint8Array(b, o, l), n, 1);
+  return { count: n, rowids, codes, scales, sessions, sessionNames: header.sessions, kinds, kindNames: header.kinds, ts };
+}
