@@ -6,12 +6,14 @@
  *   npm run bench -- scale [--events 1000000] [--backends sqlite,postgres] [--pg-events 100000]
  *                          [--parts fts,ingest,cli,hybrid] [--queries 25] [--reuse]
  *
- * Stores are kept in $TMPDIR/engram-scale/ (a 1M store takes minutes to build); `--reuse` opens one built by an
- * earlier run with the same size instead of building it again (the ingest figures are then those measured when it was built).
+ * Stores are kept in $TMPDIR/engram-scale/ (a 1M store takes minutes to build; `TMPDIR=/tmp/mine npm run bench -- scale`
+ * builds and reuses its own); `--reuse` opens one built by an earlier run with the same size instead of building it
+ * again (the ingest figures are then those measured when it was built). The report keeps the figures of the parts
+ * a run leaves out (`--parts`) from the previous report, each with the run that measured it (lib/scale-report-merge.ts).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
@@ -25,6 +27,7 @@ import { openRawFts5 } from './lib/raw-fts5.js';
 import { benchPgUrl, type BenchBackend } from './lib/bench-stores.js';
 import { Prng } from './lib/prng.js';
 import { machineLine, round, summarize } from './lib/stats.js';
+import { mergeScaleSections, notesByPart, readPreviousScaleReport, type ScalePartName } from './lib/scale-report-merge.js';
 
 export const SCALE_PARTS = ['fts', 'ingest', 'cli', 'hybrid'] as const;
 export type ScalePart = (typeof SCALE_PARTS)[number];
@@ -73,6 +76,8 @@ interface ClassResult {
 
 interface IngestResult {
   events: number;
+  /** 1-, 5- and 15-minute load averages when the stores were built (2 shared cores). */
+  loadAverage?: number[];
   oursEventsPerSec: number;
   rawEventsPerSec: number;
   ratio: number;
@@ -80,6 +85,8 @@ interface IngestResult {
 
 interface CliResult {
   events: number;
+  /** 1-, 5- and 15-minute load averages after the runs (2 shared cores). */
+  loadAverage?: number[];
   /** `engram recall <query>` as a user types it. */
   runs: number[];
   summary: Summary;
@@ -114,7 +121,7 @@ export async function runScale(args: ScaleArgs): Promise<void> {
       const rawBuilt = buildRaw(rawPath, events, args.reuse);
       if (args.parts.includes('ingest')) {
         if (store.eventsPerSec !== undefined && rawBuilt !== undefined) {
-          ingest = { events, oursEventsPerSec: round(store.eventsPerSec, 0), rawEventsPerSec: round(rawBuilt, 0), ratio: round(store.eventsPerSec / rawBuilt) };
+          ingest = { events, oursEventsPerSec: round(store.eventsPerSec, 0), rawEventsPerSec: round(rawBuilt, 0), ratio: round(store.eventsPerSec / rawBuilt), ...(store.built ? { loadAverage: loadavg().map((l) => round(l, 2)) } : {}) };
           if (!store.built) notes.push('Ingest: measured when the reused stores were built (`--reuse` keeps the rates in the stores\' markers).');
         } else notes.push('Ingest was not measured: the stores were reused from an earlier run (`--reuse`) that recorded no rate.');
       }
@@ -135,7 +142,7 @@ export async function runScale(args: ScaleArgs): Promise<void> {
     }
     if (backend === 'sqlite' && args.parts.includes('cli')) {
       const db = (store.location as { db: string }).db;
-      cli = { events, ...(await timeCli(db, [])), fts: await timeCli(db, ['--retriever', 'fts']) };
+      cli = { events, ...(await timeCli(db, [])), fts: await timeCli(db, ['--retriever', 'fts']), loadAverage: loadavg().map((l) => round(l, 2)) };
       console.error(JSON.stringify(cli));
     }
   }
@@ -389,7 +396,7 @@ function roundSummary(samples: number[]): Summary {
   return { p50: round(s.p50, 2), p95: round(s.p95, 2), p99: round(s.p99, 2), mean: round(s.mean, 2), n: s.n };
 }
 
-function writeReport(r: {
+function writeReport(run: {
   args: ScaleArgs;
   pgEvents: number;
   classes: ClassResult[];
@@ -401,9 +408,33 @@ function writeReport(r: {
   mkdirSync('bench/results', { recursive: true });
   const when = new Date().toISOString();
   const machine = `${machineLine()}, ${cpus().length} cores`;
+  const a = run.args;
+  const command = `npm run bench -- scale --events ${a.events} --backends ${a.backends.join(',')} --pg-events ${run.pgEvents} --parts ${a.parts.join(',')} --queries ${a.queries}${a.reuse ? ' --reuse' : ''}`;
+  const loadAverage = round(loadavg()[0]!, 2);
+  // The parts this run left out keep the previous report's figures (and the run that measured them).
+  const merged = mergeScaleSections(
+    {
+      classes: run.classes,
+      ingest: run.ingest,
+      cli: run.cli,
+      hybrid: run.hybrid,
+      notes: notesByPart(run.notes),
+      measured: Object.fromEntries(a.parts.map((p) => [p, { when, command, loadAverage }])),
+    },
+    a.parts as ScalePartName[],
+    readPreviousScaleReport('bench/results/scale.json', 'bench/results/scale.md'),
+  );
+  const r = { ...run, classes: merged.classes, ingest: merged.ingest, cli: merged.cli, hybrid: merged.hybrid, notes: Object.values(merged.notes).flat() };
+  const provenance = (['fts', 'ingest', 'cli', 'hybrid'] as const)
+    .flatMap((p) => (merged.measured[p] ? [`- ${p}: ${merged.measured[p].when}, \`${merged.measured[p].command}\`${merged.measured[p].loadAverage !== undefined ? `, load average ${merged.measured[p].loadAverage}` : ''}`] : []))
+    .join('\n');
   writeFileSync(
     'bench/results/scale.json',
-    JSON.stringify({ when, machine, args: r.args, classes: r.classes, ingest: r.ingest, cli: r.cli, hybrid: r.hybrid?.json ?? null, notes: r.notes }, null, 2) + '\n',
+    JSON.stringify(
+      { when, machine, command, args: r.args, measured: merged.measured, classes: r.classes, ingest: r.ingest, cli: r.cli, hybrid: r.hybrid?.json ?? null, hybridMarkdown: r.hybrid?.markdown, notes: merged.notes },
+      null,
+      2,
+    ) + '\n',
   );
   const fmt = (n: number): string => n.toLocaleString('en');
   const ms = (s: Summary): string => `${s.p50} / ${s.p95}`;
@@ -429,8 +460,10 @@ function writeReport(r: {
   const examples = QUERY_CLASSES.map((cls) => `- ${cls}: ${(r.classes.find((c) => c.queryClass === cls)?.examples ?? []).map((e) => `\`${e}\``).join(', ')}`).join('\n');
   const md = `# Scale: full-text recall, ingest and the CLI at a million events (issue #14)
 
-Generated by \`npm run bench -- scale --events ${r.args.events} --backends ${r.args.backends.join(',')} --pg-events ${r.pgEvents} --parts ${r.args.parts.join(',')} --queries ${r.args.queries}${r.args.reuse ? ' --reuse' : ''}\`
+Last written by \`${command}\`
 on ${when} (${machine}; other work shared the machine, so single figures vary by tens of percent between runs).
+Each part below was measured by the run named here (a run with \`--parts\` keeps the other parts' figures):
+${provenance}
 Trace: \`bench/lib/agent-trace.ts\`, seed ${SEED} (a coding agent's dialogue, tool calls and results, about 100 words
 an event). The planner and its bounded path are described in docs/recall.md ("Full-text at scale").
 
@@ -461,12 +494,12 @@ ${r.ingest ? `## Batched ingest against raw SQLite + FTS5
 | events | ours events/s | raw events/s | ratio |
 | ---: | ---: | ---: | ---: |
 | ${fmt(r.ingest.events)} | ${fmt(r.ingest.oursEventsPerSec)} | ${fmt(r.ingest.rawEventsPerSec)} | ${r.ingest.ratio} |
-` : ''}
+${r.ingest.loadAverage ? `\nLoad average (1, 5, 15 min) when the stores were built: ${r.ingest.loadAverage.join(', ')}.\n` : ''}` : ''}
 ${r.cli ? `## CLI start to first recall result
 
 \`node bin/engram.js --db <store> recall <query>\` (and with \`--retriever fts\`), spawned ${r.cli.runs.length} times each after one
 warm-up run; wall time from spawn to the first byte on stdout (Node start, module load, opening the store, the recall).
-Runs (ms): ${r.cli.runs.join(', ')}; with \`--retriever fts\`: ${r.cli.fts.runs.join(', ')}.
+Runs (ms): ${r.cli.runs.join(', ')}; with \`--retriever fts\`: ${r.cli.fts.runs.join(', ')}.${r.cli.loadAverage ? `\nLoad average (1, 5, 15 min) after the runs: ${r.cli.loadAverage.join(', ')}.` : ''}
 ` : ''}
 ## Hybrid / vectors
 

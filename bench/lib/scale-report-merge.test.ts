@@ -1,0 +1,76 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { mergeScaleSections, readPreviousScaleReport, type ScaleSections } from './scale-report-merge.js';
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'engram-scale-report-'));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const legacyMd = `# Scale
+
+## Hybrid / vectors
+
+<!-- Filled by bench/scale-vectors.ts (runScaleVectors), another part of issue #14. -->
+| hybrid | row |
+
+## Notes
+
+- PostgreSQL ran on 100,000 events, not 1,000,000.
+`;
+
+function writeLegacy(): { json: string; md: string } {
+  const json = join(dir, 'scale.json');
+  const md = join(dir, 'scale.md');
+  writeFileSync(
+    json,
+    JSON.stringify({
+      when: '2026-11-25T19:50:52.264Z',
+      args: { parts: ['fts', 'cli', 'hybrid'] },
+      classes: [{ queryClass: 'rare term' }],
+      cli: { events: 1_000_000 },
+      hybrid: { rows: 1 },
+      notes: ['PostgreSQL ran on 100,000 events, not 1,000,000.', 'Ingest was not measured: reused.'],
+    }),
+  );
+  writeFileSync(md, legacyMd);
+  return { json, md };
+}
+
+describe('scale report merge', () => {
+  it('keeps the parts a run leaves out, with the run that measured them', () => {
+    const { json, md } = writeLegacy();
+    const previous = readPreviousScaleReport(json, md)!;
+    const current: ScaleSections<unknown, unknown, unknown> = {
+      classes: [],
+      ingest: undefined,
+      cli: { events: 1_000_000, fresh: true },
+      hybrid: undefined,
+      notes: {},
+      measured: { cli: { when: 'now', command: '--parts cli' } },
+    };
+    const merged = mergeScaleSections(current, ['cli'], previous);
+    expect(merged.classes).toEqual([{ queryClass: 'rare term' }]);
+    expect(merged.cli).toEqual({ events: 1_000_000, fresh: true });
+    expect(merged.hybrid).toEqual({ markdown: '| hybrid | row |', json: { rows: 1 } });
+    expect(merged.measured.fts?.when).toBe('2026-11-25T19:50:52.264Z');
+    expect(merged.measured.cli).toEqual({ when: 'now', command: '--parts cli' });
+    expect(merged.notes.fts).toEqual(['PostgreSQL ran on 100,000 events, not 1,000,000.']);
+    expect(merged.notes.ingest).toEqual(['Ingest was not measured: reused.']);
+  });
+
+  it('replaces a part the run measured, even with nothing', () => {
+    const { json, md } = writeLegacy();
+    const merged = mergeScaleSections({ classes: [], ingest: undefined, cli: undefined, hybrid: undefined, notes: {}, measured: {} }, ['fts', 'cli', 'hybrid'], readPreviousScaleReport(json, md));
+    expect(merged.classes).toEqual([]);
+    expect(merged.cli).toBeUndefined();
+    expect(merged.hybrid).toBeUndefined();
+  });
+
+  it('writes the run alone when there is no previous report', () => {
+    expect(readPreviousScaleReport(join(dir, 'none.json'), join(dir, 'none.md'))).toBeUndefined();
+  });
+});
