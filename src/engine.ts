@@ -12,6 +12,7 @@ import { runImport } from './memory/import-runner.js';
 import type { IngestOptions } from './memory/ingest.js';
 import { Ingestor, type IngestOutcome } from './memory/ingest.js';
 import { reindexText, type TextReindexProgress } from './memory/index-text.js';
+import { backfillIdentifierIndex, type IdentifierBackfillProgress } from './memory/identifier-backfill.js';
 import { maskPrivate } from './memory/private-spans.js';
 import { purge, type PurgeOptions, type PurgeReport, type PurgeSelector } from './memory/purge.js';
 import type { RecallBatchResult, RecallOptions, RecallResult } from './memory/recall.js';
@@ -350,6 +351,23 @@ export class Engram {
    */
   maintainVectorIndex(): Promise<VectorIndexStatus> {
     return this.store.maintainVectorIndex();
+  }
+
+  /**
+   * Backfills the identifier index of full-text search when it is pending (a store from before it existed):
+   * maintenance, as `engram reindex` runs it; resumable (docs/recall.md, "Full-text at scale").
+   */
+  async maintainTextIndex(onProgress?: (p: IdentifierBackfillProgress) => void): Promise<IdentifierBackfillProgress> {
+    return backfillIdentifierIndex(this.store, (id) => this.artifactTextOrNull(id), onProgress);
+  }
+
+  private async artifactTextOrNull(id: ArtifactId): Promise<string | null> {
+    try {
+      return (await this.readArtifact(id)).bytes.toString('utf8');
+    } catch (err) {
+      if (isEngramError(err, 'NOT_FOUND')) return null;
+      throw err;
+    }
   }
 
   async reindexText(onProgress?: (p: TextReindexProgress) => void): Promise<TextReindexProgress> {

@@ -445,6 +445,12 @@ export interface TextIndexEntry {
   searchMeta: string;
 }
 
+/** See {@link StorageBackend.identifierIndexStatus}. */
+export interface IdentifierIndexStatus {
+  state: 'complete' | 'pending' | 'none';
+  cursor: string | null;
+}
+
 /** What a purge removed (or, dry, would remove). */
 export interface PurgeCounts {
   /** Events rewritten into tombstones. */
@@ -550,6 +556,18 @@ export interface StorageBackend {
    * context-aware units, memory/turn-context.ts). Events that do not exist are skipped; returns the rows written.
    */
   replaceTextIndex(entries: TextIndexEntry[]): Promise<number>;
+
+  /**
+   * Where the identifier index of full-text search stands (docs/recall.md, "Full-text at scale"): `complete` (searches
+   * use it), `pending` (events stored before it existed await the backfill; searches do not use it yet) or `none`
+   * (this backend has none); `cursor` is the backfill's resume point (where its last page ended).
+   */
+  identifierIndexStatus(): Promise<IdentifierIndexStatus>;
+  /**
+   * The backfill's step (`engram reindex`, memory/identifier-backfill.ts): writes these events' identifier rows
+   * again, records `cursor` and, with `isComplete`, marks the index complete; one transaction. Returns the rows written.
+   */
+  fillIdentifierIndex(entries: TextIndexEntry[], progress: { cursor?: string; isComplete?: boolean }): Promise<number>;
 
   /**
    * Which of `ids` a stored event supersedes, mapped to the superseding event (one query, so recall can

@@ -26,6 +26,18 @@ const NEAR_MISSES = [
   'the flaky upload retry',
 ];
 
+/**
+ * Events after the 10K that hold one identifier in the ways an agent's text does (docs/recall.md, identifiers): in a
+ * stack frame with a column, bare, with a longer line number, and a near miss holding every trigram of it in two
+ * other paths. An identifier of three or more tokens is looked up in the identifier index on the bounded path.
+ */
+const PATH_EVENTS = {
+  frame: 'TypeError: boom\n    at handler (src/orders/client.ts:385:6)\n    at run (src/core/queue.ts:12:3)',
+  bare: 'failed: src/orders/client.ts',
+  longerLine: 'see src/orders/client.ts:3850 for the retry',
+  twoPaths: 'compare src/orders/client.go with lib/orders/client.ts today',
+} as const;
+
 function content(i: number): string {
   // mulberry32, seeded by the position: the same text for an event on every run and backend.
   let seed = i + 1;
@@ -46,6 +58,7 @@ runStorageContract('full-text planner at scale', ({ createHarness }) => {
   let harness: BackendHarness;
   let mem: Engram;
   let ids: string[];
+  let pathIds: Record<keyof typeof PATH_EVENTS, string>;
 
   beforeAll(async () => {
     harness = await createHarness();
@@ -57,6 +70,8 @@ runStorageContract('full-text planner at scale', ({ createHarness }) => {
       const out = await mem.append(`s${(start / 500) % 3}`, batch);
       ids.push(...out.map((o) => o.record.id));
     }
+    const out = await mem.append('paths', Object.values(PATH_EVENTS).map((c) => ({ kind: 'tool_result' as const, toolName: 'bash', content: c })));
+    pathIds = Object.fromEntries(Object.keys(PATH_EVENTS).map((k, i) => [k, String(out[i]!.record.id)])) as Record<keyof typeof PATH_EVENTS, string>;
   }, 120_000);
   afterAll(async () => {
     await mem?.close();
@@ -96,6 +111,28 @@ runStorageContract('full-text planner at scale', ({ createHarness }) => {
     it('finds the same events through recall with the default bound', async () => {
       const r = await mem.recall(IDENTIFIER, { retriever: 'fts', logRecall: false, k: 10 });
       expect(r.hits.map((h) => h.eventId).sort()).toEqual(HAS_IDENTIFIER.map((i) => ids[i]!).sort());
+    });
+  });
+
+  describe('an identifier inside longer identifiers', () => {
+    it.each([
+      ['src/orders/client.ts:385', ['frame']],
+      ['orders/client.ts:385', ['frame']],
+      ['src/orders/client.ts', ['frame', 'bare', 'longerLine']],
+      ['lib/orders/client.ts', ['twoPaths']],
+      ['src/core/queue.ts:12:3', ['frame']],
+    ] as const)('%s: the bounded path finds exactly the events holding it, as the exact path does', async (query, which) => {
+      const expected = which.map((k) => pathIds[k]).sort();
+      expect((await search(query, Number.POSITIVE_INFINITY)).sort()).toEqual(expected);
+      expect((await search(query, 0)).sort()).toEqual(expected);
+    });
+
+    it('a purged event is no longer found by its identifier, on either path', async () => {
+      await mem.purge({ eventIds: [pathIds.bare] }, { actor: 'os:test' });
+      const expected = [pathIds.frame, pathIds.longerLine].sort();
+      expect((await search('src/orders/client.ts', 0)).sort()).toEqual(expected);
+      expect((await search('src/orders/client.ts', Number.POSITIVE_INFINITY)).sort()).toEqual(expected);
+      expect(await search('failed: src/orders/client.ts', 0)).not.toContain(pathIds.bare);
     });
   });
 

@@ -29,6 +29,7 @@ import type {
   StoredArtifact,
   TextHit,
   TextIndexEntry,
+  IdentifierIndexStatus,
   TextSearchQuery,
   PurgeCounts,
   PurgeLogRecord,
@@ -486,6 +487,14 @@ export class PostgresBackend implements StorageBackend {
     const rows = await this.query<{ id: string; rare: number; rank: number }>(sql, params, 'full-text search failed', 'search');
     // Bounded: the relevance follows the order (rare terms held, then ts_rank_cd squeezed below 1).
     return rows.map((r) => ({ eventId: r.id as EventId, relevance: isBounded ? Number(r.rare) + r.rank / (1 + r.rank) : r.rank }));
+  }
+
+  async identifierIndexStatus(): Promise<IdentifierIndexStatus> {
+    return { state: 'none', cursor: null };
+  }
+
+  async fillIdentifierIndex(): Promise<number> {
+    return 0;
   }
 
   async replaceTextIndex(entries: TextIndexEntry[]): Promise<number> {

@@ -56,35 +56,44 @@ export class Fts5BoundedSearch {
    */
   search(plan: Fts5Plan, limit: number, where: string[], params: unknown[], candidates = BOUNDED_CANDIDATES): BoundedHit[] {
     const want = Math.max(candidates, limit);
-    const newest = (match: string, n: number): number[] => {
-      const sql =
-        where.length === 0
-          ? 'SELECT rowid FROM events_fts WHERE events_fts MATCH ? ORDER BY rowid DESC LIMIT ?'
-          : `SELECT events_fts.rowid AS rowid FROM events_fts JOIN events e ON e.rowid = events_fts.rowid
-             WHERE events_fts MATCH ? AND ${where.join(' AND ')} ORDER BY events_fts.rowid DESC LIMIT ?`;
-      const rows = this.db.prepare(sql).all(match, ...params, n) as Array<{ rowid: number }>;
-      return rows.map((r) => r.rowid);
-    };
     const count = plan.terms.length;
     // Which of the query's terms each candidate holds, as far as the first pass saw.
     const holds = new Map<number, Set<number>>();
     const every = new Set(plan.terms.map((_, i) => i));
-    if (count > 1) for (const rowid of newest(plan.allMatch, want)) holds.set(rowid, every);
+    if (count > 1) for (const rowid of this.newest(plan.allMatch, want, where, params)) holds.set(rowid, every);
     const byRarity = plan.terms.map((_, i) => i).sort((a, b) => plan.terms[a]!.df - plan.terms[b]!.df);
     for (const i of byRarity) {
       if (holds.size >= want * MAX_CANDIDATE_LISTS) break;
-      for (const rowid of newest(plan.terms[i]!.match, want)) {
+      for (const rowid of this.newest(plan.terms[i]!.match, want, where, params)) {
         const seen = holds.get(rowid);
         if (seen === every) continue;
         if (seen) seen.add(i);
         else holds.set(rowid, new Set([i]));
       }
     }
-    if (holds.size === 0) return [];
+    return this.score(holds, plan.terms.map((t) => t.df), limit);
+  }
 
+  /** The newest `n` rows matching an FTS5 expression (and `where` on the joined `events e`), newest first. */
+  newest(match: string, n: number, where: string[], params: unknown[]): number[] {
+    const sql =
+      where.length === 0
+        ? 'SELECT rowid FROM events_fts WHERE events_fts MATCH ? ORDER BY rowid DESC LIMIT ?'
+        : `SELECT events_fts.rowid AS rowid FROM events_fts JOIN events e ON e.rowid = events_fts.rowid
+           WHERE events_fts MATCH ? AND ${where.join(' AND ')} ORDER BY events_fts.rowid DESC LIMIT ?`;
+    const rows = this.db.prepare(sql).all(match, ...params, n) as Array<{ rowid: number }>;
+    return rows.map((r) => r.rowid);
+  }
+
+  /**
+   * Scores candidates with FTS5's bm25 formula, each term counted once where `holds` says the row has it; `dfs` are
+   * the terms' document frequencies. The best `limit`, best first.
+   */
+  score(holds: ReadonlyMap<number, ReadonlySet<number>>, dfs: readonly number[], limit: number): BoundedHit[] {
+    if (holds.size === 0) return [];
     const { docs, avgLength } = this.averages();
-    const idf = plan.terms.map((t) => {
-      const df = Number.isFinite(t.df) ? Math.min(t.df, docs) : 1;
+    const idf = dfs.map((d) => {
+      const df = Number.isFinite(d) ? Math.min(d, docs) : 1;
       const v = Math.log((docs - df + 0.5) / (df + 0.5));
       return v > 0 ? v : 1e-6;
     });

@@ -20,7 +20,8 @@ const DF_CACHE_TTL_MS = 60_000;
 export interface Fts5Plan {
   match: string;
   estimate: number;
-  terms: Array<{ match: string; df: number }>;
+  /** Each term compiled, its frequency, its text and whether it is one of the rare terms that decide the matches. */
+  terms: Array<{ match: string; df: number; text: string; isRare: boolean }>;
   allMatch: string;
   /** A rare term is a phrase of several tokens (an identifier such as `src/db/pool.ts:42`, a quoted phrase). */
   hasPhrase: boolean;
@@ -80,7 +81,7 @@ export class Fts5Planner {
     return {
       match,
       estimate: rare.reduce((sum, p) => sum + p.df, 0),
-      terms: planned.map((p) => ({ match: compileTerm(p.term), df: p.df })),
+      terms: planned.map((p) => ({ match: compileTerm(p.term), df: p.df, text: p.term.text, isRare: rare.includes(p) })),
       allMatch: planned.map((p) => compileTerm(p.term)).join(' AND '),
       hasPhrase: rare.some((p) => tokenize(p.term.text).length > 1),
     };

@@ -3,6 +3,7 @@
  * each step runs in its own transaction. Migrations only add: no step drops or rewrites stored events.
  */
 import { SQLITE_SUMMARY_MIGRATION_SQL } from './summary-migration.js';
+import { SQLITE_IDENTIFIER_INDEX_MIGRATION_SQL } from './identifier-migration.js';
 import { SQLITE_ARTIFACT_TIER_MIGRATION_SQL } from './artifact-tier-migration.js';
 
 export interface SqliteMigration {
@@ -492,6 +493,11 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
     version: 14,
     description: 'artifact lifecycle: cold copies of old artifacts under <db>.cold/',
     sql: SQLITE_ARTIFACT_TIER_MIGRATION_SQL,
+  },
+  {
+    version: 15,
+    description: 'identifier index of full-text search (empty; backfilled by engram reindex)',
+    sql: SQLITE_IDENTIFIER_INDEX_MIGRATION_SQL,
   },
 ];
 

@@ -30,6 +30,7 @@ import type {
   StoredArtifact,
   TextHit,
   TextIndexEntry,
+  IdentifierIndexStatus,
   TextSearchQuery,
   PurgeCounts,
   PurgeLogRecord,
@@ -54,6 +55,8 @@ import { eventFromColumns, eventFromDraft, type EventColumns } from '../event-re
 import type { Checkpointer } from './checkpointer.js';
 import { Fts5Planner } from './fts5-planner.js';
 import { BOUND_ABOVE_ROWS, BOUND_PHRASE_ABOVE_ROWS, Fts5BoundedSearch } from './fts5-bounded.js';
+import { searchWithIdentifiers } from './fts5-identifier-search.js';
+import { fillIdentifierRows, SqliteIdentifierIndex } from './sqlite-identifier-index.js';
 import { chunks, translateSqliteError } from './sqlite-errors.js';
 import { SqliteArtifactTiers } from './sqlite-artifact-tiers.js';
 import { openSqliteConnection, readVersion, startWalCheckpointer, type SqliteBackendOptions } from './sqlite-connection.js';
@@ -98,6 +101,7 @@ export class SqliteBackend implements StorageBackend {
   private readonly stmts: ReturnType<typeof prepareStatements>;
   private readonly planner: Fts5Planner;
   private readonly bounded: Fts5BoundedSearch;
+  private readonly identifiers: SqliteIdentifierIndex;
   private readonly vectors: SqliteVectors;
   private readonly agents: SqliteAgents;
   private readonly sessions: SqliteSessions;
@@ -132,6 +136,7 @@ export class SqliteBackend implements StorageBackend {
     this.stmts = prepareStatements(db);
     this.planner = new Fts5Planner(db);
     this.bounded = new Fts5BoundedSearch(db);
+    this.identifiers = new SqliteIdentifierIndex(db);
     this.vectors = new SqliteVectors(db);
     this.agents = new SqliteAgents(db);
     this.sessions = new SqliteSessions(db);
@@ -217,6 +222,7 @@ export class SqliteBackend implements StorageBackend {
           d.meta !== undefined ? JSON.stringify(d.meta) : null,
         );
         s.insertFts.run(info.lastInsertRowid, d.searchText, d.searchMeta);
+        this.identifiers.add(info.lastInsertRowid, d.searchText, d.searchMeta);
         rowids.push(info.lastInsertRowid);
         outcomes.push({ record: eventFromDraft(d, sessionId, turn), isDuplicate: false });
       }
@@ -444,7 +450,9 @@ export class SqliteBackend implements StorageBackend {
     const weight = contextWeightOf(query).toFixed(4);
     if (Number.isFinite(plan.estimate) && plan.estimate > (query.boundAbove ?? (plan.hasPhrase ? BOUND_PHRASE_ABOVE_ROWS : BOUND_ABOVE_ROWS))) {
       try {
-        const hits = this.bounded.search(plan, query.limit, where, params);
+        // An identifier among the rare terms is looked up in the identifier index once it is complete.
+        const viaIdentifiers = this.identifiers.state() === 'complete' ? searchWithIdentifiers(this.db, this.identifiers, this.bounded, plan, query.limit, where, params) : null;
+        const hits = viaIdentifiers ?? this.bounded.search(plan, query.limit, where, params);
         const ids = this.db.prepare('SELECT rowid, id FROM events WHERE rowid IN (SELECT value FROM json_each(?))').all(JSON.stringify(hits.map((h) => h.rowid))) as Array<{ rowid: number; id: string }>;
         const idOf = new Map(ids.map((r) => [r.rowid, r.id]));
         return hits.flatMap((h) => (idOf.has(h.rowid) ? [{ eventId: idOf.get(h.rowid) as EventId, relevance: h.score }] : []));
@@ -526,6 +534,24 @@ export class SqliteBackend implements StorageBackend {
       return this.db.transaction(() => rewriteTextRows(this.db, entries))();
     } catch (err) {
       throw translateSqliteError(err, 'rewriting the full-text index failed');
+    }
+  }
+
+  async identifierIndexStatus(): Promise<IdentifierIndexStatus> {
+    this.assertOpen();
+    return { state: this.identifiers.state(), cursor: this.identifiers.cursor() };
+  }
+
+  async fillIdentifierIndex(entries: TextIndexEntry[], progress: { cursor?: string; isComplete?: boolean }): Promise<number> {
+    this.assertOpen();
+    try {
+      return this.db.transaction(() => {
+        const written = fillIdentifierRows(this.db, this.identifiers, entries);
+        this.identifiers.setProgress(progress.cursor ?? null, progress.isComplete === true ? 'complete' : this.identifiers.state());
+        return written;
+      }).immediate();
+    } catch (err) {
+      throw translateSqliteError(err, 'filling the identifier index failed');
     }
   }
 
@@ -699,7 +725,7 @@ export class SqliteBackend implements StorageBackend {
     const model = this.vectors.readModel();
     if (model === null) return { state: 'none', vectors: 0, ms: 0 };
     try {
-      return this.vectors.maintainIndex(model);
+      return this.vectors.vectorIndex.maintain(model);
     } catch (err) {
       throw translateSqliteError(err, 'building the vector index failed');
     }

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { rewriteTextRows } from './sqlite-text-index.js';
+import { SqliteIdentifierIndex } from './sqlite-identifier-index.js';
 import { isEngramError } from '../../errors.js';
 import type { PurgeCounts, PurgeLogRecord, PurgePlan } from '../backend.js';
 import { engramsToScrub, scrubEngramBody } from '../purge-support.js';
@@ -69,6 +70,7 @@ export class SqlitePurge {
          preview_kind = NULL, input_hash = NULL, tags = NULL WHERE rowid = ?`,
     );
     const dropFts = db.prepare('DELETE FROM events_fts WHERE rowid = ?');
+    const identifiers = new SqliteIdentifierIndex(db);
     const dropJob = db.prepare('DELETE FROM embedding_jobs WHERE event_rowid = ?');
     const dropVector = db.prepare('DELETE FROM event_vectors WHERE event_rowid = ?');
     const dropVec0 = hasVec0 ? db.prepare('DELETE FROM vec_events WHERE rowid = ?') : undefined;
@@ -80,6 +82,7 @@ export class SqlitePurge {
       if (!row) continue;
       counts.events += tombstone.run(t.content, JSON.stringify(t.meta), row.rowid).changes;
       dropFts.run(row.rowid);
+      identifiers.remove(row.rowid);
       counts.embeddingJobs += dropJob.run(row.rowid).changes;
       counts.vectors += dropVector.run(row.rowid).changes;
       dropVec0?.run(BigInt(row.rowid));

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { CliContext, GlobalOptions } from '../cli-context.js';
 import type { Engram } from '../../../engine.js';
 import type { VectorIndexStatus } from '../../../store/backend.js';
+import type { IdentifierBackfillProgress } from '../../../memory/identifier-backfill.js';
 import { EngramError } from '../../../errors.js';
 import { EXIT } from '../exit-codes.js';
 import type { Io } from '../output.js';
@@ -45,7 +46,9 @@ export interface ReindexArgs {
 
 /** `engram reindex`: makes the chosen embedder's model the store's and embeds every queued event. */
 export async function reindexCommand(mem: Engram, args: ReindexArgs, io: Io): Promise<number> {
-  if (args.text) return reindexTextCommand(mem, args, io);
+  // The identifier index's backfill (a store from before it existed) is maintenance too: here, never at open.
+  const identifierIndex = await backfillIdentifiers(mem, io);
+  if (args.text) return reindexTextCommand(mem, args, io, identifierIndex);
   if (!mem.indexer) throw new EngramError('INVALID_INPUT', 'embedder: reindex needs an embedder; --embedder none turns vectors off', { field: 'embedder' });
   const previous = (await mem.store.getVectorModel())?.name ?? null;
   const switched = await mem.reindex();
@@ -65,6 +68,7 @@ export async function reindexCommand(mem: Engram, args: ReindexArgs, io: Io): Pr
     pending: stats.pending,
     failed: stats.failed,
     vectorIndex: index,
+    identifierIndex,
   };
   if (args.json) printJson(io, report);
   else {
@@ -76,6 +80,7 @@ export async function reindexCommand(mem: Engram, args: ReindexArgs, io: Io): Pr
         ['still queued', stats.pending],
         ['failed (retry with --retry-failed)', stats.failed],
         ['vector index', describeIndex(index)],
+        ['identifier index', describeIdentifierIndex(identifierIndex)],
       ]),
     );
   }
@@ -101,14 +106,29 @@ function describeIndex(s: VectorIndexStatus): string {
   }
 }
 
+/** Backfills the identifier index of full-text search when it is pending, with a progress bar on a terminal. */
+async function backfillIdentifiers(mem: Engram, io: Io): Promise<IdentifierBackfillProgress> {
+  const progress = createProgress(io);
+  try {
+    return await mem.maintainTextIndex((p) => progress.update(p.events, Math.max(1, p.total), 'identifiers', p.events, 'events'));
+  } finally {
+    progress.stop();
+  }
+}
+
+function describeIdentifierIndex(p: IdentifierBackfillProgress): string {
+  if (p.state === 'none') return '-';
+  return p.events > 0 ? `built: ${p.events} events backfilled in ${p.sessions} sessions` : 'current';
+}
+
 /** `engram reindex --text`: every event's full-text row written again, with the context of the events before it. */
-async function reindexTextCommand(mem: Engram, args: ReindexArgs, io: Io): Promise<number> {
+async function reindexTextCommand(mem: Engram, args: ReindexArgs, io: Io, identifierIndex: IdentifierBackfillProgress): Promise<number> {
   const progress = createProgress(io);
   try {
     const done = await mem.reindexText((p) => progress.update(p.events, p.total, 'index', p.events, 'events'));
     progress.stop();
-    if (args.json) printJson(io, { reindexed: done.events, sessions: done.sessions });
-    else io.out(formatPairs([['events re-indexed', done.events], ['sessions', done.sessions]]));
+    if (args.json) printJson(io, { reindexed: done.events, sessions: done.sessions, identifierIndex });
+    else io.out(formatPairs([['events re-indexed', done.events], ['sessions', done.sessions], ['identifier index', describeIdentifierIndex(identifierIndex)]]));
     return EXIT.OK;
   } finally {
     progress.stop();
@@ -120,7 +140,7 @@ export function register(program: Command, context: CliContext): void {
   const { io } = context;
   program
     .command('reindex')
-    .description("embed every event with the chosen embedder's model (a new model replaces the old vectors; events are untouched), then build the approximate vector index when the store is large enough")
+    .description("embed every event with the chosen embedder's model (a new model replaces the old vectors; events are untouched), then build the approximate vector index when the store is large enough; first, backfill the full-text identifier index of a store made before it existed")
     .option('--retry-failed', 'queue events whose embedding failed repeatedly again')
     .option('--text', 'rewrite the full-text index instead (each event with the context of the events before it; for stores indexed before that existed)')
     .action(context.withStore((m, args: ReindexArgs & GlobalOptions) => reindexCommand(m, args, io), false, 'foreground'));

@@ -1,0 +1,112 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openEngram, type Engram } from '../../src/engine.js';
+import { parseQuery } from '../../src/memory/query-terms.js';
+import type { StorageBackend, TextIndexEntry } from '../../src/store/backend.js';
+import { SqliteBackend } from '../../src/store/sqlite/sqlite-backend.js';
+
+/**
+ * The identifier index of a store made before it existed (docs/recall.md, "Full-text at scale"): opening the store
+ * only creates it, empty and pending, and searches keep the plain full-text path; `mem.maintainTextIndex()` (run by
+ * `engram reindex`) backfills it in pages, resumes where an interrupted run stopped, and then searches use it and
+ * find what they found before. A purge deletes a purged event's rows.
+ */
+const IDENTIFIER = 'src/db/pool.ts:42';
+
+function text(i: number): string {
+  if (i % 250 === 7) return `Error at query (${IDENTIFIER}:9) while config loaded`;
+  if (i % 250 === 8) return `near miss: src/db/pool.ts:43 and lib/db/pool.ts:42`;
+  return `config service ${i % 2 === 0 ? 'request' : 'handler'} step ${i} in src/api/x${i % 13}.ts:${i % 400}`;
+}
+
+describe('identifier index backfill (SQLite)', () => {
+  let dir: string;
+  let mem: Engram | undefined;
+  afterEach(async () => {
+    await mem?.close();
+    mem = undefined;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A store whose events were stored before the index existed: its rows deleted and the index marked pending. */
+  async function upgradedStore(events: number): Promise<{ path: string; expected: string[] }> {
+    dir = mkdtempSync(join(tmpdir(), 'engram-idx-'));
+    const path = join(dir, 'engram.db');
+    const m = await openEngram({ backend: SqliteBackend.open(path) });
+    const expected: string[] = [];
+    for (let s = 0; s < 3; s++) {
+      for (let from = 0; from < events / 3; from += 500) {
+        const n = Math.min(500, events / 3 - from);
+        const out = await m.append(`s${s}`, Array.from({ length: n }, (_, j) => ({ kind: 'tool_result' as const, toolName: 'bash', content: text(s * 1000 + from + j) })));
+        out.forEach((o, j) => {
+          if ((s * 1000 + from + j) % 250 === 7) expected.push(o.record.id);
+        });
+      }
+    }
+    await m.close();
+    const db = new Database(path);
+    expect((db.prepare('SELECT count(*) AS n FROM event_idgrams').get() as { n: number }).n).toBeGreaterThan(0);
+    db.exec("DELETE FROM event_idgrams; DELETE FROM event_idgram_sets; UPDATE text_index_state SET value = 'pending' WHERE name = 'identifier_grams'");
+    db.close();
+    return { path, expected: expected.sort() };
+  }
+
+  const search = async (store: StorageBackend, boundAbove: number): Promise<string[]> =>
+    (await store.searchText({ terms: parseQuery(IDENTIFIER).terms, limit: 40, boundAbove })).map((h) => h.eventId).sort();
+
+  it('pending: searches keep the full-text path; after the backfill they use the index and find the same events', async () => {
+    const { path, expected } = await upgradedStore(1500);
+    mem = await openEngram({ backend: SqliteBackend.open(path) });
+    expect(await mem.store.identifierIndexStatus()).toMatchObject({ state: 'pending' });
+    expect(await search(mem.store, 0)).toEqual(expected);
+    // An append while pending indexes itself.
+    await mem.append('s9', [{ kind: 'tool_result', toolName: 'bash', content: `again at (${IDENTIFIER}:1)` }]);
+    const all = [...expected, ...(await mem.store.searchText({ terms: parseQuery(`again ${IDENTIFIER}`).terms, limit: 1, boundAbove: Infinity })).map((h) => h.eventId)].sort();
+    const done = await mem.maintainTextIndex();
+    expect(done).toMatchObject({ state: 'complete', events: 1501 });
+    expect(await mem.store.identifierIndexStatus()).toMatchObject({ state: 'complete' });
+    expect(await search(mem.store, 0)).toEqual(all);
+    expect(await search(mem.store, Number.POSITIVE_INFINITY)).toEqual(all);
+    // Complete: a second run does nothing.
+    expect(await mem.maintainTextIndex()).toMatchObject({ state: 'complete', events: 0 });
+  });
+
+  it('an interrupted backfill resumes where its last page ended', async () => {
+    const { path, expected } = await upgradedStore(3000);
+    const backend = SqliteBackend.open(path);
+    mem = await openEngram({ backend });
+    // The second page's write fails, as a crash would stop it.
+    const fill = backend.fillIdentifierIndex.bind(backend);
+    let calls = 0;
+    backend.fillIdentifierIndex = async (entries: TextIndexEntry[], progress: { cursor?: string; isComplete?: boolean }) => {
+      if (++calls === 2) throw new Error('crash');
+      return fill(entries, progress);
+    };
+    await expect(mem.maintainTextIndex()).rejects.toThrow('crash');
+    const status = await backend.identifierIndexStatus();
+    expect(status.state).toBe('pending');
+    expect(JSON.parse(status.cursor!)).toEqual(['s0', 1000]);
+    backend.fillIdentifierIndex = fill;
+    const done = await mem.maintainTextIndex();
+    // Resumed after the first page: the rest of the first session and the two others.
+    expect(done).toMatchObject({ state: 'complete', events: 2000 });
+    expect(await search(backend, 0)).toEqual(expected);
+  });
+
+  it("a purge deletes the purged events' rows", async () => {
+    const { path, expected } = await upgradedStore(1500);
+    mem = await openEngram({ backend: SqliteBackend.open(path) });
+    await mem.maintainTextIndex();
+    const db = new Database(path, { readonly: true });
+    const rowsOf = (id: string): number =>
+      (db.prepare('SELECT count(*) AS n FROM event_idgrams WHERE event_rowid = (SELECT rowid FROM events WHERE id = ?)').get(id) as { n: number }).n;
+    expect(rowsOf(expected[0]!)).toBeGreaterThan(0);
+    await mem.purge({ eventIds: [expected[0]!] }, { actor: 'os:test' });
+    expect(rowsOf(expected[0]!)).toBe(0);
+    db.close();
+    expect(await search(mem.store, 0)).toEqual(expected.slice(1));
+  });
+});
