@@ -5,6 +5,7 @@
  * arcs and epochs due in its project are made.
  */
 import { randomUUID } from 'node:crypto';
+import { runArtifactLifecycle } from '../memory/artifact-lifecycle.js';
 import type { StorageBackend } from '../store/backend.js';
 import type { Consolidator } from './consolidator.js';
 
@@ -21,6 +22,11 @@ export interface ConsolidationWorkerOptions {
   workerId?: string;
   /** Where failures go (a job that failed is retried by a later round, up to 3 attempts). */
   onError?: (err: unknown, sessionId?: string) => void;
+  /**
+   * The artifact lifecycle (memory/artifact-lifecycle.ts) run by the rounds: artifacts older than `olderThanMs` move
+   * to the cold tier, at most `batch` (default 200) per run, a run every `everyMs` (default 1 hour). Absent: off.
+   */
+  artifactLifecycle?: { olderThanMs: number; everyMs?: number; batch?: number };
 }
 
 export interface WorkerRound {
@@ -30,11 +36,15 @@ export interface WorkerRound {
   failed: number;
   arcs: number;
   epochs: number;
+  /** Artifacts the lifecycle moved to the cold tier in this round (0 when it did not run). */
+  artifactsMoved: number;
 }
 
 export const DEFAULT_IDLE_MS = 15 * 60_000;
 export const DEFAULT_POLL_MS = 30_000;
 export const DEFAULT_LEASE_MS = 10 * 60_000;
+/** How often a worker runs the artifact lifecycle (when configured). */
+export const DEFAULT_LIFECYCLE_EVERY_MS = 3_600_000;
 /** Most sessions looked at per round for idleness. */
 const MAX_SCANNED_SESSIONS = 100_000;
 
@@ -47,6 +57,7 @@ export class ConsolidationWorker {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> | undefined;
   private isStopped = false;
+  private lastLifecycleMs = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly store: StorageBackend,
@@ -82,7 +93,7 @@ export class ConsolidationWorker {
 
   /** One round: queue sessions idle since `nowMs - idleMs`, lease a batch, consolidate it, roll up its projects. */
   async round(nowMs: number = Date.now()): Promise<WorkerRound> {
-    const out: WorkerRound = { queued: 0, leased: 0, summarized: 0, failed: 0, arcs: 0, epochs: 0 };
+    const out: WorkerRound = { queued: 0, leased: 0, summarized: 0, failed: 0, arcs: 0, epochs: 0, artifactsMoved: 0 };
     const sessions = await this.store.listSessions({ limit: MAX_SCANNED_SESSIONS });
     const idle = sessions.filter((s) => s.lastTurn > 0 && Date.parse(s.lastTs ?? s.createdAt) <= nowMs - this.idleMs);
     out.queued = await this.store.summaries.enqueue(idle.map((s) => ({ sessionId: s.id, project: s.project, throughTurn: s.lastTurn })));
@@ -113,6 +124,22 @@ export class ConsolidationWorker {
         this.options.onError?.(err);
       }
     }
+    out.artifactsMoved = await this.artifactLifecycle(nowMs);
     return out;
+  }
+
+  /** A batch of the artifact lifecycle when one is due; artifacts that fail stay hot and are reported. */
+  private async artifactLifecycle(nowMs: number): Promise<number> {
+    const lifecycle = this.options.artifactLifecycle;
+    if (!lifecycle || nowMs - this.lastLifecycleMs < (lifecycle.everyMs ?? DEFAULT_LIFECYCLE_EVERY_MS)) return 0;
+    this.lastLifecycleMs = nowMs;
+    try {
+      const report = await runArtifactLifecycle(this.store, { olderThanMs: lifecycle.olderThanMs, nowMs, limit: lifecycle.batch ?? 200 });
+      for (const f of report.failures) this.options.onError?.(new Error(`artifact lifecycle: ${f.artifactId}: ${f.message}`));
+      return report.moved;
+    } catch (err) {
+      this.options.onError?.(err);
+      return 0;
+    }
   }
 }

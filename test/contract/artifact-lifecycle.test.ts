@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ConsolidationWorker } from '../../src/consolidate/consolidation-worker.js';
 import { openEngram, type Engram } from '../../src/engine.js';
 import { runArtifactLifecycle } from '../../src/memory/artifact-lifecycle.js';
 import { sha256Hex } from '../../src/memory/artifact-codec.js';
@@ -108,6 +109,20 @@ runStorageContract('artifact lifecycle', ({ name, createHarness }) => {
     const r = await mem.bus.enforcer.deref(agent, { pointer: `artifact:${ids[0]}`, maxTokens: 16_000 });
     expect(r.spanDigest).toBe(sha256Hex(originals[0]!));
     expect(originals[0]!.startsWith(r.excerpt.slice(0, 2000))).toBe(true);
+  });
+
+  it("the consolidation worker's rounds run the lifecycle, a batch at most once per interval", async () => {
+    const worker = new ConsolidationWorker(mem.store, mem.consolidator({ llm: null }), {
+      workerId: 'w1',
+      artifactLifecycle: { olderThanMs: DAY_MS, everyMs: 3_600_000, batch: 2 },
+    });
+    const now = Date.now() + 2 * DAY_MS;
+    expect((await worker.round(now)).artifactsMoved).toBe(2);
+    // Not due again yet: the next round moves nothing.
+    expect((await worker.round(now + 60_000)).artifactsMoved).toBe(0);
+    expect((await worker.round(now + 3_600_000)).artifactsMoved).toBe(1);
+    expect(await mem.store.artifactTiers.counts()).toMatchObject({ hot: 0, cold: 3 });
+    for (const [i, id] of ids.entries()) expect((await mem.readArtifact(id)).bytes.toString('utf8')).toBe(originals[i]);
   });
 
   it('honours a limit per run and moves the rest on the next', async () => {

@@ -22,6 +22,7 @@ export const COMMAND_FILES: ReadonlyArray<{ names: readonly string[]; load: () =
   { names: ['graph', 'entities', 'impact', 'expand'], load: () => import('./commands/graph.js') },
   { names: ['consolidate', 'summaries'], load: () => import('./commands/consolidate.js') },
   { names: ['purge'], load: () => import('./commands/purge.js') },
+  { names: ['artifacts'], load: () => import('./commands/artifacts.js') },
   { names: ['agent'], load: () => import('./commands/agent.js') },
   { names: ['serve'], load: () => import('./commands/serve.js') },
   { names: ['mcp'], load: () => import('./commands/mcp.js') },

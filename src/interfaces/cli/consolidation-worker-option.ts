@@ -2,6 +2,7 @@ import type { Engram } from '../../engine.js';
 import { EngramError } from '../../errors.js';
 import { ConsolidationWorker, DEFAULT_IDLE_MS, DEFAULT_POLL_MS } from '../../consolidate/consolidation-worker.js';
 import { logEscalationsTo, logLlmCallsTo } from '../../consolidate/telemetry.js';
+import { defaultColdAfterMs, parseAge } from '../../memory/artifact-lifecycle.js';
 import type { GlobalOptions } from './cli-context.js';
 import { openLlm } from './llm-option.js';
 import type { Io } from './output.js';
@@ -19,17 +20,23 @@ export function parseDuration(value: string, field: string): number {
  */
 export async function startConsolidationWorker(
   mem: Engram,
-  args: GlobalOptions & { consolidateIdle?: string },
+  args: GlobalOptions & { consolidateIdle?: string; artifactsColdAfter?: string },
   io: Io,
 ): Promise<{ worker: ConsolidationWorker; note: string }> {
   const idleMs = args.consolidateIdle !== undefined ? parseDuration(args.consolidateIdle, 'consolidate-idle') : DEFAULT_IDLE_MS;
   const llm = await openLlm(args, { onCall: logLlmCallsTo(mem.bus) });
   const consolidator = mem.consolidator({ llm, telemetry: logEscalationsTo(mem.bus, 'summary') });
+  // The artifact lifecycle runs in the same worker, hourly: --artifacts-cold-after, else $ENGRAM_ARTIFACT_COLD_AFTER, else 30d.
+  const coldAfterMs = args.artifactsColdAfter !== undefined ? parseAge(args.artifactsColdAfter, 'artifacts-cold-after') : defaultColdAfterMs();
   const worker = new ConsolidationWorker(mem.store, consolidator, {
     idleMs,
+    artifactLifecycle: { olderThanMs: coldAfterMs },
     pollMs: Math.min(DEFAULT_POLL_MS, idleMs),
     onError: (err, sessionId) => io.err(`engram serve: consolidation${sessionId ? ` of session ${sessionId}` : ''} failed: ${err instanceof Error ? err.message : String(err)}`),
   });
   worker.start();
-  return { worker, note: `consolidation: sessions idle ${Math.round(idleMs / 1000)} s, ${llm ? llm.name : 'deterministic'}` };
+  return {
+    worker,
+    note: `consolidation: sessions idle ${Math.round(idleMs / 1000)} s, ${llm ? llm.name : 'deterministic'}; artifacts cold after ${+(coldAfterMs / 86_400_000).toFixed(2)} d`,
+  };
 }

@@ -16,6 +16,7 @@ import { DASHBOARD_ROUTES } from './dashboard-routes.js';
 import { HIERARCHY_ROUTES } from './hierarchy-routes.js';
 import { KNOWLEDGE_ROUTES } from './knowledge-routes.js';
 import { SUMMARY_ROUTES } from './summary-routes.js';
+import { ARTIFACT_ROUTES } from './artifact-routes.js';
 import { recallSummaries } from '../shared/summary-recall.js';
 import type { SummaryDepth } from '../../model/summary.js';
 import { granularBatch, GRANULARITIES } from '../../view/granular-recall.js';
@@ -362,6 +363,7 @@ export const ROUTES: readonly Route[] = [
   ...HIERARCHY_ROUTES,
   ...KNOWLEDGE_ROUTES,
   ...SUMMARY_ROUTES,
+  ...ARTIFACT_ROUTES,
 ];
 
 /** The same error with `from` (and `from.*`, `from[...]`) renamed to `to` in its field and message. */

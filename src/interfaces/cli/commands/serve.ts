@@ -21,6 +21,8 @@ export interface ServeArgs {
   /** `--consolidate-idle <duration>`; false with --no-consolidate. */
   consolidate?: boolean;
   consolidateIdle?: string;
+  /** `--artifacts-cold-after <age>`: the artifact lifecycle's cut-off (the consolidation worker runs it). */
+  artifactsColdAfter?: string;
 }
 
 /** Name of the admin agent `engram serve` creates in a store that has no agent yet. */
@@ -140,6 +142,7 @@ export function register(program: Command, context: CliContext): void {
     .option('--cors <origin>', 'allow browser requests from this origin (default: no CORS)')
     .option('--max-body-bytes <n>', 'largest request body accepted (default 8 MiB)')
     .option('--consolidate-idle <duration>', 'summarize a session once idle this long: 90s, 15m (default), 2h; the model of --llm, else deterministic')
+    .option('--artifacts-cold-after <age>', 'hourly, move artifacts older than this to the cold tier: 30d (default $ENGRAM_ARTIFACT_COLD_AFTER, else 30d)')
     .option('--no-consolidate', 'no consolidation worker')
     // The embedding worker runs in the background while serving (--embedder none turns it off).
     .action(context.withStore((m, args: ServeArgs & GlobalOptions) => serveCommand(m, args, io, context.version), true, 'background'));

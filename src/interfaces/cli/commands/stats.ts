@@ -24,6 +24,11 @@ export async function statsCommand(mem: Engram, args: { json?: boolean }, io: Io
       ['by kind', kinds || '-'],
       ['artifacts', `${s.artifacts} (${formatBytes(s.artifactBytes)} original, ${formatBytes(s.artifactStoredBytes)} stored)`],
       [
+        'artifact tiers',
+        `${s.artifactTiers.hot} hot (${formatBytes(s.artifactTiers.hotStoredBytes)}), ${s.artifactTiers.cold} cold (${formatBytes(s.artifactTiers.coldStoredBytes)}, ` +
+          `${formatBytes(s.artifactTiers.coldBytesBefore - s.artifactTiers.coldStoredBytes)} saved by recompression)`,
+      ],
+      [
         'vectors',
         s.vectors.model
           ? `${s.vectors.model} (${s.vectors.dimensions} dimensions, ${s.vectors.search}); ${s.vectors.pending} queued, ${s.vectors.failed} failed`
