@@ -480,7 +480,9 @@ export function renderSuiteReport(runs: readonly HttpLoadReport[]): string {
     const q = r.ops.recall;
     const verified = r.verification.httpVerified && r.verification.storeVerified && r.server.exitCode === 0;
     const errors = Object.values(r.errors).reduce((n, e) => n + e, 0);
-    const cpu = r.cpu ? `${r.cpu.serverCores} / ${r.cpu.clientCores} | ${r.cpu.serverMsPerRequest} | ${r.cpu.loadAverage}` : '? | ? | ?';
+    // What the server's one thread would answer with a whole core to itself, at the CPU each request took here.
+    const perCore = r.cpu && r.cpu.serverMsPerRequest > 0 ? fmt(round(1000 / r.cpu.serverMsPerRequest, 0)) : '?';
+    const cpu = r.cpu ? `${r.cpu.serverCores} / ${r.cpu.clientCores} | ${r.cpu.serverMsPerRequest} | ${perCore} | ${r.cpu.loadAverage}` : '? | ? | ? | ?';
     return `| ${r.config.backend} | ${r.config.agents} | ${fmt(a.perSec)} | ${a.p95Ms} | ${fmt(q.perSec)} | ${q.p95Ms} | ${fmt(r.eventsPerSec)} | ${errors} | ${verified ? 'yes' : 'NO'} | ${cpu} |`;
   });
   const first = runs[0];
@@ -491,10 +493,14 @@ generator and the server share these cores). Code: \`bench/http-load.ts\`. Embed
 (\`none\`: recall is full-text). Each row is a fresh store; each agent appends a turn of ${first?.config.batch ?? 4} events, then recalls,
 in a closed loop (details per run below).
 
-| backend | agents | appends/s | append p95 ms | recalls/s | recall p95 ms | events/s | errors | exactly once | cores: server / load generator | server CPU ms per request | load average |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |
+| backend | agents | appends/s | append p95 ms | recalls/s | recall p95 ms | events/s | errors | exactly once | cores: server / load generator | server CPU ms per request | requests/s per server core | load average |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |
 ${rows.join('\n')}
-| **target (#14, 32 agents)** | 32 | >= ${fmt(t.appendPerSec)} | < ${t.appendP95Ms} | >= ${t.recallPerSec} | < ${t.recallP95Ms} | | 0 | yes | | | |
+| **target (#14, 32 agents)** | 32 | >= ${fmt(t.appendPerSec)} | < ${t.appendP95Ms} | >= ${t.recallPerSec} | < ${t.recallP95Ms} | | 0 | yes | | | | |
+
+Requests/s per server core: 1000 / the server's CPU ms per request, the rate its one JavaScript thread would keep
+with a core to itself (appends and recalls alternate, so half of it each). On a machine whose other processes
+keep the load average far above its cores, this and the CPU columns are the figures to compare between runs.
 
 ${verdicts(runs)}
 
