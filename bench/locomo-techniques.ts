@@ -7,7 +7,8 @@
  */
 import type { LocomoConversation } from '../src/eval/locomo-data.js';
 import { evaluateLocomo, type LocomoEvalOptions, type LocomoQuestionResult } from '../src/eval/locomo-eval.js';
-import { HYBRID_VECTOR_WEIGHT, SPEAKER_BOOST, type Retriever } from '../src/memory/recall.js';
+import { DATE_BOOST, HYBRID_VECTOR_WEIGHT, SECOND_HOP_WEIGHT, SPEAKER_BOOST, type Retriever } from '../src/memory/recall.js';
+import { SECOND_HOP_SOURCES, SECOND_HOP_TERMS } from '../src/memory/second-hop.js';
 import { TURN_CONTEXT_EVENTS, TURN_CONTEXT_WORDS } from '../src/memory/turn-context.js';
 import { DEFAULT_CONTEXT_WEIGHT } from '../src/store/backend.js';
 import type { Embedder } from '../src/providers/embedder.js';
@@ -71,14 +72,29 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
     value,
     setting: value === TURN_CONTEXT_EVENTS ? hybrid('default') : hybrid(`turn context ${value} event(s)`, { turnContextEvents: value }),
   }));
-  const before = { turnContextEvents: 0, recallOptions: { contextWeight: 0.25, recencyWeight: 0.15, speakerBoost: 0, vectorWeight: 0.5 } };
+  const secondHops = [0, 0.3, 0.5, 1].map((value) => ({
+    value,
+    setting: value === SECOND_HOP_WEIGHT ? hybrid('default') : hybrid(`second hop ${value}`, { recallOptions: { secondHopWeight: value } }),
+  }));
+  const dateBoosts = [0, 0.25, 0.5, 1].map((value) => ({
+    value,
+    setting: value === DATE_BOOST ? hybrid('default') : hybrid(`date boost ${value}`, { recallOptions: { dateBoost: value } }),
+  }));
+  const before = {
+    turnContextEvents: 0,
+    recallOptions: { contextWeight: 0.25, recencyWeight: 0.15, speakerBoost: 0, vectorWeight: 0.5, secondHopWeight: 0, dateBoost: 0 },
+  };
   const settings: TechniqueSetting[] = [
     fts('default'),
     hybrid('default'),
     fts('before #13', before),
     hybrid('before #13', before),
     fts('no turn context', { turnContextEvents: 0 }),
-    ...[...contextEvents, ...contextWeights, ...speakerBoosts, ...vectorWeights].map((g) => g.setting),
+    fts('no second hop', { recallOptions: { secondHopWeight: 0 } }),
+    ...[...contextEvents, ...contextWeights, ...speakerBoosts, ...vectorWeights, ...secondHops, ...dateBoosts].map((g) => g.setting),
+    hybrid('second hop on every question', { recallOptions: { secondHopTrigger: 'always' } }),
+    hybrid('vector feedback 0.3', { recallOptions: { vectorFeedbackWeight: 0.3 } }),
+    hybrid('vector feedback 1', { recallOptions: { vectorFeedbackWeight: 1 } }),
     hybrid('recency weight 0.15 (before #13)', { recallOptions: { recencyWeight: 0.15 } }),
     hybrid('recency weight 0', { recallOptions: { recencyWeight: 0 } }),
     hybrid('speakers not recorded', { recordSpeakers: false }),
@@ -91,6 +107,8 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
       { constant: 'DEFAULT_CONTEXT_WEIGHT (store/backend.ts)', defaultValue: DEFAULT_CONTEXT_WEIGHT, grid: contextWeights },
       { constant: 'SPEAKER_BOOST (recall.ts)', defaultValue: SPEAKER_BOOST, grid: speakerBoosts },
       { constant: 'TURN_CONTEXT_EVENTS (turn-context.ts)', defaultValue: TURN_CONTEXT_EVENTS, grid: contextEvents },
+      { constant: 'SECOND_HOP_WEIGHT (recall.ts)', defaultValue: SECOND_HOP_WEIGHT, grid: secondHops },
+      { constant: 'DATE_BOOST (recall.ts)', defaultValue: DATE_BOOST, grid: dateBoosts },
     ],
   };
 }
@@ -231,8 +249,16 @@ The techniques, as built:
   benchmark as a chat import would), the others' relevance is divided by 1 + ${SPEAKER_BOOST}.
 - **recency weight**: 0.05 (0.15 before); relevance decides, recency only breaks near-ties.
 - **vector weight**: the built-in embedder's share of hybrid relevance, ${HYBRID_VECTOR_WEIGHT} (0.5 before).
+- **second hop**: the question's terms plus the ${SECOND_HOP_TERMS} content words most shared among its first ${SECOND_HOP_SOURCES} full-text
+  hits (entities first; not the question's words nor speakers' names) searched again in the same call and fused
+  into the first list at weight ${SECOND_HOP_WEIGHT} (src/memory/second-hop.ts), for questions that look multi-hop (a plural category
+  word, "and", two names), or for every question.
+- **date boost**: when a question names an absolute date ("in June 2022", "on 9 November, 2022") and some candidates
+  were said then (that day ± 1, or that month), the others' relevance is divided by 1 + ${DATE_BOOST} (src/memory/date-expressions.ts).
+- **vector feedback**: the centroid of the best 3 fused hits' vectors blended into the query vector at this weight,
+  then a second vector search (src/memory/vector-feedback.ts; off by default).
 - **before #13**: the previous defaults together (no turn context, context weight 0.25, recency 0.15, no speaker boost,
-  vector weight 0.5): the pipeline this issue started from.
+  vector weight 0.5, no second hop, no date boost): the pipeline this issue started from.
 
 ### Every conversation separately (all five categories)
 

@@ -45,7 +45,10 @@ export interface LocomoEvalOptions {
    */
   embedder: Embedder | null;
   /** Ranking options given to every recall call (an ablation's or a cross-validation's settings). Default none. */
-  recallOptions?: Pick<RecallOptions, 'vectorWeight' | 'contextWeight' | 'speakerBoost' | 'recencyWeight' | 'useMmr'>;
+  recallOptions?: Pick<
+    RecallOptions,
+    'vectorWeight' | 'contextWeight' | 'speakerBoost' | 'recencyWeight' | 'useMmr' | 'secondHopWeight' | 'secondHopTrigger' | 'vectorFeedbackWeight' | 'dateBoost'
+  >;
   /** Earlier turns each turn is indexed with (IngestOptions.turnContextEvents). Default the engine's. */
   turnContextEvents?: number;
   /** Record each turn's speaker in `meta.speaker`, as a chat import would. Default true. */

@@ -139,6 +139,36 @@ describe('speakers', () => {
   });
 });
 
+describe('second hop and dates (issue #13)', () => {
+  it('finds a member of the category a multi-hop question names through the words of its first hits', async () => {
+    // Separate sessions: nothing is found through another turn's indexed context.
+    const pottery = (await mem.append('a', [{ kind: 'user', content: 'Melanie: My favourite activities lately: pottery class and camping with the kids.' }]))[0]!.record.id;
+    const camping = (await mem.append('b', [{ kind: 'user', content: 'We went camping at the beach again with the kids, it was lovely.' }]))[0]!.record.id;
+    await mem.append('c', [{ kind: 'user', content: 'Caroline: The adoption agency called about the interview.' }]);
+    // "camping" and "kids" are not in the question: only the hop finds the second turn.
+    expect(await order('What activities does Melanie partake in?', { secondHopWeight: 0, speakerBoost: 0 })).toEqual([pottery]);
+    const hop = await order('What activities does Melanie partake in?', { speakerBoost: 0 });
+    expect(hop).toEqual([pottery, camping]);
+    // A query that does not look multi-hop gets no second hop unless asked for.
+    expect(await order('Melanie pottery activities')).toEqual([pottery]);
+    expect(await order('Melanie pottery activities', { secondHopTrigger: 'always' })).toEqual([pottery, camping]);
+  });
+
+  it('prefers what was said on the date a question names, softly', async () => {
+    const may = (await mem.append('a', [{ kind: 'user', ts: Date.UTC(2022, 4, 25, 12), content: 'Nate baked a cake for Joanna after a long day at the studio with the writers group and the neighbours' }]))[0]!.record.id;
+    const june = (await mem.append('b', [{ kind: 'user', ts: Date.UTC(2022, 5, 3, 12), content: 'Nate baked a cake, a lemon cake' }]))[0]!.record.id;
+    // Without the boost the short turn saying "cake" twice wins; naming the day of the other turn flips it.
+    expect(await order('What cake did Nate bake on 25 May, 2022?', { dateBoost: 0, recencyWeight: 0 })).toEqual([june, may]);
+    expect(await order('What cake did Nate bake on 25 May, 2022?', { recencyWeight: 0 })).toEqual([may, june]);
+    expect(await order('What cake did Nate bake in June 2022?', { recencyWeight: 0 })).toEqual([june, may]);
+    // A date no candidate was said on changes nothing.
+    expect(await order('What cake did Nate bake in March 2021?', { recencyWeight: 0 })).toEqual([june, may]);
+    await expect(mem.recall('cake', { dateBoost: -1 })).rejects.toMatchObject({ code: 'INVALID_INPUT', data: { field: 'dateBoost' } });
+    await expect(mem.recall('cake', { secondHopWeight: 2 })).rejects.toMatchObject({ code: 'INVALID_INPUT', data: { field: 'secondHopWeight' } });
+    await expect(mem.recall('cake', { secondHopTrigger: 'never' as never })).rejects.toMatchObject({ code: 'INVALID_INPUT', data: { field: 'secondHopTrigger' } });
+  });
+});
+
 describe('redundancy and quotas', () => {
   it('keeps ten identical tool outputs from filling the pack', async () => {
     const log = 'npm ERR! code ELIFECYCLE\nnpm ERR! errno 1\nnpm ERR! build failed in step postinstall';

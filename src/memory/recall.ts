@@ -8,12 +8,15 @@ import type { TaskState } from '../model/task-state.js';
 import { taskStateSchema } from '../model/task-state.js';
 import type { Tokenizer } from '../providers/tokenizer.js';
 import type { Embedder } from '../providers/embedder.js';
-import type { EventFilter, RecallLogInput, StorageBackend } from '../store/backend.js';
+import type { EventFilter, RecallLogInput, StorageBackend, TextHit } from '../store/backend.js';
 import { cutExcerpt } from './excerpt.js';
 import type { RedactionPolicy } from './event-redaction.js';
 import { maskPrivate } from './private-spans.js';
 import { mmrSelect, MMR_DEFAULTS } from './mmr.js';
-import { parseQuery, type ParsedQuery } from './query-terms.js';
+import { MAX_QUERY_TERMS, parseQuery, type ParsedQuery } from './query-terms.js';
+import { fuseSecondHop, looksMultiHop, SECOND_HOP_SOURCES, secondHopTerms } from './second-hop.js';
+import { feedbackVector, VECTOR_FEEDBACK_SOURCES } from './vector-feedback.js';
+import { inDateRanges, parseDateRanges } from './date-expressions.js';
 import type { ModifierFactor, ModifierFactors, ModifierOptions } from './task-modifier.js';
 import { MODIFIER_FACTORS, taskModifier } from './task-modifier.js';
 import type { TypeQuotas } from './type-quotas.js';
@@ -80,7 +83,51 @@ export interface RecallOptions {
    * other candidates: 1 / (1 + speakerBoost). Default {@link SPEAKER_BOOST}; 0 switches it off.
    */
   speakerBoost?: number;
+  /**
+   * Weight of the second-hop query (second-hop.ts: the first hits' words feed a second full-text query, fused
+   * into the first list), 0..1. Default {@link SECOND_HOP_WEIGHT}; 0 switches it off.
+   */
+  secondHopWeight?: number;
+  /** When the second hop runs: `multi-hop` (questions that look multi-hop, second-hop.ts) or `always`. Default {@link SECOND_HOP_TRIGGER}. */
+  secondHopTrigger?: SecondHopTrigger;
+  /**
+   * Weight of the best hits' vector centroid blended into the query vector before a second vector search
+   * (vector-feedback.ts), 0..1. Default {@link VECTOR_FEEDBACK_WEIGHT}; 0 switches it off. Hybrid and vector only.
+   */
+  vectorFeedbackWeight?: number;
+  /**
+   * When the query names an absolute date ("in June 2022", "on 9 November, 2022": date-expressions.ts) and some
+   * candidates' times fall in it, the others' relevance is divided by 1 + this. Default {@link DATE_BOOST}; 0 switches it off.
+   */
+  dateBoost?: number;
 }
+
+export const SECOND_HOP_TRIGGERS = ['multi-hop', 'always'] as const;
+export type SecondHopTrigger = (typeof SECOND_HOP_TRIGGERS)[number];
+/**
+ * Default of {@link RecallOptions.secondHopWeight}: the second query counts half as much as the question's own, so
+ * what the question itself found stays on top. Chosen by leave-one-conversation-out on the LoCoMo development
+ * split among 0, 0.3, 0.5 and 1 (bench/results/locomo.md).
+ */
+export const SECOND_HOP_WEIGHT = 0.5;
+/**
+ * Default of {@link RecallOptions.secondHopTrigger}: questions that look multi-hop. On every query the hop gained as
+ * much on the development split (bench/results/locomo.md), but it also brings events that share no word with the
+ * query: for an agent's keyword query ("lighthouse museum") that is padding, and a second search on every call.
+ */
+export const SECOND_HOP_TRIGGER: SecondHopTrigger = 'multi-hop';
+/**
+ * Default of {@link RecallOptions.vectorFeedbackWeight}: off. The best hits' centroid blended into the query vector
+ * (0.3, 0.6, 1) did not gain on the development split (bench/results/locomo.md): the built-in word vectors of the
+ * best hits mostly repeat what full-text already found.
+ */
+export const VECTOR_FEEDBACK_WEIGHT = 0;
+/**
+ * Default of {@link RecallOptions.dateBoost}: a question naming a date prefers what was said then, as it prefers
+ * the speaker it names. On the LoCoMo development split 0.25, 0.5 and 1 each gained on every conversation, 0.5 and
+ * 1 equally (bench/results/locomo.md); the smaller keeps it a preference.
+ */
+export const DATE_BOOST = 0.5;
 
 export const RETRIEVERS = ['fts', 'vector', 'hybrid'] as const;
 export type Retriever = (typeof RETRIEVERS)[number];
@@ -186,6 +233,10 @@ const DEFAULTS = {
   typeQuotas: DEFAULT_TYPE_QUOTAS as TypeQuotas,
   logRecall: true,
   speakerBoost: SPEAKER_BOOST,
+  secondHopWeight: SECOND_HOP_WEIGHT,
+  secondHopTrigger: SECOND_HOP_TRIGGER as SecondHopTrigger,
+  vectorFeedbackWeight: VECTOR_FEEDBACK_WEIGHT,
+  dateBoost: DATE_BOOST,
 };
 type ResolvedOptions = typeof DEFAULTS & RecallOptions;
 /** Full-text candidates examined per requested hit: enough for re-ranking, few enough to stay fast. */
@@ -299,7 +350,7 @@ export class Recaller {
     const { pool, candidates } = await this.withKeyEvents(fused, keyIds, filter);
     if (pool.length === 0) return this.render(query, retriever, [], candidates, o.budgetTokens, false);
 
-    const scored = await this.score(pool, keyIds, o, queryWords(query));
+    const scored = await this.score(pool, keyIds, o, query);
     const detailed = ownMatchesOnly(await this.detailHead(scored, parsed, o), parsed, retriever);
     const ordered = await this.orderByNovelty(detailed, embedder, o);
     const out = this.pack(query, ordered, excluded, candidates, o);
@@ -316,17 +367,46 @@ export class Recaller {
     embedder: Embedder | null,
     o: ResolvedOptions,
   ): Promise<Map<string, { relevance: number; similarity: number | undefined }>> {
-    const hits =
-      retriever !== 'vector' && parsed.terms.length > 0
-        ? await this.store.searchText({ terms: parsed.terms, filter, limit: candidateLimit, ...(o.contextWeight !== undefined ? { contextWeight: o.contextWeight } : {}) })
-        : [];
+    const contextWeight = o.contextWeight !== undefined ? { contextWeight: o.contextWeight } : {};
+    const hasIdentifiers = parsed.identifiers.length > 0;
+    let hits =
+      retriever !== 'vector' && parsed.terms.length > 0 ? await this.store.searchText({ terms: parsed.terms, filter, limit: candidateLimit, ...contextWeight }) : [];
+    // A question asking for exact strings is not widened: its answer holds them.
+    if (o.secondHopWeight > 0 && hits.length > 0 && !hasIdentifiers && (o.secondHopTrigger === 'always' || looksMultiHop(query))) {
+      hits = await this.secondHop(query, parsed, hits, filter, candidateLimit, o);
+    }
     // A fixed vector depth, so an event's normalised similarity does not depend on k (bench/results/locomo.md:
     // depth max(40, 4k) cost 1.3 recall@10 and 3.6 @5 against depth 100).
-    const vectorHits = embedder
-      ? await this.store.searchVectors({ vector: (await embedder.embed([query]))[0]!, model: embedder.name, filter, limit: Math.max(MIN_VECTOR_CANDIDATES, candidateLimit) })
-      : [];
-    const hasIdentifiers = parsed.identifiers.length > 0;
-    return fuseRelevance(hits, admitVectorHits(vectorHits, hits, retriever, hasIdentifiers), retriever, hasIdentifiers, o.vectorWeight);
+    const vectorLimit = Math.max(MIN_VECTOR_CANDIDATES, candidateLimit);
+    const queryVector = embedder ? (await embedder.embed([query]))[0]! : undefined;
+    let vectorHits = embedder && queryVector ? await this.store.searchVectors({ vector: queryVector, model: embedder.name, filter, limit: vectorLimit }) : [];
+    let fused = fuseRelevance(hits, admitVectorHits(vectorHits, hits, retriever, hasIdentifiers), retriever, hasIdentifiers, o.vectorWeight);
+    if (embedder && queryVector && o.vectorFeedbackWeight > 0 && !hasIdentifiers && fused.size > 0) {
+      const best = [...fused].sort((a, b) => b[1].relevance - a[1].relevance).slice(0, VECTOR_FEEDBACK_SOURCES).map(([id]) => id as EventId);
+      const sources = [...(await this.store.getVectors(embedder.name, best)).values()];
+      if (sources.length > 0) {
+        const vector = feedbackVector(queryVector, sources, o.vectorFeedbackWeight);
+        vectorHits = await this.store.searchVectors({ vector, model: embedder.name, filter, limit: vectorLimit });
+        fused = fuseRelevance(hits, admitVectorHits(vectorHits, hits, retriever, hasIdentifiers), retriever, hasIdentifiers, o.vectorWeight);
+      }
+    }
+    return fused;
+  }
+
+  /**
+   * The second hop (second-hop.ts): the query's terms plus the words of its first full-text hits, searched again
+   * and fused into the first list. Speakers' names are left out of the added words: every turn of theirs holds them.
+   */
+  private async secondHop(query: string, parsed: ParsedQuery, first: TextHit[], filter: EventFilter, limit: number, o: ResolvedOptions): Promise<TextHit[]> {
+    const sources = await this.store.getEvents(first.slice(0, SECOND_HOP_SOURCES).map((h) => h.eventId));
+    const byId = new Map(sources.map((e) => [e.id as string, e]));
+    const ordered = first.slice(0, SECOND_HOP_SOURCES).flatMap((h) => byId.get(h.eventId) ?? []);
+    const speakers = new Set(ordered.flatMap((e) => speakerOf(e)?.split(/\s+/) ?? []));
+    const added = secondHopTerms(parsed.terms, ordered.map((e) => maskPrivate(e.content)), speakers);
+    if (added.length === 0) return first;
+    const terms = [...parsed.terms, ...added.map((text) => ({ text }))].slice(0, MAX_QUERY_TERMS);
+    const second = await this.store.searchText({ terms, filter, limit, ...(o.contextWeight !== undefined ? { contextWeight: o.contextWeight } : {}) });
+    return fuseSecondHop(first, second, o.secondHopWeight);
   }
 
   /**
@@ -362,7 +442,8 @@ export class Recaller {
    * Base score (relevance, recency; no exact-match boost yet) times the task-conditioned modifier, best first.
    * A modifier of 0 drops the candidate.
    */
-  private async score(pool: readonly Candidate[], keyIds: ReadonlySet<string>, o: ResolvedOptions, words: ReadonlySet<string>): Promise<Ranked[]> {
+  private async score(pool: readonly Candidate[], keyIds: ReadonlySet<string>, o: ResolvedOptions, query: string): Promise<Ranked[]> {
+    const words = queryWords(query);
     // One store query tells which candidates a later event superseded (Annex A.3, sup(e)).
     const superseding = await this.store.findSuperseding(pool.map((c) => c.event.id));
     const newestMs = Math.max(...pool.map((c) => Date.parse(c.event.ts)));
@@ -370,13 +451,18 @@ export class Recaller {
     // Speakers the query names, among the candidates' (query-terms.ts keeps names as ordinary words).
     const named = new Set(pool.map((c) => speakerOf(c.event)).filter((s): s is string => s !== undefined && words.has(s)));
     const otherSpeaker = 1 / (1 + o.speakerBoost);
+    // Dates the query names, when some candidates were said then (date-expressions.ts); a preference like the speaker's.
+    const ranges = o.dateBoost > 0 ? parseDateRanges(query) : [];
+    const dated = ranges.length > 0 && pool.some((c) => inDateRanges(Date.parse(c.event.ts), ranges));
+    const otherDate = 1 / (1 + o.dateBoost);
     const scored = pool.flatMap((c) => {
       const supersededBy = superseding.get(c.event.id);
       const tm = taskModifier(c.event, o.taskState, { isSuperseded: supersededBy !== undefined }, modifierOptions);
       // A modifier of 0 (a factor tuned to 0) removes the event, as A.3 line 2 does for unrelated tasks.
       if (tm.modifier <= 0) return [];
       const speaker = named.size > 0 ? speakerOf(c.event) : undefined;
-      const relevance = named.size > 0 && !(speaker !== undefined && named.has(speaker)) ? c.relevance * otherSpeaker : c.relevance;
+      const bySpeaker = named.size > 0 && !(speaker !== undefined && named.has(speaker)) ? c.relevance * otherSpeaker : c.relevance;
+      const relevance = dated && !inDateRanges(Date.parse(c.event.ts), ranges) ? bySpeaker * otherDate : bySpeaker;
       const recency = Math.pow(2, -(newestMs - Date.parse(c.event.ts)) / o.recencyHalfLifeMs);
       const baseScore = combine(relevance, 0, recency, o.recencyWeight);
       return [
@@ -770,6 +856,12 @@ function validateOptions(query: string, o: ResolvedOptions): void {
   if (o.vectorWeight !== undefined && !(o.vectorWeight >= 0 && o.vectorWeight <= 1)) bad('vectorWeight', 'must be between 0 and 1');
   if (o.contextWeight !== undefined && !(o.contextWeight >= 0 && o.contextWeight <= 1)) bad('contextWeight', 'must be between 0 and 1');
   if (!(o.speakerBoost >= 0 && Number.isFinite(o.speakerBoost))) bad('speakerBoost', 'must be a finite number of at least 0');
+  if (!(o.dateBoost >= 0 && Number.isFinite(o.dateBoost))) bad('dateBoost', 'must be a finite number of at least 0');
+  if (!(o.secondHopWeight >= 0 && o.secondHopWeight <= 1)) bad('secondHopWeight', 'must be between 0 and 1');
+  if (!(o.vectorFeedbackWeight >= 0 && o.vectorFeedbackWeight <= 1)) bad('vectorFeedbackWeight', 'must be between 0 and 1');
+  if (!(SECOND_HOP_TRIGGERS as readonly string[]).includes(o.secondHopTrigger)) {
+    bad('secondHopTrigger', `unknown trigger "${String(o.secondHopTrigger)}"; expected one of ${SECOND_HOP_TRIGGERS.join(', ')}`);
+  }
   validateTypeQuotas(o.typeQuotas);
 }
 
