@@ -34,7 +34,7 @@ function work(topic: string, startMs: number): EventInput[] {
 
 it('summarizes sessions and arcs with the model, each depth with its own prompt, storing level, confidence, model and usage', async () => {
   const llm = createOpenAiChatModel({ baseUrl: server.baseUrl, model: 'small', maxAttempts: 1 });
-  const c = mem.consolidator({ llm, sessionsPerArc: 2 });
+  const c = mem.consolidator({ llm, sessionsPerArc: 2, extractDecisions: false });
   await mem.append('a', work('csv', T0));
   await mem.append('b', work('xml', T0 + 86_400_000));
   server.script.push({ text: 'The csv import was fixed step by step in src/csv/.', usage: { inputTokens: 500, outputTokens: 15 } });
@@ -58,7 +58,7 @@ it('falls back to the deterministic level when the model fails, and says so in t
   const llm = createOpenAiChatModel({ baseUrl: server.baseUrl, model: 'small', maxAttempts: 1 });
   await mem.append('a', work('csv', T0));
   server.script.push({ status: 400, text: 'bad model' }, { status: 400, text: 'bad model' });
-  const out = await mem.consolidator({ llm }).consolidateSession('a');
+  const out = await mem.consolidator({ llm, extractDecisions: false }).consolidateSession('a');
   expect(out.summaries[0]).toMatchObject({ level: 'deterministic', confidence: 0.3 });
   expect(out.summaries[0]!.text).toContain('src/csv/import0.ts');
 });

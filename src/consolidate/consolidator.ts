@@ -14,6 +14,8 @@ import type { StorageBackend } from '../store/backend.js';
 import type { ColdMove } from '../store/summary-storage.js';
 import { summarizeWithEscalation, type BoundedSummary } from './bounded-summary.js';
 import { DEFAULT_DEPTH_BUDGETS, DEPTH_INSTRUCTIONS } from './depth-prompts.js';
+import { extractDecisions } from './decision-extraction.js';
+import { deriveDecisionRecords } from './decision-records.js';
 import { segmentEpisodes, type EpisodeOptions } from './episodes.js';
 import type { EscalationTelemetry } from './escalation.js';
 import type { SourceItem } from './extractive-summary.js';
@@ -31,6 +33,11 @@ export interface ConsolidatorOptions {
   /** Thresholds of the significance gate; `false` turns it off (every session is summarized). */
   gate?: Partial<SignificanceThresholds> | false;
   episodes?: EpisodeOptions;
+  /**
+   * With a model: also record the decisions it finds in a session's other events (decision-extraction.ts), at its
+   * level's confidence. Default true; without a model there is nothing to extract.
+   */
+  extractDecisions?: boolean;
   /** Token budgets of a summary's text by depth (default 400 / 600 / 800). */
   budgets?: Partial<Record<SummaryDepth, number>>;
 }
@@ -42,6 +49,8 @@ export interface SessionOutcome {
   status: SessionStatus;
   /** The summaries made (depth 0, one per episode). */
   summaries: SummaryRecord[];
+  /** Decision records made (decision-records.ts), when the session had new `decision` events. */
+  decisions?: SummaryRecord[];
   /** The gate's reasons when skipped. */
   reasons?: string[];
   /** Model tokens used. */
@@ -148,8 +157,21 @@ export class Consolidator {
     }
     if (summaries.length === 0) return done('empty');
     const cold: ColdMove[] = previous.map((p) => ({ id: p.id, reason: 'superseded: the session grew', sourceId: summaries[0]!.id }));
-    await this.store.summaries.write({ summaries, cold, ...(skip ? { backfilled: [sessionId] } : {}) });
-    return done('summarized', { summaries, usage });
+    // Decision records (decision-records.ts) in the same transaction: the session's new decisions (with a model, also
+    // those it finds in the turns not consolidated before), and the cold moves of those they replace.
+    const sinceTurn = previous.reduce((m, p) => Math.max(m, p.throughTurn), 0);
+    const extraction =
+      this.options.extractDecisions === false
+        ? { decisions: [], usage: { inputTokens: 0, outputTokens: 0 } }
+        : await extractDecisions(
+            events.filter((e) => e.turn > sinceTurn),
+            { llm: this.options.llm, tokenizer: this.options.tokenizer, ...(this.options.telemetry ? { telemetry: this.options.telemetry } : {}) },
+          );
+    usage.inputTokens += extraction.usage.inputTokens;
+    usage.outputTokens += extraction.usage.outputTokens;
+    const decided = await deriveDecisionRecords(this.store, session, events, this.options.tokenizer, extraction.decisions);
+    await this.store.summaries.write({ summaries: [...summaries, ...decided.records], cold: [...cold, ...decided.cold], ...(skip ? { backfilled: [sessionId] } : {}) });
+    return done('summarized', { summaries, decisions: decided.records, usage });
   }
 
   /** Makes the arcs (every N sessions) and epochs (every M arcs) of a project that are due. */

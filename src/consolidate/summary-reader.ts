@@ -1,7 +1,7 @@
 import { EngramError } from '../errors.js';
 import type { EventRecord } from '../model/event.js';
 import type { EventId } from '../model/ids.js';
-import { isSummaryId, SUMMARY_DEPTHS, type SummaryDepth, type SummaryRecord } from '../model/summary.js';
+import { isSummaryId, SUMMARY_DEPTHS, SUMMARY_KINDS, type SummaryDepth, type SummaryKind, type SummaryRecord } from '../model/summary.js';
 import { maskPrivate } from '../memory/private-spans.js';
 import { parseQuery } from '../memory/query-terms.js';
 import type { Embedder } from '../providers/embedder.js';
@@ -13,6 +13,10 @@ export interface SummaryListOptions {
   project?: string;
   depth?: SummaryDepth;
   sessionId?: string;
+  /** `decision`: decision records instead of summaries (decision-records.ts). */
+  kind?: SummaryKind;
+  /** Decision records of this subject only (lower case, as stored). */
+  subject?: string;
   /** Include the cold tier (superseded summaries). */
   includeCold?: boolean;
   limit?: number;
@@ -21,6 +25,8 @@ export interface SummaryListOptions {
 export interface SummarySearchOptions {
   project?: string;
   depth?: SummaryDepth;
+  /** `decision`: search decision records instead of summaries. */
+  kind?: SummaryKind;
   includeCold?: boolean;
   limit?: number;
 }
@@ -50,12 +56,14 @@ export class SummaryReader {
     private readonly embedder: () => Embedder | null = () => null,
   ) {}
 
-  list(o: SummaryListOptions = {}): Promise<SummaryRecord[]> {
+  async list(o: SummaryListOptions = {}): Promise<SummaryRecord[]> {
     return this.store.summaries.list({
       ...this.visibility(),
       ...(o.project !== undefined ? { project: o.project } : {}),
       ...(o.depth !== undefined ? { depth: checkDepth(o.depth) } : {}),
       ...(o.sessionId !== undefined ? { sessionId: o.sessionId } : {}),
+      ...(o.kind !== undefined ? { kind: checkKind(o.kind) } : {}),
+      ...(o.subject !== undefined ? { subject: o.subject.replace(/\s+/g, ' ').trim().toLowerCase() } : {}),
       ...(o.includeCold ? { includeCold: true } : {}),
       order: 'desc',
       limit: checkLimit(o.limit),
@@ -81,6 +89,7 @@ export class SummaryReader {
       ...this.visibility(),
       ...(o.project !== undefined ? { project: o.project } : {}),
       ...(o.depth !== undefined ? { depth: checkDepth(o.depth) } : {}),
+      ...(o.kind !== undefined ? { kind: checkKind(o.kind) } : {}),
       ...(o.includeCold ? { includeCold: true } : {}),
       limit: checkLimit(o.limit),
     };
@@ -112,6 +121,11 @@ export class SummaryReader {
 function checkDepth(depth: number): SummaryDepth {
   if (!(SUMMARY_DEPTHS as readonly number[]).includes(depth)) throw new EngramError('INVALID_INPUT', 'depth: must be 0 (session), 1 (arc) or 2 (epoch)', { field: 'depth' });
   return depth as SummaryDepth;
+}
+
+function checkKind(kind: string): SummaryKind {
+  if (!(SUMMARY_KINDS as readonly string[]).includes(kind)) throw new EngramError('INVALID_INPUT', 'kind: must be summary or decision', { field: 'kind' });
+  return kind as SummaryKind;
 }
 
 function checkLimit(limit: number | undefined): number {

@@ -1,10 +1,10 @@
 import { fuseRelevance, MIN_VECTOR_SIMILARITY } from '../memory/recall.js';
 import type { ParsedQuery } from '../memory/query-terms.js';
 import type { Embedder } from '../providers/embedder.js';
-import { summaryVectorModelKey, type SummaryHit, type SummaryStorage, type SummaryVisibility } from '../store/summary-storage.js';
+import { summaryVectorModelKey, type SummaryHit, type SummaryKindFilter, type SummaryStorage, type SummaryVisibility } from '../store/summary-storage.js';
 import type { SummaryDepth, SummaryRecord } from '../model/summary.js';
 
-export interface SummarySearchFilter extends SummaryVisibility {
+export interface SummarySearchFilter extends SummaryVisibility, SummaryKindFilter {
   project?: string;
   depth?: SummaryDepth;
   includeCold?: boolean;

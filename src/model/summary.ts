@@ -56,7 +56,18 @@ export interface SummaryRecord {
   coldAt: string | null;
   coldReason: string | null;
   coldSourceId: string | null;
+  /**
+   * `decision`: a decision record (consolidate/decision-records.ts), one decision of one session (depth 0, its
+   * event in `sourceEventIds`), cold once a later decision supersedes it (`coldSourceId`). Absent: a summary.
+   */
+  kind?: SummaryKind;
+  /** A decision record's subject key (lower case), when it has one: a later decision on the same subject replaces it. */
+  subject?: string | null;
 }
+
+/** What a row of the summaries table is: a summary of the DAG, or a decision record. */
+export const SUMMARY_KINDS = ['summary', 'decision'] as const;
+export type SummaryKind = (typeof SUMMARY_KINDS)[number];
 
 /** A `session_skipped` record of the significance gate as stored, with the project the session belonged to. */
 export interface StoredSkip {

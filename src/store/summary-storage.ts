@@ -1,13 +1,20 @@
 import { EngramError } from '../errors.js';
-import type { StoredSkip, SummaryDepth, SummaryRecord } from '../model/summary.js';
+import type { StoredSkip, SummaryDepth, SummaryKind, SummaryRecord } from '../model/summary.js';
 
 /** Who may see a summary: every session it covers is one the project may read. Absent: full trust. */
 export interface SummaryVisibility {
   visibleToProject?: string;
 }
 
-export interface SummaryListQuery extends SummaryVisibility {
+/** Which rows a list or search reads: summaries (the default) or decision records (consolidate/decision-records.ts). */
+export interface SummaryKindFilter {
+  kind?: SummaryKind;
+}
+
+export interface SummaryListQuery extends SummaryVisibility, SummaryKindFilter {
   project?: string;
+  /** Decision records of this subject only. */
+  subject?: string;
   depth?: SummaryDepth;
   sessionId?: string;
   /** Only summaries no arc or epoch includes yet. */
@@ -21,7 +28,7 @@ export interface SummaryListQuery extends SummaryVisibility {
   limit: number;
 }
 
-export interface SummarySearchQuery extends SummaryVisibility {
+export interface SummarySearchQuery extends SummaryVisibility, SummaryKindFilter {
   /** Backend-neutral terms (memory/query-terms.ts), OR-ed and ranked. */
   terms: Array<{ text: string; isPrefix?: boolean }>;
   project?: string;
@@ -31,7 +38,7 @@ export interface SummarySearchQuery extends SummaryVisibility {
 }
 
 /** Summaries nearest a query vector (the summary side of hybrid recall). */
-export interface SummaryVectorSearchQuery extends SummaryVisibility {
+export interface SummaryVectorSearchQuery extends SummaryVisibility, SummaryKindFilter {
   /** The embedding model's key ({@link summaryVectorModelKey}): vectors of another model are not compared. */
   model: string;
   vector: Float32Array;
@@ -161,6 +168,7 @@ export function checkSummaryBatch(batch: SummaryBatch): void {
     if (s.depth > 0 && (s.sessionId !== null || s.childIds.length === 0)) throw invalid('summaries', `${s.id}: an arc or epoch names its children and no session`);
     if (s.sessionIds.length === 0) throw invalid('summaries', `${s.id}: covers no session`);
     if (!(s.confidence > 0 && s.confidence <= 1)) throw invalid('summaries', `${s.id}: confidence must be in (0, 1]`);
+    if (s.kind === 'decision' && (s.depth !== 0 || s.sourceEventIds.length !== 1)) throw invalid('summaries', `${s.id}: a decision record is of one session (depth 0) and one event`);
   }
 }
 
@@ -192,6 +200,8 @@ export interface SummaryColumns {
   cold_ms: number | string | null;
   cold_reason: string | null;
   cold_source_id: string | null;
+  kind: string;
+  subject: string | null;
 }
 
 export function summaryFromColumns(r: SummaryColumns): SummaryRecord {
@@ -218,6 +228,7 @@ export function summaryFromColumns(r: SummaryColumns): SummaryRecord {
     coldAt: r.cold_ms === null ? null : new Date(Number(r.cold_ms)).toISOString(),
     coldReason: r.cold_reason,
     coldSourceId: r.cold_source_id,
+    ...(r.kind === 'decision' ? { kind: 'decision' as const, subject: r.subject } : {}),
   };
 }
 
@@ -246,11 +257,13 @@ export function summaryToValues(s: SummaryRecord): unknown[] {
     s.coldAt === null ? null : Date.parse(s.coldAt),
     s.coldReason,
     s.coldSourceId,
+    s.kind ?? 'summary',
+    s.subject ?? null,
   ];
 }
 
 export const SUMMARY_INSERT_COLUMNS =
-  'id, project, depth, session_id, episode, through_turn, start_ms, end_ms, parent_id, child_ids, source_event_ids, session_ids, predecessor_session_id, text, tokens, level, confidence, model, created_ms, cold_ms, cold_reason, cold_source_id';
+  'id, project, depth, session_id, episode, through_turn, start_ms, end_ms, parent_id, child_ids, source_event_ids, session_ids, predecessor_session_id, text, tokens, level, confidence, model, created_ms, cold_ms, cold_reason, cold_source_id, kind, subject';
 
 export interface SkipColumns {
   session_id: string;

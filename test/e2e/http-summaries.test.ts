@@ -107,6 +107,18 @@ it('lists, searches and expands summaries over HTTP within the caller project', 
   expect(recalled.json.summaries[0].text).toContain(`quoted in the recalled events ${decisionHit.eventId}`);
   expect((await http(shop, 'POST', '/v1/recall', { query: 'storage' })).json).not.toHaveProperty('summaries');
   expect((await http(blue, 'POST', '/v1/recall', { query: 'storage', summaries: true })).json.summaries).toEqual([]);
+  // Decision records: listed with kind=decision (not among summaries), searchable, and expand to their event.
+  const decisions = await http(shop, 'GET', '/v1/summaries?kind=decision');
+  expect(decisions.json.summaries).toHaveLength(1);
+  expect(decisions.json.summaries[0]).toMatchObject({ kind: 'decision', sessionId: 's1', subject: null, coldAt: null });
+  expect(decisions.json.summaries[0].text).toMatch(/^Decision \(session s1, turn 13, 3 March 2026\): the storage layer stays on SQLite; PostgreSQL only for teams\. \[evt_\w+\]$/);
+  expect(listed.json.summaries.some((s: any) => s.kind === 'decision')).toBe(false);
+  const decisionFound = await http(shop, 'GET', `/v1/summaries?kind=decision&q=${encodeURIComponent('PostgreSQL teams')}`);
+  expect(decisionFound.json.summaries.map((s: any) => s.id)).toEqual([decisions.json.summaries[0].id]);
+  const decisionExpanded = await http(shop, 'POST', '/v1/expand', { id: decisions.json.summaries[0].id });
+  expect(decisionExpanded.json.details.sourceEventIds).toEqual(decisions.json.summaries[0].sourceEventIds);
+  expect((await http(blue, 'GET', '/v1/summaries?kind=decision')).json.summaries).toEqual([]);
+  expect((await http(shop, 'GET', '/v1/summaries?subject=storage')).status).toBe(400);
   // The OpenAPI document lists the routes.
   const doc = (await http(shop, 'GET', '/v1/openapi.json')).json as { paths: Record<string, unknown> };
   expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/summaries', '/v1/summaries/{summaryId}', '/v1/summaries/stats']));
@@ -125,7 +137,7 @@ it('MCP recall returns summaries marked as such with drill-down ids, and expand 
   expect(withSummaries.isError).toBeFalsy();
   const hits = (withSummaries.structuredContent as { summaries: Array<Record<string, any>> }).summaries;
   expect(hits.length).toBeGreaterThan(0);
-  expect(hits.every((h) => h.kind === 'summary' && h.project === 'shop')).toBe(true);
+  expect(hits.every((h) => (h.kind === 'summary' || h.kind === 'decision') && h.project === 'shop')).toBe(true);
   const text = (withSummaries.content as Array<{ text: string }>).map((c) => c.text).join('\n');
   expect(text).toMatch(/\[summary sum_\w+, (session|arc) \(depth [01]\); derived, not verbatim: expand/);
   const arcOnly = await call('recall', { query: 'storage', summaries: true, summaryDepth: 1 });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { EngramError } from '../../errors.js';
 import { DEFAULT_SUMMARY_LIMIT, MAX_SUMMARY_LIMIT } from '../../consolidate/summary-reader.js';
+import { SUMMARY_KINDS } from '../../model/summary.js';
 import { defineRoute, type Route } from './route.js';
 
 const summariesQuery = z.object({
@@ -14,6 +15,11 @@ const summariesQuery = z.object({
     .optional()
     .describe('Include the cold tier (summaries replaced by newer ones). Default false.'),
   limit: z.coerce.number().int().min(1).max(MAX_SUMMARY_LIMIT).optional().describe(`Most summaries returned. Default ${DEFAULT_SUMMARY_LIMIT}.`),
+  kind: z
+    .enum(SUMMARY_KINDS)
+    .optional()
+    .describe('summary (default) or decision: decision records, one per decision event, cold once a later decision supersedes them (coldSourceId).'),
+  subject: z.string().min(1).max(200).optional().describe('With kind=decision: only decisions on this subject.'),
 });
 
 const summaryParams = z.object({ summaryId: z.string().min(1).max(64).describe('A summary id (sum_...).') });
@@ -39,12 +45,22 @@ export const SUMMARY_ROUTES: readonly Route[] = [
         ...(query.depth !== undefined ? { depth: query.depth as 0 | 1 | 2 } : {}),
         ...(query.includeCold ? { includeCold: true } : {}),
         ...(query.limit !== undefined ? { limit: query.limit } : {}),
+        ...(query.kind !== undefined ? { kind: query.kind } : {}),
       };
+      if (query.subject !== undefined && query.kind !== 'decision') throw new EngramError('INVALID_INPUT', 'subject: only with kind=decision', { field: 'subject' });
       if (query.q !== undefined) {
         if (query.sessionId !== undefined) throw new EngramError('INVALID_INPUT', 'sessionId: not with q (search all summaries, or list a session)', { field: 'sessionId' });
         return { body: { summaries: (await view.summaries.search(query.q, filter)).map((h) => ({ ...h.summary, score: h.score })) } };
       }
-      return { body: { summaries: await view.summaries.list({ ...filter, ...(query.sessionId !== undefined ? { sessionId: query.sessionId } : {}) }) } };
+      return {
+        body: {
+          summaries: await view.summaries.list({
+            ...filter,
+            ...(query.sessionId !== undefined ? { sessionId: query.sessionId } : {}),
+            ...(query.subject !== undefined ? { subject: query.subject } : {}),
+          }),
+        },
+      };
     },
   }),
   defineRoute({

@@ -6,6 +6,7 @@
  */
 import { postgresSummaryMigrationSql } from './summary-migration.js';
 import { postgresSummaryGuardMigrationSql } from './summary-guard-migration.js';
+import { postgresDecisionMigrationSql } from './decision-migration.js';
 import { postgresArtifactTierMigrationSql } from './artifact-tier-migration.js';
 
 export interface PostgresMigration {
@@ -566,6 +567,11 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
     version: 15,
     description: 'summaries refuse deletes outside a purge (as on SQLite)',
     sql: (s) => postgresSummaryGuardMigrationSql(s),
+  },
+  {
+    version: 16,
+    description: 'decision records: summaries of kind decision, with a subject key',
+    sql: (s) => postgresDecisionMigrationSql(s),
   },
 ];
 

@@ -21,6 +21,7 @@ import {
   type SummarySearchQuery,
   type SummaryVectorSearchQuery,
   type SummaryStorage,
+  type SummaryKindFilter,
   type SummaryVisibility,
 } from '../summary-storage.js';
 import type { PurgePlan } from '../backend.js';
@@ -235,7 +236,7 @@ export class PostgresSummaries implements SummaryStorage {
   async counts(): Promise<SummaryCounts> {
     const s = this.s;
     const byDepth: Record<SummaryDepth, number> = { 0: 0, 1: 0, 2: 0 };
-    for (const r of await this.query<{ depth: number; n: string }>(`SELECT depth, COUNT(*) AS n FROM ${s}.summaries WHERE cold_ms IS NULL GROUP BY depth`, [], 'counting summaries failed')) {
+    for (const r of await this.query<{ depth: number; n: string }>(`SELECT depth, COUNT(*) AS n FROM ${s}.summaries WHERE cold_ms IS NULL AND kind = 'summary' GROUP BY depth`, [], 'counting summaries failed')) {
       byDepth[Number(r.depth) as SummaryDepth] = Number(r.n);
     }
     const [one] = await this.query<{ cold: string; skipped: string }>(
@@ -250,8 +251,12 @@ export class PostgresSummaries implements SummaryStorage {
     return { byDepth, cold: Number(one!.cold), skipped: Number(one!.skipped), jobs };
   }
 
-  private filters(q: { project?: string; depth?: SummaryDepth; includeCold?: boolean; onlyCold?: boolean } & SummaryVisibility, p: Params): string[] {
-    const where: string[] = [];
+  private filters(
+    q: { project?: string; depth?: SummaryDepth; includeCold?: boolean; onlyCold?: boolean; subject?: string } & SummaryVisibility & SummaryKindFilter,
+    p: Params,
+  ): string[] {
+    const where = [`s.kind = ${p.add(q.kind ?? 'summary')}`];
+    if (q.subject !== undefined) where.push(`s.subject = ${p.add(q.subject)}`);
     if (q.project !== undefined) where.push(`s.project = ${p.add(q.project)}`);
     if (q.depth !== undefined) where.push(`s.depth = ${p.add(q.depth)}`);
     if (q.onlyCold) where.push('s.cold_ms IS NOT NULL');

@@ -22,6 +22,7 @@ import {
   type SummarySearchQuery,
   type SummaryVectorSearchQuery,
   type SummaryStorage,
+  type SummaryKindFilter,
   type SummaryVisibility,
 } from '../summary-storage.js';
 import type { PurgePlan } from '../backend.js';
@@ -221,7 +222,7 @@ export class SqliteSummaries implements SummaryStorage {
 
   async counts(): Promise<SummaryCounts> {
     const byDepth: Record<SummaryDepth, number> = { 0: 0, 1: 0, 2: 0 };
-    for (const r of this.all<{ depth: number; n: number }>('SELECT depth, COUNT(*) AS n FROM summaries WHERE cold_ms IS NULL GROUP BY depth', [])) byDepth[r.depth as SummaryDepth] = r.n;
+    for (const r of this.all<{ depth: number; n: number }>("SELECT depth, COUNT(*) AS n FROM summaries WHERE cold_ms IS NULL AND kind = 'summary' GROUP BY depth", [])) byDepth[r.depth as SummaryDepth] = r.n;
     const cold = this.all<{ n: number }>('SELECT COUNT(*) AS n FROM summaries WHERE cold_ms IS NOT NULL', [])[0]!.n;
     const skipped = this.all<{ n: number }>('SELECT COUNT(*) AS n FROM session_skipped WHERE backfilled_ms IS NULL', [])[0]!.n;
     const jobs = { pending: 0, leased: 0, done: 0, failed: 0 };
@@ -243,9 +244,15 @@ function childTaken(id: string, child: string): EngramError {
   return new EngramError('CONFLICT', `summaries: ${id} names a child ${child} that is not stored or already has a parent`, { field: 'summaries', child });
 }
 
-function filters(q: { project?: string; depth?: SummaryDepth; includeCold?: boolean; onlyCold?: boolean } & SummaryVisibility): { where: string[]; params: unknown[] } {
-  const where: string[] = [];
-  const params: unknown[] = [];
+function filters(
+  q: { project?: string; depth?: SummaryDepth; includeCold?: boolean; onlyCold?: boolean; subject?: string } & SummaryVisibility & SummaryKindFilter,
+): { where: string[]; params: unknown[] } {
+  const where = ['s.kind = ?'];
+  const params: unknown[] = [q.kind ?? 'summary'];
+  if (q.subject !== undefined) {
+    where.push('s.subject = ?');
+    params.push(q.subject);
+  }
   if (q.project !== undefined) {
     where.push('s.project = ?');
     params.push(q.project);

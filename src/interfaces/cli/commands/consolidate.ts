@@ -65,10 +65,25 @@ export async function consolidateCommand(mem: Engram, args: ConsolidateArgs, io:
   return 0;
 }
 
-/** `engram summaries`: the summary DAG, newest first (or a search with --query). */
+type SummariesArgs = GlobalOptions & {
+  project?: string;
+  depth?: string;
+  session?: string;
+  cold?: boolean;
+  query?: string;
+  limit?: string;
+  expand?: string;
+  prune?: string;
+  reason?: string;
+  /** Decision records instead of summaries (consolidate/decision-records.ts). */
+  decisions?: boolean;
+  subject?: string;
+};
+
+/** `engram summaries`: the summary DAG, newest first (or a search with --query); `--decisions`: the decision records. */
 export async function summariesCommand(
   mem: Engram,
-  args: GlobalOptions & { project?: string; depth?: string; session?: string; cold?: boolean; query?: string; limit?: string; expand?: string; prune?: string; reason?: string },
+  args: SummariesArgs,
   io: Io,
 ): Promise<number> {
   if (args.prune !== undefined) {
@@ -88,21 +103,28 @@ export async function summariesCommand(
     ...(args.depth !== undefined ? { depth: parseInteger(args.depth, 'depth') as SummaryDepth } : {}),
     ...(args.cold ? { includeCold: true } : {}),
     ...(args.limit !== undefined ? { limit: parseInteger(args.limit, 'limit') } : {}),
+    ...(args.decisions ? { kind: 'decision' as const } : {}),
   };
+  if (args.subject !== undefined && !args.decisions) throw new EngramError('INVALID_INPUT', '--subject: only with --decisions', { field: 'subject' });
   const summaries =
     args.query !== undefined
       ? (await mem.summaries.search(args.query, filter)).map((h) => h.summary)
-      : await mem.summaries.list({ ...filter, ...(args.session !== undefined ? { sessionId: args.session } : {}) });
+      : await mem.summaries.list({ ...filter, ...(args.session !== undefined ? { sessionId: args.session } : {}), ...(args.subject !== undefined ? { subject: args.subject } : {}) });
   if (args.json) {
     printJson(io, summaries);
     return 0;
   }
   if (summaries.length === 0) {
-    io.out('No summaries yet. Make them with: engram consolidate');
+    io.out(args.decisions ? 'No decision records yet. They are made from decision events by: engram consolidate' : 'No summaries yet. Make them with: engram consolidate');
     return 0;
   }
   for (const s of summaries) {
     const cold = s.coldAt !== null ? `  [cold: ${s.coldReason ?? 'superseded'}${s.coldSourceId ? ` -> ${s.coldSourceId}` : ''}]` : '';
+    if (s.kind === 'decision') {
+      io.out(`${s.id}  decision  project ${s.project}${s.subject ? `  subject ${s.subject}` : ''}  event ${s.sourceEventIds[0]}  ${s.level} ${s.confidence}${cold}`);
+      io.out(`  ${s.text}`);
+      continue;
+    }
     const down = s.depth > 0 ? `children ${s.childIds.length}` : `events ${s.sourceEventIds.length}`;
     io.out(`${s.id}  ${SUMMARY_DEPTH_NAMES[s.depth]}  project ${s.project}  ${down}  ${s.tokens} tokens  ${s.level} ${s.confidence}${cold}`);
     io.out(`  ${s.text.split('\n').join('\n  ')}`);
@@ -139,9 +161,7 @@ export function register(program: Command, context: CliContext): void {
     .option('--expand <id>', "one summary with its children's or source events' ids")
     .option('--prune <id>', 'move a summary to the cold tier (out of default lists and search; nothing is deleted)')
     .option('--reason <text>', 'with --prune: why')
-    .action(
-      context.withStore((m, args: GlobalOptions & { project?: string; depth?: string; session?: string; cold?: boolean; query?: string; limit?: string; expand?: string; prune?: string; reason?: string }) =>
-        summariesCommand(m, args, io),
-      ),
-    );
+    .option('--decisions', 'decision records instead of summaries (with --cold: the replaced ones too, each naming what replaced it)')
+    .option('--subject <key>', 'with --decisions: only decisions on this subject')
+    .action(context.withStore((m, args: SummariesArgs) => summariesCommand(m, args, io)));
 }
