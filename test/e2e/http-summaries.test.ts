@@ -145,6 +145,14 @@ it('MCP recall returns summaries marked as such with drill-down ids, and expand 
   expect(arcHit.depth).toBe(1);
   const drilled = await call('expand', { id: arcHit.id });
   expect(drilled.structuredContent).toMatchObject({ kind: 'summary', id: arcHit.id, childIds: arcHit.childIds });
+  // Decision records in force come after the summaries; here the decision event is in s1, which a recall of this session (s2) does not return.
+  const decided = await call('recall', { query: 'PostgreSQL teams', summaries: true, sessionOnly: true });
+  const decisionHit = (decided.structuredContent as { summaries: Array<Record<string, any>> }).summaries.find((h) => h.kind === 'decision')!;
+  expect(decisionHit).toMatchObject({ kind: 'decision', depthName: 'decision', sessionIds: ['s1'], subject: null });
+  expect((decided.content as Array<{ text: string }>).map((c) => c.text).join('\n')).toContain(`[decision record ${decisionHit.id}, in force; expand ${decisionHit.id} or its event ${decisionHit.sourceEventIds[0]}]`);
+  const decisionDrilled = await call('expand', { id: decisionHit.id });
+  expect(decisionDrilled.isError).toBeFalsy();
+  expect(JSON.stringify(decisionDrilled.content)).toContain(decisionHit.sourceEventIds[0]);
 
   const blueTransport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${blue}`, 'X-Engram-Session': 'b1' } } });
   const blueClient = new Client({ name: 'engram-summaries-e2e-blue', version: '1.0.0' });
