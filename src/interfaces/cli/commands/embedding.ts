@@ -92,9 +92,9 @@ export async function reindexCommand(mem: Engram, args: ReindexArgs, io: Io): Pr
 function describeIndex(s: VectorIndexStatus): string {
   switch (s.state) {
     case 'built':
-      return `built: ${s.vectors} vectors in ${s.lists ?? '?'} lists (${(s.ms / 1000).toFixed(1)} s)`;
+      return `built: ${s.vectors} vectors${s.lists !== undefined ? ` in ${s.lists} lists` : ''} (${(s.ms / 1000).toFixed(1)} s)`;
     case 'current':
-      return `current (${s.vectors} vectors, ${s.lists ?? '?'} lists)`;
+      return `current (${s.vectors} vectors${s.lists !== undefined ? `, ${s.lists} lists` : ''})`;
     case 'not-needed':
       return `not needed yet (${s.vectors} vectors; exact search is fast at this size)`;
     case 'exact':
