@@ -36,6 +36,7 @@ const USAGE = `usage:
   npm run bench -- knowledge [--seed 42] [--quick]
   npm run bench -- consolidation [--seed 42] [--quick]
   npm run bench -- granular [--seed 42] [--quick]
+  npm run bench -- artifact-lifecycle [--backends sqlite,postgres] [--quick]
   npm run bench -- needle [--quick] [--seed 1,2] [--window 32000] [--cycles 1,3,5] [--json] [--out DIR] [--replay FILE [--format F] [--session S]] [--consolidate]`;
 
 const [name, ...rest] = process.argv.slice(2);
@@ -197,6 +198,9 @@ switch (name) {
     break;
   case 'knowledge': await (await import('./knowledge.js')).runKnowledgeBench({ seed: Number(values.seed), quick: values.quick === true }); break;
   case 'consolidation': await (await import('./consolidation.js')).runConsolidationBench({ seed: Number(values.seed), quick: values.quick === true }); break;
+  case 'artifact-lifecycle':
+    await (await import('./artifact-lifecycle.js')).runArtifactLifecycleBench({ backends: values.backends!.split(',') as Array<'sqlite' | 'postgres'>, quick: values.quick === true });
+    break;
   case 'granular': await (await import('./granular.js')).runGranularBench({ seed: Number(values.seed), quick: values.quick === true }); break;
   case 'bus-deref': await (await import('./bus-deref.js')).runBusDerefBench(); break;
   case 'dashboard': await (await import('./dashboard.js')).runDashboardBench(rest); break;
