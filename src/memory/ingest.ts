@@ -1,5 +1,6 @@
 import { EngramError, invalidInputFromZod } from '../errors.js';
 import { HIERARCHY_KEY_PREFIX } from '../model/hierarchy.js';
+import { DEFAULT_PROJECT } from '../model/access.js';
 import type { ArtifactDraft } from '../model/artifact.js';
 import type { EventArtifactRef, InternalEventInput, ValidEventInput } from '../model/event.js';
 import { artifactIndexChars, checkAppendSize, MAX_ARTIFACT_INDEXED_CHARS } from '../model/limits.js';
@@ -147,7 +148,7 @@ export class Ingestor {
     // run in between, so the two halves of a large append do not hold a server's thread as one block.
     await new Promise((resolve) => setImmediate(resolve));
     const valid = redacted.map((r) => r.input);
-    await this.checkSupersedes(valid);
+    await this.checkSupersedes(sessionId, valid, owner);
 
     const hashes = valid.map((v) => (v.key === undefined ? undefined : canonicalHash(v)));
     // Retried writes are answered from the store without redoing the artifact work. The store checks
@@ -312,13 +313,22 @@ export class Ingestor {
     }
   }
 
-  private async checkSupersedes(valid: ValidEventInput[]): Promise<void> {
+  /**
+   * A `supersedes` id must name an event of the same project as the session written to (the one it already
+   * belongs to, else the one this append creates it in): a decision never points across projects, where the
+   * graph and consolidation would read the other project's text. Another project's event is answered exactly like
+   * a missing one, so the error is no oracle for ids elsewhere.
+   */
+  private async checkSupersedes(sessionId: SessionId, valid: ValidEventInput[], owner: AppendOptions): Promise<void> {
     const ids = [...new Set(valid.flatMap((v) => (v.supersedes ? [v.supersedes as EventId] : [])))];
     if (ids.length === 0) return;
-    const found = new Set((await this.store.getEvents(ids)).map((e) => e.id));
+    const events = await this.store.getEvents(ids);
+    const access = await this.store.getSessionAccess([sessionId, ...new Set(events.map((e) => e.sessionId))]);
+    const project = access.get(sessionId)?.project ?? owner.project ?? DEFAULT_PROJECT;
+    const found = new Set(events.filter((e) => access.get(e.sessionId)?.project === project).map((e) => e.id));
     const i = valid.findIndex((v) => v.supersedes !== undefined && !found.has(v.supersedes as EventId));
     if (i >= 0) {
-      throw new EngramError('INVALID_INPUT', `events[${i}].supersedes: no event ${valid[i]!.supersedes} exists`, {
+      throw new EngramError('INVALID_INPUT', `events[${i}].supersedes: no event ${valid[i]!.supersedes} exists in this session's project`, {
         field: `events[${i}].supersedes`,
       });
     }

@@ -27,6 +27,22 @@ runStorageContract('session ownership', ({ createHarness }) => {
     expect((await ctx.mem.getSession('a')).eventCount).toBe(2);
   });
 
+  it('refuses a supersedes that points into another project, answered like a missing event', async () => {
+    const [theirs] = await ctx.mem.append('other-1', { kind: 'decision', content: 'use the secret vendor' }, { project: 'other' });
+    const [ours] = await ctx.mem.append('shop-1', { kind: 'decision', content: 'use postgres' }, { project: 'shop' });
+    const err = await ctx.mem
+      .append('shop-1', { kind: 'decision', content: 'use mysql', supersedes: theirs!.record.id }, { project: 'shop', requireProject: 'shop' })
+      .catch((e: unknown) => e);
+    expect(isEngramError(err, 'INVALID_INPUT')).toBe(true);
+    expect((err as Error).message).toContain(`no event ${theirs!.record.id} exists`);
+    // A new session takes the appending project, so the same rule holds for it.
+    const err2 = await ctx.mem.append('shop-2', { kind: 'decision', content: 'x', supersedes: theirs!.record.id }, { project: 'shop' }).catch((e: unknown) => e);
+    expect(isEngramError(err2, 'INVALID_INPUT')).toBe(true);
+    expect((await ctx.mem.getSession('shop-1')).eventCount).toBe(1);
+    await ctx.mem.append('shop-1', { kind: 'decision', content: 'use mysql', supersedes: ours!.record.id }, { project: 'shop', requireProject: 'shop' });
+    expect((await ctx.mem.getSession('shop-1')).eventCount).toBe(2);
+  });
+
   it('shares and unshares sessions read-only, and lists sessions visible to a project', async () => {
     await ctx.mem.append('shop-1', { kind: 'note', content: 'one' }, { project: 'shop' });
     await ctx.mem.append('shop-2', { kind: 'note', content: 'two' }, { project: 'shop' });

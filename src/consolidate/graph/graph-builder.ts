@@ -136,7 +136,10 @@ export class GraphBuilder {
     // A decision that supersedes an earlier decision event: `supersedes` between the two decisions.
     if (e.kind === 'decision' && e.supersedes) {
       const prior = await this.store.getEvent(e.supersedes);
-      if (prior && prior.kind === 'decision') {
+      // Only within one project (ingest refuses others; a store written before that check may hold one).
+      const access = prior ? await this.store.getSessionAccess([e.sessionId, prior.sessionId]) : undefined;
+      const sameProject = prior !== null && access?.get(e.sessionId)?.project === access?.get(prior.sessionId)?.project;
+      if (prior && sameProject && prior.kind === 'decision') {
         const quote = `supersedes ${prior.id}`;
         const now = batch.entity('decision', decisionName(content), cite(quote));
         const old = batch.entity('decision', decisionName(maskPrivate(prior.content)), cite(quote));
