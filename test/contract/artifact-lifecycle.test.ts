@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConsolidationWorker } from '../../src/consolidate/consolidation-worker.js';
 import { openEngram, type Engram } from '../../src/engine.js';
 import { runArtifactLifecycle } from '../../src/memory/artifact-lifecycle.js';
+import { copyStore } from '../../src/memory/store-copy.js';
 import { sha256Hex } from '../../src/memory/artifact-codec.js';
 import type { ArtifactId, SessionId } from '../../src/model/ids.js';
 import { withPgClient } from '../fixtures/postgres.js';
@@ -123,6 +124,24 @@ runStorageContract('artifact lifecycle', ({ name, createHarness }) => {
     expect((await worker.round(now + 3_600_000)).artifactsMoved).toBe(1);
     expect(await mem.store.artifactTiers.counts()).toMatchObject({ hot: 0, cold: 3 });
     for (const [i, id] of ids.entries()) expect((await mem.readArtifact(id)).bytes.toString('utf8')).toBe(originals[i]);
+  });
+
+  it('engram migrate copies cold artifacts into another store, byte-identical (hot there)', async () => {
+    await runArtifactLifecycle(mem.store, { olderThanMs: 0, nowMs: Date.now() + 1000 });
+    const other = await createHarness();
+    try {
+      await copyStore(mem.store, other.backend);
+      const copy = await openEngram({ backend: other.backend });
+      for (const [i, id] of ids.entries()) {
+        const read = await copy.readArtifact(id);
+        expect(read.bytes.toString('utf8')).toBe(originals[i]);
+        expect(read.record.coldAt).toBeUndefined();
+      }
+      expect(await copy.store.artifactTiers.counts()).toMatchObject({ hot: 3, cold: 0 });
+      await copy.close();
+    } finally {
+      await other.cleanup();
+    }
   });
 
   it('honours a limit per run and moves the rest on the next', async () => {

@@ -68,6 +68,8 @@ export class SqliteArtifactTiers implements ArtifactTierStorage {
           return true;
         })
         .immediate();
+      // Purged between the listing and the commit: its bytes must not stay behind in a file no row names.
+      if (!isMoved && !this.stmts.artifactExists.get(id)) await unlink(path).catch(() => undefined);
       return { isMoved, location: path };
     } catch (err) {
       throw isEngramError(err) ? err : translateSqliteError(err, `moving artifact ${id} to the cold tier failed (it stays hot)`);
@@ -227,5 +229,6 @@ function prepare(db: Db) {
     coldCounts: db.prepare('SELECT COUNT(*) AS n, COALESCE(SUM(stored_bytes), 0) AS stored, COALESCE(SUM(hot_bytes), 0) AS before FROM artifact_cold'),
     allLocations: db.prepare('SELECT location FROM artifact_cold'),
     locationExists: db.prepare('SELECT 1 FROM artifact_cold WHERE location = ?'),
+    artifactExists: db.prepare('SELECT 1 FROM artifacts WHERE id = ?'),
   };
 }
