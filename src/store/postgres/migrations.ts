@@ -8,6 +8,7 @@ import { postgresSummaryMigrationSql } from './summary-migration.js';
 import { postgresSummaryGuardMigrationSql } from './summary-guard-migration.js';
 import { postgresDecisionMigrationSql } from './decision-migration.js';
 import { postgresArtifactTierMigrationSql } from './artifact-tier-migration.js';
+import { postgresIdentifierMigrationSql } from './postgres-identifier-index.js';
 
 export interface PostgresMigration {
   version: number;
@@ -572,6 +573,11 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
     version: 16,
     description: 'decision records: summaries of kind decision, with a subject key',
     sql: (s) => postgresDecisionMigrationSql(s),
+  },
+  {
+    version: 17,
+    description: 'identifier index of full-text search (empty; backfilled by engram reindex)',
+    sql: (s) => postgresIdentifierMigrationSql(s),
   },
 ];
 

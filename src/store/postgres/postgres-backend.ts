@@ -54,6 +54,8 @@ import { isServerError, translatePgError } from './pg-errors.js';
 import { chunkForIndex, indexTokens } from './tsquery.js';
 import { rewriteTextRows } from './postgres-text-index.js';
 import { MAX_RANKED_ROWS, TsqueryPlanner } from './tsquery-planner.js';
+import { identifierRowsSql, insertIdentifierRows, readIdentifierStatus, rewriteIdentifierRows, writeIdentifierProgress } from './postgres-identifier-index.js';
+import { queryGrams } from '../identifier-grams.js';
 import { PostgresVectors } from './postgres-vectors.js';
 import { PostgresBus } from './postgres-bus.js';
 import { PostgresGraph } from './postgres-graph.js';
@@ -262,6 +264,11 @@ export class PostgresBackend implements StorageBackend {
       });
       if (fresh.length > 0) {
         await c.query(s.insertEvents, insertEventsParams(sessionId, fresh));
+        await insertIdentifierRows(
+          c,
+          s.s,
+          fresh.map((f) => ({ eventId: f.draft.id, body: f.draft.searchText, meta: f.draft.searchMeta })),
+        );
         await this.vectors.enqueue(c, fresh.map((f) => f.draft.id));
       }
       return outcomes;
@@ -449,7 +456,15 @@ export class PostgresBackend implements StorageBackend {
     // SQLite). Fewer matches than that are all ranked, so an identifier or phrase finds the same events either way.
     // A lone phrase or identifier is never bounded here: a newest-first scan checks the phrase row by row through
     // the whole table when its matches are sparse (152 ms at 100K events), while the GIN index narrows it first.
-    const isBounded = !plan.isSinglePhrase && plan.estimate > (query.boundAbove ?? MAX_RANKED_ROWS);
+    // When every rare term is an identifier of 3+ tokens and the identifier index is complete, the rows that can
+    // match are the rows holding one of them, found by the index (no common token's postings read): they are all
+    // ranked, exactly, the phrase still checked on each (postgres-identifier-index.ts).
+    const identifierGrams = plan.terms.filter((t) => t.isRare).map((t) => queryGrams(t.text));
+    const byIdentifier =
+      (query.boundAbove ?? MAX_RANKED_ROWS) < plan.estimate && identifierGrams.length > 0 && identifierGrams.every((g) => g !== null) && (await this.isIdentifierIndexComplete())
+        ? identifierGrams.map((g) => identifierRowsSql(s, g!, param)).join(' UNION ')
+        : null;
+    const isBounded = byIdentifier === null && !plan.isSinglePhrase && plan.estimate > (query.boundAbove ?? MAX_RANKED_ROWS);
     const join = filters.length > 0 ? `JOIN ${s}.events e ON e.pk = c.event_pk` : '';
     // Two newest-first scans, each stopping at the limit (a backward scan of the primary key while matches are
     // dense): chunks holding every term, then chunks matching the plan. The LIMIT stops the append after the
@@ -469,7 +484,9 @@ export class PostgresBackend implements StorageBackend {
              LIMIT ${param(BOUNDED_PG_CANDIDATES)})
             ${rareTerms.map((q) => `UNION ALL SELECT r.event_pk, r.chunk_no, r.tsv FROM ${whole(q)} r`).join('\n            ')}
           ) t) c, q`
-      : `${s}.event_text c ${join}, q`;
+      : byIdentifier !== null
+        ? `(SELECT c.* FROM ${s}.event_text c WHERE c.event_pk IN (${byIdentifier})) c ${join}, q`
+        : `${s}.event_text c ${join}, q`;
     // ts_rank has no inverse document frequency: on the bounded path, chunks holding more of the rare terms come
     // first (what bm25's IDF does on SQLite), then ts_rank orders them.
     const rareHits = rareTerms.length > 0 ? `(${rareTerms.map((q) => `(c.tsv @@ ${q})::int`).join(' + ')})` : '0';
@@ -490,11 +507,24 @@ export class PostgresBackend implements StorageBackend {
   }
 
   async identifierIndexStatus(): Promise<IdentifierIndexStatus> {
-    return { state: 'none', cursor: null };
+    this.assertOpen();
+    return readIdentifierStatus(this.pool, this.sql.s);
   }
 
-  async fillIdentifierIndex(): Promise<number> {
-    return 0;
+  /** Whether searches may use the identifier index (read until it is complete; it stays so). */
+  private identifierIndexComplete = false;
+  private async isIdentifierIndexComplete(): Promise<boolean> {
+    if (!this.identifierIndexComplete) this.identifierIndexComplete = (await this.identifierIndexStatus()).state === 'complete';
+    return this.identifierIndexComplete;
+  }
+
+  async fillIdentifierIndex(entries: TextIndexEntry[], progress: { cursor?: string; isComplete?: boolean }): Promise<number> {
+    this.assertOpen();
+    return this.transaction('filling the identifier index failed', async (c) => {
+      const written = await rewriteIdentifierRows(c, this.sql.s, entries);
+      await writeIdentifierProgress(c, this.sql.s, progress);
+      return written;
+    });
   }
 
   async replaceTextIndex(entries: TextIndexEntry[]): Promise<number> {

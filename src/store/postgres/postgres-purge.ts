@@ -4,6 +4,7 @@ import { engramsToScrub, scrubEngramBody } from '../purge-support.js';
 import { rewriteTextRows } from './postgres-text-index.js';
 import { purgeSummaries } from './postgres-summaries.js';
 import type { PgRunner } from './postgres-vectors.js';
+import { deleteIdentifierRows } from './postgres-identifier-index.js';
 
 /** Thrown inside a dry run's transaction so that it rolls back; carries the counts out. */
 class DryRun extends Error {
@@ -75,6 +76,11 @@ export class PostgresPurge {
       );
       counts.events = updated.rows.length;
       await c.query(`DELETE FROM ${s}.event_text WHERE event_pk = ANY($1::bigint[])`, [updated.rows.map((r) => r.pk)]);
+      await deleteIdentifierRows(
+        c,
+        s,
+        updated.rows.map((r) => r.pk),
+      );
       // Jobs before vectors: an embedding worker's write completes its job first (postgres-vectors.ts put), so
       // either it committed before this (its vector is deleted below) or it finds no job and writes nothing.
       counts.embeddingJobs = (await c.query(`DELETE FROM ${s}.embedding_jobs WHERE event_id = ANY($1::text[])`, [ids])).rowCount ?? 0;

@@ -1,12 +1,14 @@
 import type { TextIndexEntry } from '../backend.js';
 import { TEXT_SEARCH_CONFIG } from './migrations.js';
 import type { PgRunner } from './postgres-vectors.js';
+import { rewriteIdentifierRows } from './postgres-identifier-index.js';
 import { chunkForIndex, indexTokens } from './tsquery.js';
 
 /**
  * Writes events' full-text rows again (a purge's neighbours, `replaceTextIndex`): their chunks are deleted and
  * inserted from the new text, as an append indexes them (body weight A, the second column D on the first chunk).
- * Runs on the caller's connection, in its transaction; returns the events written (missing ones are skipped).
+ * The identifier index's rows of those events are written again too. Runs on the caller's connection, in its
+ * transaction; returns the events written (missing ones are skipped).
  */
 export async function rewriteTextRows(c: PgRunner, s: string, entries: readonly TextIndexEntry[]): Promise<number> {
   if (entries.length === 0) return 0;
@@ -29,5 +31,6 @@ export async function rewriteTextRows(c: PgRunner, s: string, entries: readonly 
      RETURNING event_pk`,
     [rows.map((r) => r.id), rows.map((r) => r.chunkNo), rows.map((r) => r.body), rows.map((r) => r.meta)],
   );
+  await rewriteIdentifierRows(c, s, entries);
   return new Set(inserted.rows.map((r) => r.event_pk)).size;
 }

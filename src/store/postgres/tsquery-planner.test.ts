@@ -40,7 +40,7 @@ describe('TsqueryPlanner', () => {
 
   it('counts a single term for the bound estimate, and returns null without a count for no usable term', async () => {
     const { count, calls } = counter({ "'solo'": 9 });
-    expect(await new TsqueryPlanner(count).planDetailed([{ text: 'solo' }])).toEqual({ q: "'solo'", estimate: 9, all: "('solo')", isSinglePhrase: false, terms: [{ q: "'solo'", df: 9 }] });
+    expect(await new TsqueryPlanner(count).planDetailed([{ text: 'solo' }])).toEqual({ q: "'solo'", estimate: 9, all: "('solo')", isSinglePhrase: false, terms: [{ q: "'solo'", df: 9, text: 'solo', isRare: true }] });
     expect(await new TsqueryPlanner(count).plan([{ text: '--' }])).toBeNull();
     expect(calls).toEqual([["'solo'"]]);
   });

@@ -20,8 +20,11 @@ export interface TsQueryPlan {
   estimate: number;
   all: string;
   isSinglePhrase: boolean;
-  /** Each term's tsquery and how many chunks match it (counted up to MAX_RANKED_ROWS + 1). */
-  terms: Array<{ q: string; df: number }>;
+  /**
+   * Each term's tsquery, how many chunks match it (counted up to MAX_RANKED_ROWS + 1), its text and whether it is one
+   * of the rare terms that decide the matches.
+   */
+  terms: Array<{ q: string; df: number; text: string; isRare: boolean }>;
 }
 
 /**
@@ -50,7 +53,7 @@ export class TsqueryPlanner {
     if (compiled.length === 0) return null;
     const dfs = await this.frequencies(compiled.map((c) => c.q));
     const all = compiled.map((c) => `(${c.q})`).join(' & ');
-    const termPlans = compiled.map((c, i) => ({ q: c.q, df: dfs[i]! }));
+    const termPlans = compiled.map((c, i) => ({ q: c.q, df: dfs[i]!, text: c.term.text, isRare: true }));
     if (compiled.length === 1) return { q: compiled[0]!.q, estimate: dfs[0]!, all, isSinglePhrase: compiled[0]!.q.includes('<->'), terms: termPlans };
     const planned = compiled.map((c, i) => ({ ...c, df: dfs[i]! }));
     const byRarity = [...planned].sort((a, b) => a.df - b.df);
@@ -64,6 +67,7 @@ export class TsqueryPlanner {
       }
     }
     const common = planned.filter((p) => !rare.includes(p));
+    planned.forEach((p, i) => (termPlans[i]!.isRare = rare.includes(p)));
     const r = rare.map((p) => p.q).join(' | ');
     if (common.length === 0) return { q: r, estimate: ranked, all, isSinglePhrase: false, terms: termPlans };
     return { q: `(${r}) & (${[...rare, ...common].map((p) => p.q).join(' | ')})`, estimate: ranked, all, isSinglePhrase: false, terms: termPlans };

@@ -1,0 +1,100 @@
+import type { IdentifierIndexStatus, TextIndexEntry } from '../backend.js';
+import { identifierGrams } from '../identifier-grams.js';
+import type { PgRunner } from './postgres-vectors.js';
+
+/**
+ * The identifier index on PostgreSQL (docs/recall.md, "Full-text at scale"; keys in ../identifier-grams.ts): rows
+ * `(gram, event_pk, pos)` keyed by gram, plus an index by event for a purge and a rewrite. Filled at append from its
+ * migration on; events stored before are added by the backfill (`engram reindex`), and until it completes searches
+ * do not use it.
+ */
+export function postgresIdentifierMigrationSql(s: string): string {
+  return `
+    CREATE TABLE ${s}.event_idgrams (
+      gram     bigint NOT NULL,
+      event_pk bigint NOT NULL,
+      pos      integer NOT NULL,
+      PRIMARY KEY (gram, event_pk, pos)
+    );
+    CREATE INDEX event_idgrams_event ON ${s}.event_idgrams (event_pk);
+    -- Derived full-text structures and their state: identifier_grams = complete | pending (a backfill is due).
+    CREATE TABLE ${s}.text_index_state (
+      name  text PRIMARY KEY,
+      value text NOT NULL
+    );
+    INSERT INTO ${s}.text_index_state (name, value)
+      SELECT 'identifier_grams', CASE WHEN EXISTS (SELECT 1 FROM ${s}.events) THEN 'pending' ELSE 'complete' END;
+  `;
+}
+
+const STATE = 'identifier_grams';
+const CURSOR = 'identifier_grams_cursor';
+
+/** Writes the rows of these events (by id) from their indexed text; the caller's transaction. */
+export async function insertIdentifierRows(c: PgRunner, s: string, entries: ReadonlyArray<{ eventId: string; body: string; meta: string }>): Promise<void> {
+  const ids: string[] = [];
+  const grams: string[] = [];
+  const positions: number[] = [];
+  for (const e of entries) {
+    for (const g of identifierGrams(e.body, e.meta)) {
+      ids.push(e.eventId);
+      grams.push(String(g.gram));
+      positions.push(g.pos);
+    }
+  }
+  if (ids.length === 0) return;
+  await c.query(
+    `INSERT INTO ${s}.event_idgrams (gram, event_pk, pos)
+     SELECT g.gram, e.pk, g.pos FROM unnest($1::text[], $2::bigint[], $3::int[]) AS g(event_id, gram, pos)
+     JOIN ${s}.events e ON e.id = g.event_id
+     ON CONFLICT DO NOTHING`,
+    [ids, grams, positions],
+  );
+}
+
+/** Deletes the rows of these events (by primary key); the caller's transaction. */
+export async function deleteIdentifierRows(c: PgRunner, s: string, eventPks: readonly string[]): Promise<void> {
+  if (eventPks.length === 0) return;
+  await c.query(`DELETE FROM ${s}.event_idgrams WHERE event_pk = ANY($1::bigint[])`, [eventPks]);
+}
+
+/** Writes these events' rows again (a rewrite, the backfill); the caller's transaction. */
+export async function rewriteIdentifierRows(c: PgRunner, s: string, entries: readonly TextIndexEntry[]): Promise<number> {
+  if (entries.length === 0) return 0;
+  const pks = await c.query<{ pk: string }>(`SELECT pk FROM ${s}.events WHERE id = ANY($1::text[])`, [entries.map((e) => e.eventId)]);
+  await deleteIdentifierRows(
+    c,
+    s,
+    pks.rows.map((r) => r.pk),
+  );
+  await insertIdentifierRows(
+    c,
+    s,
+    entries.map((e) => ({ eventId: e.eventId, body: e.searchText, meta: e.searchMeta })),
+  );
+  return pks.rows.length;
+}
+
+export async function readIdentifierStatus(c: PgRunner, s: string): Promise<IdentifierIndexStatus> {
+  const rows = await c.query<{ name: string; value: string }>(`SELECT name, value FROM ${s}.text_index_state WHERE name = ANY($1::text[])`, [[STATE, CURSOR]]);
+  const value = (name: string): string | null => rows.rows.find((r) => r.name === name)?.value ?? null;
+  return { state: value(STATE) === 'complete' ? 'complete' : 'pending', cursor: value(CURSOR) };
+}
+
+export async function writeIdentifierProgress(c: PgRunner, s: string, progress: { cursor?: string; isComplete?: boolean }): Promise<void> {
+  const upsert = `INSERT INTO ${s}.text_index_state (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value`;
+  if (progress.cursor !== undefined) await c.query(upsert, [CURSOR, progress.cursor]);
+  if (progress.isComplete === true) await c.query(upsert, [STATE, 'complete']);
+}
+
+/**
+ * A subquery of the event primary keys holding an identifier: rows where its trigrams stand at consecutive
+ * positions (each next trigram one position on). `param` binds a value and returns its placeholder.
+ */
+export function identifierRowsSql(s: string, grams: readonly number[], param: (value: unknown) => string): string {
+  const joins = grams
+    .slice(1)
+    .map((g, j) => `JOIN ${s}.event_idgrams g${j + 1} ON g${j + 1}.gram = ${param(String(g))}::bigint AND g${j + 1}.event_pk = g0.event_pk AND g${j + 1}.pos = g0.pos + ${j + 1}`)
+    .join(' ');
+  return `SELECT g0.event_pk FROM ${s}.event_idgrams g0 ${joins} WHERE g0.gram = ${param(String(grams[0]))}::bigint`;
+}
