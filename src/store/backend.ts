@@ -636,7 +636,12 @@ export interface StorageBackend {
   failEmbeddingJobs(ids: EventId[], error: string): Promise<void>;
   /** Queues failed jobs again (attempts reset); returns how many. */
   retryFailedEmbeddings(): Promise<number>;
-  embeddingQueueStats(): Promise<EmbeddingQueueStats>;
+  /**
+   * `countUpTo`: for a caller that only compares the backlog with a limit (a CLI recall drains at most a few thousand),
+   * counting may stop past it: `pending` is exact up to `countUpTo` and some larger number beyond, `failed` may then be
+   * left uncounted (0). Counting a million queued jobs took ~200 ms of every CLI recall on SQLite (issue #14).
+   */
+  embeddingQueueStats(options?: { countUpTo?: number }): Promise<EmbeddingQueueStats>;
   /** Which of `ids` are still queued for embedding (pending or failed). */
   pendingEmbeddings(ids: EventId[]): Promise<Set<EventId>>;
   /** Nearest events to a vector, under the filter. */

@@ -45,6 +45,14 @@ runStorageContract('vectors and the embedding queue', ({ createHarness }) => {
     expect(await store.pendingEmbeddings([ids[0]!, fresh!])).toEqual(new Set([ids[0], fresh]));
   });
 
+  it('counts the backlog exactly up to countUpTo, and past it only that it is larger', async () => {
+    await store.setVectorModel(MODEL);
+    expect((await store.embeddingQueueStats({ countUpTo: 5 })).pending).toBe(3);
+    expect((await store.embeddingQueueStats({ countUpTo: 3 })).pending).toBe(3);
+    expect((await store.embeddingQueueStats({ countUpTo: 1 })).pending).toBeGreaterThan(1);
+    expect((await store.embeddingQueueStats({ countUpTo: 0 })).pending).toBeGreaterThan(0);
+  });
+
   it('leases claimed jobs so a second claim skips them, and completes them with the vectors', async () => {
     await store.setVectorModel(MODEL);
     const first = await store.claimEmbeddingJobs(2, 60_000);

@@ -508,9 +508,9 @@ export class SqliteBackend implements StorageBackend {
     return this.vectors.retryFailed();
   }
 
-  async embeddingQueueStats(): Promise<EmbeddingQueueStats> {
+  async embeddingQueueStats(options: { countUpTo?: number } = {}): Promise<EmbeddingQueueStats> {
     this.assertOpen();
-    return this.vectors.stats();
+    return this.vectors.stats(options.countUpTo);
   }
 
   async pendingEmbeddings(ids: EventId[]): Promise<Set<EventId>> {

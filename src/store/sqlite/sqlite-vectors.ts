@@ -201,7 +201,14 @@ export class SqliteVectors {
     return this.db.prepare('UPDATE embedding_jobs SET attempts = 0, lease_until_ms = 0 WHERE attempts >= ?').run(MAX_EMBEDDING_ATTEMPTS).changes;
   }
 
-  stats(): EmbeddingQueueStats {
+  /** `countUpTo`: stop counting pending jobs past it (see StorageBackend.embeddingQueueStats); failed ones are then not counted. */
+  stats(countUpTo?: number): EmbeddingQueueStats {
+    if (countUpTo !== undefined) {
+      const capped = this.db
+        .prepare('SELECT COUNT(*) AS pending FROM (SELECT 1 FROM embedding_jobs WHERE attempts < ? LIMIT ?)')
+        .get(MAX_EMBEDDING_ATTEMPTS, Math.max(0, Math.floor(countUpTo)) + 1) as { pending: number };
+      return { pending: capped.pending, failed: 0 };
+    }
     const row = this.db
       .prepare('SELECT COUNT(*) AS total, COALESCE(SUM(attempts >= ?), 0) AS failed FROM embedding_jobs')
       .get(MAX_EMBEDDING_ATTEMPTS) as { total: number; failed: number };

@@ -20,10 +20,11 @@ export const CLI_DRAIN_LIMIT = 5000;
 export async function drainQueue(mem: Engram, io: Io, options: { limit?: number; quiet?: boolean } = {}): Promise<number> {
   const indexer = mem.indexer;
   if (!indexer || mem.vectorStatus?.state !== 'ready') return 0;
-  const { pending } = await mem.store.embeddingQueueStats();
+  // With a limit the count stops past it: a store with a large backlog is not counted in full on every recall.
+  const { pending } = await mem.store.embeddingQueueStats(options.limit !== undefined ? { countUpTo: options.limit } : {});
   if (pending === 0) return 0;
   if (options.limit !== undefined && pending > options.limit) {
-    if (!options.quiet) io.err(`engram: ${pending} events wait for their vectors; run \`engram reindex\` (or keep \`engram serve\` running) to embed them.`);
+    if (!options.quiet) io.err(`engram: more than ${options.limit} events wait for their vectors; run \`engram reindex\` (or keep \`engram serve\` running) to embed them.`);
     return 0;
   }
   const progress = createProgress(io);
