@@ -158,6 +158,10 @@ export function scanBlock(block: CodeBlock, table: Float32Array, words: number, 
   const to = filter?.toMs ?? Infinity;
   const hasTime = from !== -Infinity || to !== Infinity;
   const filtered = allowSession !== null || allowKind !== null || hasTime;
+  if (!filtered) {
+    scanAll(codes, scales, count, words, table, top, base);
+    return;
+  }
   let floor = top.floor;
   for (let i = 0, o = 0; i < count; i++, o += words) {
     if (filtered) {
@@ -165,7 +169,19 @@ export function scanBlock(block: CodeBlock, table: Float32Array, words: number, 
       if (allowKind !== null && allowKind[block.kinds[i]!] === 0) continue;
       if (hasTime && (block.ts[i]! < from || block.ts[i]! > to)) continue;
     }
-    const s = (words === 8 ? score8(codes, o, table) : scoreAny(codes, o, words, table)) * scales[i]!;
+    const s = scoreAny(codes, o, words, table) * scales[i]!;
+    if (s > floor) {
+      top.offer(base + i, s);
+      floor = top.floor;
+    }
+  }
+}
+
+/** {@link scanBlock} without a filter: every slot scored (kept apart so V8 compiles the hot loop alone). */
+function scanAll(codes: Uint32Array, scales: Float32Array, count: number, words: number, table: Float32Array, top: TopScores, base: number): void {
+  let floor = top.floor;
+  for (let i = 0, o = 0; i < count; i++, o += words) {
+    const s = scoreAny(codes, o, words, table) * scales[i]!;
     if (s > floor) {
       top.offer(base + i, s);
       floor = top.floor;
@@ -181,21 +197,6 @@ function scoreAny(codes: Uint32Array, o: number, words: number, table: Float32Ar
     s += table[t + (x & 255)]! + table[t + 256 + ((x >>> 8) & 255)]! + table[t + 512 + ((x >>> 16) & 255)]! + table[t + 768 + (x >>> 24)]!;
   }
   return s;
-}
-
-/** {@link scoreAny} unrolled for 256 dimensions (8 words), the built-in embedder's. */
-function score8(c: Uint32Array, o: number, t: Float32Array): number {
-  const x0 = c[o]!, x1 = c[o + 1]!, x2 = c[o + 2]!, x3 = c[o + 3]!, x4 = c[o + 4]!, x5 = c[o + 5]!, x6 = c[o + 6]!, x7 = c[o + 7]!;
-  return (
-    t[x0 & 255]! + t[256 + ((x0 >>> 8) & 255)]! + t[512 + ((x0 >>> 16) & 255)]! + t[768 + (x0 >>> 24)]! +
-    t[1024 + (x1 & 255)]! + t[1280 + ((x1 >>> 8) & 255)]! + t[1536 + ((x1 >>> 16) & 255)]! + t[1792 + (x1 >>> 24)]! +
-    t[2048 + (x2 & 255)]! + t[2304 + ((x2 >>> 8) & 255)]! + t[2560 + ((x2 >>> 16) & 255)]! + t[2816 + (x2 >>> 24)]! +
-    t[3072 + (x3 & 255)]! + t[3328 + ((x3 >>> 8) & 255)]! + t[3584 + ((x3 >>> 16) & 255)]! + t[3840 + (x3 >>> 24)]! +
-    t[4096 + (x4 & 255)]! + t[4352 + ((x4 >>> 8) & 255)]! + t[4608 + ((x4 >>> 16) & 255)]! + t[4864 + (x4 >>> 24)]! +
-    t[5120 + (x5 & 255)]! + t[5376 + ((x5 >>> 8) & 255)]! + t[5632 + ((x5 >>> 16) & 255)]! + t[5888 + (x5 >>> 24)]! +
-    t[6144 + (x6 & 255)]! + t[6400 + ((x6 >>> 8) & 255)]! + t[6656 + ((x6 >>> 16) & 255)]! + t[6912 + (x6 >>> 24)]! +
-    t[7168 + (x7 & 255)]! + t[7424 + ((x7 >>> 8) & 255)]! + t[7680 + ((x7 >>> 16) & 255)]! + t[7936 + (x7 >>> 24)]!
-  );
 }
 
 /** Builds a {@link CodeBlock} from rows (vectors as float blobs) against `mean`. */
