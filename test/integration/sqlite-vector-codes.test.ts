@@ -8,6 +8,7 @@ import { normalize } from '../../src/providers/embedder.js';
 import type { VectorHit, VectorSearchQuery } from '../../src/store/backend.js';
 import { SqliteBackend } from '../../src/store/sqlite/sqlite-backend.js';
 import type { VectorIndexOptions } from '../../src/store/sqlite/sqlite-vector-index.js';
+import { blockFromBytes } from '../../src/store/vector-codes.js';
 
 const MODEL = { name: 'test-64d@1', dimensions: 64 };
 const SESSIONS = ['s1', 's2', 's3'];
@@ -129,8 +130,19 @@ describe('SQLite one-bit code vector index', () => {
     expect((await fast.searchVectors(query(earlyVector, { limit: 1 })))[0]?.eventId).toBe(early!.record.id);
     sameHits(await fast.searchVectors(query(lateVector, { limit: 50 })), await fast.searchVectors(query(lateVector, { limit: 50, exact: true })));
 
+    const codedRowids = (): number[] =>
+      (db(fast) as unknown as { prepare(s: string): { all(): Array<{ data: Buffer }> } })
+        .prepare('SELECT data FROM vec_codes')
+        .all()
+        .flatMap((r) => [...blockFromBytes(r.data).rowids]);
+    const rowidOf = (id: EventId): number => (db(fast).prepare(`SELECT rowid FROM events WHERE id = '${id}'`).get() as { rowid: number }).rowid;
+    const purged = [rowidOf(early!.record.id), rowidOf(late!.record.id)];
+    expect(codedRowids()).toEqual(expect.arrayContaining(purged));
     const report = await mem.purge({ sessionId: 's4' }, { actor: 'os:test' });
     expect(report.counts.vectors).toBe(2);
+    // No fingerprint of the purged vectors stays in the code blocks.
+    expect(codedRowids().filter((r) => purged.includes(r))).toEqual([]);
+    expect(codedRowids().filter((r) => r !== 0)).toHaveLength(ids.length);
     const after = await fast.searchVectors(query(lateVector, { limit: 500 }));
     expect(after.map((h) => h.eventId)).not.toContain(late!.record.id);
     expect(after.map((h) => h.eventId)).not.toContain(early!.record.id);

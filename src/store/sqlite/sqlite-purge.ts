@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { rewriteTextRows } from './sqlite-text-index.js';
 import { SqliteIdentifierIndex } from './sqlite-identifier-index.js';
+import { forgetVectorCodes } from './sqlite-vector-codes.js';
 import { isEngramError } from '../../errors.js';
 import type { PurgeCounts, PurgeLogRecord, PurgePlan } from '../backend.js';
 import { engramsToScrub, scrubEngramBody } from '../purge-support.js';
@@ -77,6 +78,7 @@ export class SqlitePurge {
     // The IVF index of large stores (sqlite-vector-index.ts) holds the vector too.
     const hasIvf = db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'vec_ivf'").get() !== undefined;
     const dropIvf = hasIvf ? db.prepare('DELETE FROM vec_ivf WHERE rowid = ?') : undefined;
+    const purgedRowids: number[] = [];
     for (const t of plan.tombstones) {
       const row = rowidOf.get(t.id) as { rowid: number } | undefined;
       if (!row) continue;
@@ -87,7 +89,10 @@ export class SqlitePurge {
       counts.vectors += dropVector.run(row.rowid).changes;
       dropVec0?.run(BigInt(row.rowid));
       dropIvf?.run(BigInt(row.rowid));
+      purgedRowids.push(row.rowid);
     }
+    // The one-bit code index (sqlite-vector-codes.ts) holds a fingerprint of each vector: zeroed too.
+    forgetVectorCodes(db, purgedRowids);
 
     // The events whose indexed context held a tombstoned event's words get their full-text row again (PurgePlan.reindex).
     rewriteTextRows(db, plan.reindex ?? []);

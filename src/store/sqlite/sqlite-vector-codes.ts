@@ -262,6 +262,33 @@ export class SqliteVectorCodes {
   }
 }
 
+/**
+ * A privacy purge's part (sqlite-purge.ts): the codes of the purged events' vectors are zeroed in their blocks
+ * (rowid 0, no bits, scale 0), so no fingerprint of purged content stays in the file. Reads every block (about
+ * 58 MB at 1M vectors) and rewrites the ones that held a purged vector. Inside the purge's transaction.
+ */
+export function forgetVectorCodes(db: Db, rowids: readonly number[]): void {
+  if (rowids.length === 0 || db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'vec_codes'").get() === undefined) return;
+  const gone = new Set(rowids);
+  const rewrite = db.prepare('UPDATE vec_codes SET data = ? WHERE block = ?');
+  // Collected first: better-sqlite3 refuses a write while a statement is being iterated.
+  const pending: Array<[number, Buffer]> = [];
+  for (const r of db.prepare('SELECT block, data FROM vec_codes ORDER BY block').iterate() as IterableIterator<{ block: number; data: Buffer }>) {
+    const block = blockFromBytes(r.data);
+    const words = block.count === 0 ? 0 : block.codes.length / block.count;
+    let changed = false;
+    for (let i = 0; i < block.count; i++) {
+      if (!gone.has(block.rowids[i]!)) continue;
+      block.rowids[i] = 0;
+      block.scales[i] = 0;
+      block.codes.fill(0, i * words, (i + 1) * words);
+      changed = true;
+    }
+    if (changed) pending.push([r.block, blockToBytes(block)]);
+  }
+  for (const [id, data] of pending) rewrite.run(data, id);
+}
+
 function dot(a: Float32Array, b: Float32Array, offset: number): number {
   let s = 0;
   for (let i = 0; i < a.length; i++) s += a[i]! * b[offset + i]!;
