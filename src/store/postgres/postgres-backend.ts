@@ -30,6 +30,7 @@ import type {
   TextHit,
   TextIndexEntry,
   IdentifierIndexStatus,
+  SearchTerm,
   TextSearchQuery,
   PurgeCounts,
   PurgeLogRecord,
@@ -54,7 +55,7 @@ import { isServerError, translatePgError } from './pg-errors.js';
 import { chunkForIndex, indexTokens } from './tsquery.js';
 import { rewriteTextRows } from './postgres-text-index.js';
 import { MAX_RANKED_ROWS, TsqueryPlanner } from './tsquery-planner.js';
-import { identifierRowsSql, insertIdentifierRows, readIdentifierStatus, rewriteIdentifierRows, writeIdentifierProgress } from './postgres-identifier-index.js';
+import { findIdentifierRows, insertIdentifierRows, readIdentifierStatus, rewriteIdentifierRows, writeIdentifierProgress } from './postgres-identifier-index.js';
 import { queryGrams } from '../identifier-grams.js';
 import { PostgresVectors } from './postgres-vectors.js';
 import { PostgresBus } from './postgres-bus.js';
@@ -424,7 +425,11 @@ export class PostgresBackend implements StorageBackend {
   async searchText(query: TextSearchQuery): Promise<TextHit[]> {
     this.assertOpen();
     if (query.limit <= 0) return [];
-    const plan = await this.planner.planDetailed(query.terms);
+    // With the identifier index complete, an identifier's frequency comes from it, not from a GIN walk over the
+    // postings of its common tokens (`boundAbove: Infinity` keeps the plain path, the reference).
+    const useIdentifierIndex = query.boundAbove !== Number.POSITIVE_INFINITY && (await this.isIdentifierIndexComplete());
+    const identifierRows = useIdentifierIndex ? await this.identifierRows(query.terms) : undefined;
+    const plan = await this.planner.planDetailed(query.terms, identifierRows ? (t) => identifierRows.get(t.text)?.length : undefined);
     if (plan === null) return [];
     const params: unknown[] = [plan.q];
     const param = (value: unknown): string => {
@@ -459,11 +464,8 @@ export class PostgresBackend implements StorageBackend {
     // When every rare term is an identifier of 3+ tokens and the identifier index is complete, the rows that can
     // match are the rows holding one of them, found by the index (no common token's postings read): they are all
     // ranked, exactly, the phrase still checked on each (postgres-identifier-index.ts).
-    const identifierGrams = plan.terms.filter((t) => t.isRare).map((t) => queryGrams(t.text));
-    const byIdentifier =
-      (query.boundAbove ?? MAX_RANKED_ROWS) < plan.estimate && identifierGrams.length > 0 && identifierGrams.every((g) => g !== null) && (await this.isIdentifierIndexComplete())
-        ? identifierGrams.map((g) => identifierRowsSql(s, g!, param)).join(' UNION ')
-        : null;
+    const rareRows = plan.terms.filter((t) => t.isRare).map((t) => identifierRows?.get(t.text));
+    const byIdentifier = rareRows.length > 0 && rareRows.every((r) => r !== undefined) ? param([...new Set(rareRows.flatMap((r) => r!))]) : null;
     const isBounded = byIdentifier === null && !plan.isSinglePhrase && plan.estimate > (query.boundAbove ?? MAX_RANKED_ROWS);
     const join = filters.length > 0 ? `JOIN ${s}.events e ON e.pk = c.event_pk` : '';
     // Two newest-first scans, each stopping at the limit (a backward scan of the primary key while matches are
@@ -485,7 +487,7 @@ export class PostgresBackend implements StorageBackend {
             ${rareTerms.map((q) => `UNION ALL SELECT r.event_pk, r.chunk_no, r.tsv FROM ${whole(q)} r`).join('\n            ')}
           ) t) c, q`
       : byIdentifier !== null
-        ? `(SELECT c.* FROM ${s}.event_text c WHERE c.event_pk IN (${byIdentifier})) c ${join}, q`
+        ? `(SELECT c.* FROM ${s}.event_text c WHERE c.event_pk = ANY(${byIdentifier}::bigint[])) c ${join}, q`
         : `${s}.event_text c ${join}, q`;
     // ts_rank has no inverse document frequency: on the bounded path, chunks holding more of the rare terms come
     // first (what bm25's IDF does on SQLite), then ts_rank orders them.
@@ -509,6 +511,21 @@ export class PostgresBackend implements StorageBackend {
   async identifierIndexStatus(): Promise<IdentifierIndexStatus> {
     this.assertOpen();
     return readIdentifierStatus(this.pool, this.sql.s);
+  }
+
+  /** The events (primary keys) holding each identifier term of three or more tokens, by the term's text. */
+  private async identifierRows(terms: readonly SearchTerm[]): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>();
+    for (const t of terms) {
+      const grams = t.isPrefix === true || out.has(t.text) ? null : queryGrams(t.text);
+      if (!grams) continue;
+      try {
+        out.set(t.text, await findIdentifierRows(this.pool, this.sql.s, grams));
+      } catch (err) {
+        throw translatePgError(err, 'full-text search failed', this.displayUrl);
+      }
+    }
+    return out;
   }
 
   /** Whether searches may use the identifier index (read until it is complete; it stays so). */

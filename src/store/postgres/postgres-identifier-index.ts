@@ -1,5 +1,5 @@
 import type { IdentifierIndexStatus, TextIndexEntry } from '../backend.js';
-import { identifierGrams } from '../identifier-grams.js';
+import { holdsChain, identifierGrams } from '../identifier-grams.js';
 import type { PgRunner } from './postgres-vectors.js';
 
 /**
@@ -87,14 +87,43 @@ export async function writeIdentifierProgress(c: PgRunner, s: string, progress: 
   if (progress.isComplete === true) await c.query(upsert, [STATE, 'complete']);
 }
 
+/** Rows counted of a trigram to pick the rarest (beyond it, any such trigram will do). */
+const COUNT_CAP = 2_000;
+
 /**
- * A subquery of the event primary keys holding an identifier: rows where its trigrams stand at consecutive
- * positions (each next trigram one position on). `param` binds a value and returns its placeholder.
+ * The primary keys of the events holding an identifier (its trigrams at consecutive positions), found as on SQLite:
+ * the rarest trigram's postings first, then the other trigrams' positions in those events only, the chain checked
+ * here. Three round trips whatever the planner's statistics (a join let PostgreSQL start from a common trigram).
  */
-export function identifierRowsSql(s: string, grams: readonly number[], param: (value: unknown) => string): string {
-  const joins = grams
-    .slice(1)
-    .map((g, j) => `JOIN ${s}.event_idgrams g${j + 1} ON g${j + 1}.gram = ${param(String(g))}::bigint AND g${j + 1}.event_pk = g0.event_pk AND g${j + 1}.pos = g0.pos + ${j + 1}`)
-    .join(' ');
-  return `SELECT g0.event_pk FROM ${s}.event_idgrams g0 ${joins} WHERE g0.gram = ${param(String(grams[0]))}::bigint`;
+export async function findIdentifierRows(c: PgRunner, s: string, grams: readonly number[]): Promise<string[]> {
+  const distinct = [...new Set(grams)];
+  const counts = await c.query<Record<string, string>>(
+    `SELECT ${distinct.map((_, i) => `(SELECT count(*) FROM (SELECT 1 FROM ${s}.event_idgrams WHERE gram = $${i + 1}::bigint LIMIT ${COUNT_CAP}) x) AS c${i}`).join(', ')}`,
+    distinct.map(String),
+  );
+  let rarest = 0;
+  distinct.forEach((_, i) => {
+    if (Number(counts.rows[0]![`c${i}`]) < Number(counts.rows[0]![`c${rarest}`])) rarest = i;
+  });
+  if (Number(counts.rows[0]![`c${rarest}`]) === 0) return [];
+  const first = await c.query<{ event_pk: string; pos: number }>(`SELECT event_pk, pos FROM ${s}.event_idgrams WHERE gram = $1::bigint`, [String(distinct[rarest])]);
+  const byGram = new Map<number, Map<string, Set<number>>>();
+  const add = (gram: number, pk: string, pos: number): void => {
+    let byRow = byGram.get(gram);
+    if (!byRow) byGram.set(gram, (byRow = new Map()));
+    const set = byRow.get(pk);
+    if (set) set.add(pos);
+    else byRow.set(pk, new Set([pos]));
+  };
+  for (const r of first.rows) add(distinct[rarest]!, r.event_pk, r.pos);
+  const pks = [...byGram.get(distinct[rarest]!)?.keys() ?? []];
+  const others = distinct.filter((_, i) => i !== rarest);
+  if (others.length > 0) {
+    const rest = await c.query<{ gram: string; event_pk: string; pos: number }>(
+      `SELECT gram, event_pk, pos FROM ${s}.event_idgrams WHERE gram = ANY($1::bigint[]) AND event_pk = ANY($2::bigint[])`,
+      [others.map(String), pks],
+    );
+    for (const r of rest.rows) add(Number(r.gram), r.event_pk, r.pos);
+  }
+  return pks.filter((pk) => holdsChain(grams, (g) => byGram.get(g)?.get(pk)));
 }

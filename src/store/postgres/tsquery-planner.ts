@@ -43,15 +43,20 @@ export class TsqueryPlanner {
 
   /**
    * The plan and an estimate of the rows it matches: the rare terms' summed capped counts, so any estimate above
-   * {@link MAX_RANKED_ROWS} means "at least that many" (the bounded path in postgres-backend.ts uses it).
+   * {@link MAX_RANKED_ROWS} means "at least that many" (the bounded path in postgres-backend.ts uses it). `knownCount`
+   * gives a term's count when the caller has it (an identifier's, from the identifier index).
    */
-  async planDetailed(terms: SearchTerm[]): Promise<TsQueryPlan | null> {
+  async planDetailed(terms: SearchTerm[], knownCount?: (term: SearchTerm) => number | undefined): Promise<TsQueryPlan | null> {
     const compiled = terms.flatMap((term) => {
       const q = compileTsQuery([term]);
       return q === null ? [] : [{ term, q }];
     });
     if (compiled.length === 0) return null;
-    const dfs = await this.frequencies(compiled.map((c) => c.q));
+    // A term whose count is known (an identifier, from the identifier index) is not counted through the GIN index.
+    const known = compiled.map((c) => knownCount?.(c.term));
+    const counted = await this.frequencies(compiled.filter((_, i) => known[i] === undefined).map((c) => c.q));
+    let next = 0;
+    const dfs = known.map((k) => k ?? counted[next++]!);
     const all = compiled.map((c) => `(${c.q})`).join(' & ');
     const termPlans = compiled.map((c, i) => ({ q: c.q, df: dfs[i]!, text: c.term.text, isRare: true }));
     if (compiled.length === 1) return { q: compiled[0]!.q, estimate: dfs[0]!, all, isSinglePhrase: compiled[0]!.q.includes('<->'), terms: termPlans };

@@ -9,7 +9,7 @@ const CURSOR = 'identifier_grams_cursor';
 /** Candidate rows read from the rarest trigram's postings at a time. */
 const PAGE = 2_000;
 /** Rows counted of a trigram to pick the rarest (beyond it, any such trigram will do). */
-const COUNT_CAP = 20_000;
+const COUNT_CAP = 2_000;
 
 /** Where the identifier index stands: complete (queries use it) or pending a backfill (`engram reindex`). */
 export type IdentifierIndexState = 'complete' | 'pending';
@@ -32,6 +32,7 @@ export class SqliteIdentifierIndex {
   private readonly capped: Database.Statement;
   private readonly postings: Database.Statement;
   private readonly positions: Database.Statement;
+  private readonly positionsIn: Database.Statement;
 
   constructor(private readonly db: Database.Database) {
     this.insertGram = db.prepare('INSERT OR IGNORE INTO event_idgrams (gram, event_rowid, pos) VALUES (?, ?, ?)');
@@ -44,6 +45,7 @@ export class SqliteIdentifierIndex {
     this.capped = db.prepare('SELECT count(*) AS n FROM (SELECT 1 FROM event_idgrams WHERE gram = ? LIMIT ?)');
     this.postings = db.prepare('SELECT event_rowid AS rowid, pos FROM event_idgrams WHERE gram = ? AND event_rowid <= ? ORDER BY event_rowid DESC LIMIT ?');
     this.positions = db.prepare('SELECT pos FROM event_idgrams WHERE gram = ? AND event_rowid = ?');
+    this.positionsIn = db.prepare('SELECT event_rowid AS rowid, pos FROM event_idgrams WHERE gram = ? AND event_rowid IN (SELECT value FROM json_each(?))');
   }
 
   /** Indexes one event's text (an append, a rewrite, the backfill); the caller's transaction. */
@@ -110,7 +112,7 @@ export class SqliteIdentifierIndex {
       // A row's postings may straddle the page's end: the last row is read whole on the next page.
       const complete = page.length < PAGE ? rows : rows.slice(0, -1);
       const last = page.length < PAGE ? -1 : rows[rows.length - 1]!;
-      const holding = complete.filter((r) => this.holds(grams, r));
+      const holding = this.holding(grams, rarest, page, complete);
       const kept = holding.length > 0 ? accept(holding) : new Set<number>();
       for (const r of holding) if (kept.has(r) && out.length < want) out.push(r);
       if (out.length >= want || page.length < PAGE) break;
@@ -121,6 +123,29 @@ export class SqliteIdentifierIndex {
       } else before = last;
     }
     return out;
+  }
+
+  /**
+   * Which of `rows` hold the query's trigrams at consecutive positions: the rarest trigram's positions from its
+   * postings page, each other trigram's read for all the rows at once.
+   */
+  private holding(grams: readonly number[], rarest: number, page: ReadonlyArray<{ rowid: number; pos: number }>, rows: number[]): number[] {
+    if (rows.length === 0) return [];
+    const byGram = new Map<number, Map<number, Set<number>>>();
+    const add = (gram: number, rowid: number, pos: number): void => {
+      let byRow = byGram.get(gram);
+      if (!byRow) byGram.set(gram, (byRow = new Map()));
+      const set = byRow.get(rowid);
+      if (set) set.add(pos);
+      else byRow.set(rowid, new Set([pos]));
+    };
+    for (const p of page) add(rarest, p.rowid, p.pos);
+    const ids = JSON.stringify(rows);
+    for (const g of new Set(grams)) {
+      if (g === rarest) continue;
+      for (const r of this.positionsIn.all(g, ids) as Array<{ rowid: number; pos: number }>) add(g, r.rowid, r.pos);
+    }
+    return rows.filter((rowid) => holdsChain(grams, (g) => byGram.get(g)?.get(rowid)));
   }
 
   /** Whether the row holds the query's trigrams at consecutive positions. */
