@@ -47,7 +47,7 @@ export function searchWithIdentifiers(
   plan.terms.forEach((t, i) => {
     const g = t.isRare ? grams[i] : queryGrams(t.text);
     if (g) {
-      for (const r of candidates) if (!holds.get(r)!.has(i) && index.holds(g, r)) mark(r, i);
+      for (const r of index.holding(g, candidates.filter((c) => !holds.get(c)!.has(i)))) mark(r, i);
     } else if (!t.isRare) {
       // A common term: which candidates hold it, as far as its newest rows show (the bounded path's approximation).
       const have = new Set(candidates);

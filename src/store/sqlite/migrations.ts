@@ -4,6 +4,7 @@
  */
 import { SQLITE_SUMMARY_MIGRATION_SQL } from './summary-migration.js';
 import { SQLITE_IDENTIFIER_INDEX_MIGRATION_SQL } from './identifier-migration.js';
+import { SQLITE_IDENTIFIER_FTS_MIGRATION_SQL } from './identifier-fts-migration.js';
 import { SQLITE_ARTIFACT_TIER_MIGRATION_SQL } from './artifact-tier-migration.js';
 import { SQLITE_DECISION_MIGRATION_SQL } from './decision-migration.js';
 
@@ -504,6 +505,11 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
     version: 16,
     description: 'decision records: summaries of kind decision, with a subject key',
     sql: SQLITE_DECISION_MIGRATION_SQL,
+  },
+  {
+    version: 17,
+    description: 'identifier index kept in FTS5 (empty; backfilled by engram reindex)',
+    sql: SQLITE_IDENTIFIER_FTS_MIGRATION_SQL,
   },
 ];
 

@@ -187,6 +187,7 @@ export class SqliteBackend implements StorageBackend {
       let added = 0;
       const outcomes: AppendOutcome[] = [];
       const rowids: Array<number | bigint> = [];
+      const indexed: Array<{ rowid: number | bigint; body: string; meta: string }> = [];
       for (const d of drafts) {
         if (d.key !== undefined) {
           const existing = s.eventByKey.get(sessionId, d.key) as EventRow | undefined;
@@ -222,11 +223,12 @@ export class SqliteBackend implements StorageBackend {
           d.meta !== undefined ? JSON.stringify(d.meta) : null,
         );
         s.insertFts.run(info.lastInsertRowid, d.searchText, d.searchMeta);
-        this.identifiers.add(info.lastInsertRowid, d.searchText, d.searchMeta);
+        indexed.push({ rowid: info.lastInsertRowid, body: d.searchText, meta: d.searchMeta });
         rowids.push(info.lastInsertRowid);
         outcomes.push({ record: eventFromDraft(d, sessionId, turn), isDuplicate: false });
       }
       if (added > 0) s.updateSession.run(turn, added, minMs, minMs, maxMs, maxMs, sessionId);
+      this.identifiers.addMany(indexed);
       this.vectors.enqueue(rowids);
       return outcomes;
     };

@@ -1,72 +1,82 @@
 import type Database from 'better-sqlite3';
 import type { TextIndexEntry } from '../backend.js';
-import { distinctGrams, holdsChain, identifierGrams } from '../identifier-grams.js';
+import { identifierGrams } from '../identifier-grams.js';
 
-/** The state row of the identifier index in `text_index_state` (migration 15). */
-const STATE = 'identifier_grams';
+/** The state row of the identifier index in `text_index_state` (migration 17). */
+const STATE = 'identifier_fts';
 /** The backfill's resume point: where its last page ended (JSON [sessionId, turn]). */
-const CURSOR = 'identifier_grams_cursor';
-/** Candidate rows read from the rarest trigram's postings at a time. */
+const CURSOR = 'identifier_fts_cursor';
+/** Matching rows read at a time when a filter may drop some. */
 const PAGE = 2_000;
-/** Rows counted of a trigram to pick the rarest (beyond it, any such trigram will do). */
-const COUNT_CAP = 2_000;
+/** Most rows read to tell which candidates hold an identifier. */
+const MAX_HOLDERS = 20_000;
+/** The token between two words' trigrams: no phrase of trigram tokens spans it. */
+const WORD_BREAK = 's';
 
 /** Where the identifier index stands: complete (queries use it) or pending a backfill (`engram reindex`). */
 export type IdentifierIndexState = 'complete' | 'pending';
 
+/** An FTS5 token for a trigram key (base 36, never the word break). */
+function gramToken(gram: number): string {
+  return `g${gram.toString(36)}`;
+}
+
+/** The row an event gets: its trigram tokens in order, a word break between words (positions jump there). */
+export function gramText(body: string, meta: string): string {
+  const grams = identifierGrams(body, meta);
+  const parts: string[] = [];
+  let last = Number.NaN;
+  for (const g of grams) {
+    if (parts.length > 0 && g.pos !== last + 1) parts.push(WORD_BREAK);
+    parts.push(gramToken(g.gram));
+    last = g.pos;
+  }
+  return parts.join(' ');
+}
+
+/** The FTS5 phrase of an identifier's trigrams: they stand at consecutive positions inside one word. */
+function gramPhrase(grams: readonly number[]): string {
+  return `"${grams.map(gramToken).join(' ')}"`;
+}
+
 /**
- * The identifier index on SQLite (docs/recall.md, "Full-text at scale"; keys in ../identifier-grams.ts): rows
- * `(gram, event_rowid, pos)` in a WITHOUT ROWID table, so one trigram's rows are one range, newest last; and each
- * event's distinct grams in `event_idgram_sets`, so a purge or a rewrite deletes exactly its rows. Appends fill it
- * from migration 15 on; events stored before are added by the backfill, and until it completes searches do not
- * use the index.
+ * The identifier index on SQLite (docs/recall.md, "Full-text at scale"; keys in ../identifier-grams.ts), kept in
+ * FTS5 (`event_grams`, migration 17): one row per event, its trigram keys as tokens, so appends cost what FTS5
+ * costs (buffered, merged segments) and an identifier is a phrase of its trigrams. Appends fill it; events stored
+ * before are added by the backfill, and until it completes searches do not use it.
  */
 export class SqliteIdentifierIndex {
-  private readonly insertGram: Database.Statement;
-  private readonly insertSet: Database.Statement;
-  private readonly readSet: Database.Statement;
-  private readonly dropGram: Database.Statement;
-  private readonly dropSet: Database.Statement;
+  private readonly insertRow: Database.Statement;
+  private readonly dropRow: Database.Statement;
   private readonly readState: Database.Statement;
   private readonly writeState: Database.Statement;
-  private readonly capped: Database.Statement;
-  private readonly postings: Database.Statement;
-  private readonly positions: Database.Statement;
-  private readonly positionsIn: Database.Statement;
+  private readonly newestRows: Database.Statement;
 
-  constructor(private readonly db: Database.Database) {
-    this.insertGram = db.prepare('INSERT OR IGNORE INTO event_idgrams (gram, event_rowid, pos) VALUES (?, ?, ?)');
-    this.insertSet = db.prepare('INSERT OR REPLACE INTO event_idgram_sets (event_rowid, grams) VALUES (?, ?)');
-    this.readSet = db.prepare('SELECT grams FROM event_idgram_sets WHERE event_rowid = ?');
-    this.dropGram = db.prepare('DELETE FROM event_idgrams WHERE gram = ? AND event_rowid = ?');
-    this.dropSet = db.prepare('DELETE FROM event_idgram_sets WHERE event_rowid = ?');
+  constructor(db: Database.Database) {
+    this.insertRow = db.prepare('INSERT INTO event_grams (rowid, grams) VALUES (?, ?)');
+    this.dropRow = db.prepare('DELETE FROM event_grams WHERE rowid = ?');
     this.readState = db.prepare('SELECT value FROM text_index_state WHERE name = ?');
     this.writeState = db.prepare('INSERT OR REPLACE INTO text_index_state (name, value) VALUES (?, ?)');
-    this.capped = db.prepare('SELECT count(*) AS n FROM (SELECT 1 FROM event_idgrams WHERE gram = ? LIMIT ?)');
-    this.postings = db.prepare('SELECT event_rowid AS rowid, pos FROM event_idgrams WHERE gram = ? AND event_rowid <= ? ORDER BY event_rowid DESC LIMIT ?');
-    this.positions = db.prepare('SELECT pos FROM event_idgrams WHERE gram = ? AND event_rowid = ?');
-    this.positionsIn = db.prepare('SELECT event_rowid AS rowid, pos FROM event_idgrams WHERE gram = ? AND event_rowid IN (SELECT value FROM json_each(?))');
+    this.newestRows = db.prepare('SELECT rowid FROM event_grams WHERE event_grams MATCH ? AND rowid <= ? ORDER BY rowid DESC LIMIT ?');
   }
 
   /** Indexes one event's text (an append, a rewrite, the backfill); the caller's transaction. */
   add(rowid: number | bigint, body: string, meta: string): void {
-    const grams = identifierGrams(body, meta);
-    if (grams.length === 0) return;
-    for (const g of grams) this.insertGram.run(g.gram, rowid, g.pos);
-    this.insertSet.run(rowid, Buffer.from(new Float64Array(distinctGrams(grams)).buffer));
+    const text = gramText(body, meta);
+    if (text.length > 0) this.insertRow.run(rowid, text);
   }
 
-  /** Deletes one event's rows (a purged event; before a rewrite). */
+  /** Indexes a batch of events (an append); the caller's transaction. */
+  addMany(events: ReadonlyArray<{ rowid: number | bigint; body: string; meta: string }>): void {
+    for (const e of events) this.add(e.rowid, e.body, e.meta);
+  }
+
+  /** Deletes one event's row (a purged event; before a rewrite). */
   remove(rowid: number | bigint): void {
-    const row = this.readSet.get(rowid) as { grams: Buffer } | undefined;
-    if (!row) return;
-    const b = row.grams;
-    const grams = new Float64Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
-    for (const g of grams) this.dropGram.run(g, rowid);
-    this.dropSet.run(rowid);
+    this.dropRow.run(rowid);
   }
 
-  /** Writes one event's rows again from its new text. */
+  /** Writes one event's row again from its new text. */
   rewrite(rowid: number | bigint, body: string, meta: string): void {
     this.remove(rowid);
     this.add(rowid, body, meta);
@@ -88,78 +98,28 @@ export class SqliteIdentifierIndex {
 
   /**
    * The newest rows, newest first, in which the query's trigrams stand at consecutive positions (the identifier
-   * occurs), that `accept` keeps (the search's filters), at most `want`. Reads the rarest trigram's postings
-   * page by page from the newest and checks the others per row.
+   * occurs), that `accept` keeps (the search's filters), at most `want`.
    */
   newest(grams: readonly number[], want: number, accept: (rowids: number[]) => Set<number>): number[] {
-    const distinct = [...new Set(grams)];
-    let rarest = distinct[0]!;
-    let fewest = Number.POSITIVE_INFINITY;
-    for (const g of distinct) {
-      const n = (this.capped.get(g, fewest === Number.POSITIVE_INFINITY ? COUNT_CAP : fewest) as { n: number }).n;
-      if (n < fewest) {
-        fewest = n;
-        rarest = g;
-      }
-      if (n === 0) return [];
-    }
+    const phrase = gramPhrase(grams);
     const out: number[] = [];
     let before = Number.MAX_SAFE_INTEGER;
     for (;;) {
-      const page = this.postings.all(rarest, before, PAGE) as Array<{ rowid: number; pos: number }>;
+      const page = (this.newestRows.all(phrase, before, Math.max(want, PAGE)) as Array<{ rowid: number }>).map((r) => r.rowid);
       if (page.length === 0) break;
-      const rows = [...new Set(page.map((p) => p.rowid))];
-      // A row's postings may straddle the page's end: the last row is read whole on the next page.
-      const complete = page.length < PAGE ? rows : rows.slice(0, -1);
-      const last = page.length < PAGE ? -1 : rows[rows.length - 1]!;
-      const holding = this.holding(grams, rarest, page, complete);
-      const kept = holding.length > 0 ? accept(holding) : new Set<number>();
-      for (const r of holding) if (kept.has(r) && out.length < want) out.push(r);
-      if (out.length >= want || page.length < PAGE) break;
-      if (complete.length === 0) {
-        // One row holds a whole page of this trigram: check it alone.
-        if (this.holds(grams, last) && accept([last]).has(last)) out.push(last);
-        before = last - 1;
-      } else before = last;
+      const kept = accept(page);
+      for (const r of page) if (kept.has(r) && out.length < want) out.push(r);
+      if (out.length >= want || page.length < Math.max(want, PAGE)) break;
+      before = page[page.length - 1]! - 1;
     }
     return out;
   }
 
-  /**
-   * Which of `rows` hold the query's trigrams at consecutive positions: the rarest trigram's positions from its
-   * postings page, each other trigram's read for all the rows at once.
-   */
-  private holding(grams: readonly number[], rarest: number, page: ReadonlyArray<{ rowid: number; pos: number }>, rows: number[]): number[] {
-    if (rows.length === 0) return [];
-    const byGram = new Map<number, Map<number, Set<number>>>();
-    const add = (gram: number, rowid: number, pos: number): void => {
-      let byRow = byGram.get(gram);
-      if (!byRow) byGram.set(gram, (byRow = new Map()));
-      const set = byRow.get(rowid);
-      if (set) set.add(pos);
-      else byRow.set(rowid, new Set([pos]));
-    };
-    for (const p of page) add(rarest, p.rowid, p.pos);
-    const ids = JSON.stringify(rows);
-    for (const g of new Set(grams)) {
-      if (g === rarest) continue;
-      for (const r of this.positionsIn.all(g, ids) as Array<{ rowid: number; pos: number }>) add(g, r.rowid, r.pos);
-    }
-    return rows.filter((rowid) => holdsChain(grams, (g) => byGram.get(g)?.get(rowid)));
-  }
-
-  /** Whether the row holds the query's trigrams at consecutive positions. */
-  holds(grams: readonly number[], rowid: number): boolean {
-    const cache = new Map<number, Set<number>>();
-    const positionsOf = (g: number): Set<number> => {
-      let set = cache.get(g);
-      if (!set) {
-        set = new Set((this.positions.all(g, rowid) as Array<{ pos: number }>).map((r) => r.pos));
-        cache.set(g, set);
-      }
-      return set;
-    };
-    return holdsChain(grams, positionsOf);
+  /** Which of `rowids` hold the identifier (as far as its newest {@link MAX_HOLDERS} rows show). */
+  holding(grams: readonly number[], rowids: readonly number[]): Set<number> {
+    if (rowids.length === 0) return new Set();
+    const rows = new Set(this.newest(grams, MAX_HOLDERS, (r) => new Set(r)));
+    return new Set(rowids.filter((r) => rows.has(r)));
   }
 }
 
