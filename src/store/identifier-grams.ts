@@ -22,8 +22,8 @@ export interface IdentifierGram {
 
 /** Longest word read for trigrams: longer ones are blobs (base64, minified code), not identifiers. */
 const MAX_WORD_CHARS = 200;
-/** Most trigrams kept per event: a pasted log full of paths stays bounded (its first ones are indexed). */
-export const MAX_GRAMS_PER_EVENT = 10_000;
+/** Most trigrams kept per event: a safety bound above what the 2M characters indexed of an artifact can hold. */
+export const MAX_GRAMS_PER_EVENT = 1_000_000;
 const ASCII = /^[\x00-\x7f]*$/;
 const SPLIT_ASCII = /[^a-z0-9]+/;
 const SPLIT = /[^\p{L}\p{N}]+/u;
