@@ -498,7 +498,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   },
   {
     version: 15,
-    description: 'identifier index of full-text search (empty; backfilled by engram reindex)',
+    description: 'state of derived full-text structures (text_index_state)',
     sql: SQLITE_IDENTIFIER_INDEX_MIGRATION_SQL,
   },
   {
