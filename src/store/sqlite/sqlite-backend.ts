@@ -727,7 +727,7 @@ export class SqliteBackend implements StorageBackend {
     const model = this.vectors.readModel();
     if (model === null) return { state: 'none', vectors: 0, ms: 0 };
     try {
-      return this.vectors.vectorIndex.maintain(model);
+      return this.vectors.maintainIndex(model);
     } catch (err) {
       throw translateSqliteError(err, 'building the vector index failed');
     }
