@@ -22,6 +22,7 @@ import type { ChatModel } from '../src/providers/llm/chat-model.js';
 import type { EventInput } from '../src/model/event.js';
 import type { SummaryDepth } from '../src/model/summary.js';
 import { machineLine } from './lib/stats.js';
+import { Prng } from './lib/prng.js';
 
 export const THEMES: Record<string, string[]> = {
   storage: ['move the team server to PostgreSQL 16', 'keep SQLite in WAL mode on laptops', 'partition the events table by month', 'compress artifacts with zstd level 9', 'never delete raw events, only tombstone them', 'cap the full-text index at 64 KiB per event'],
@@ -35,15 +36,10 @@ const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 
 const BUDGET_TOKENS = 1000;
 const DAY = 86_400_000;
 
+/** The shared mulberry32 (lib/prng.ts) as a function: the same sequence for the same seed. */
 function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const prng = new Prng(seed);
+  return () => prng.next();
 }
 
 export interface Decision {

@@ -25,6 +25,7 @@ import type { EventInput } from '../src/model/event.js';
 import { granularText } from '../src/view/granular-recall.js';
 import { generate, THEMES, type Trace } from './consolidation.js';
 import { machineLine } from './lib/stats.js';
+import { Prng } from './lib/prng.js';
 
 const SERVICES = ['payments', 'ledger', 'checkout', 'billing', 'gateway', 'inventory', 'shipping', 'catalog', 'notifications', 'pricing', 'refunds', 'fraud'];
 const BUDGET_TOKENS = 1000;
@@ -63,15 +64,10 @@ interface ClassScore {
   chosen: Record<string, number>;
 }
 
+/** The shared mulberry32 (lib/prng.ts) as a function: the same sequence for the same seed. */
 function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const prng = new Prng(seed);
+  return () => prng.next();
 }
 
 /** Adds bug storylines to the trace's sessions; returns the bugs and, per event added, its bug and service. */

@@ -18,6 +18,7 @@ import { performance } from 'node:perf_hooks';
 import { openEngram } from '../src/engine.js';
 import type { EventInput } from '../src/model/event.js';
 import { machineLine } from './lib/stats.js';
+import { Prng } from './lib/prng.js';
 
 const SERVICES = ['payments', 'ledger', 'checkout', 'billing', 'auth', 'inventory', 'shipping', 'catalog', 'search', 'notifications', 'gateway', 'pricing', 'refunds', 'reporting', 'identity', 'fraud', 'loyalty', 'tax'];
 const BUDGET_TOKENS = 600;
@@ -30,15 +31,10 @@ interface Bug {
   bearing: Map<string, Set<string>>;
 }
 
+/** The shared mulberry32 (lib/prng.ts) as a function: the same sequence for the same seed. */
 function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const prng = new Prng(seed);
+  return () => prng.next();
 }
 
 export async function runKnowledgeBench(args: { seed: number; quick: boolean }): Promise<void> {
