@@ -8,6 +8,7 @@ import { parseQuery } from '../../src/memory/query-terms.js';
 import { queryGrams } from '../../src/store/identifier-grams.js';
 import type { StorageBackend, TextIndexEntry } from '../../src/store/backend.js';
 import { SqliteBackend } from '../../src/store/sqlite/sqlite-backend.js';
+import { gramPhrase } from '../../src/store/sqlite/sqlite-identifier-index.js';
 
 /**
  * The identifier index of a store made before it existed (docs/recall.md, "Full-text at scale"): opening the store
@@ -19,7 +20,7 @@ const IDENTIFIER = 'src/db/pool.ts:42';
 
 /** The rows of the identifier index holding IDENTIFIER (its trigram tokens as a phrase, sqlite-identifier-index.ts). */
 function holders(db: Database.Database): number[] {
-  const phrase = `"${queryGrams(IDENTIFIER)!.map((g) => `g${g.toString(36)}`).join(' ')}"`;
+  const phrase = gramPhrase(queryGrams(IDENTIFIER)!);
   return (db.prepare('SELECT rowid FROM event_grams WHERE event_grams MATCH ?').all(phrase) as Array<{ rowid: number }>).map((r) => r.rowid);
 }
 

@@ -16,9 +16,14 @@ const WORD_BREAK = 's';
 /** Where the identifier index stands: complete (queries use it) or pending a backfill (`engram reindex`). */
 export type IdentifierIndexState = 'complete' | 'pending';
 
-/** An FTS5 token for a trigram key (base 36, never the word break). */
+/**
+ * An FTS5 token for a trigram key (48 bits; base 36, never the word break): the high 24 bits, then the low 24 as
+ * exactly five digits, so the mapping is one-to-one. Two small integers, because V8 formats a number above 2^31
+ * in base 36 on a slow path (7x slower; a quarter of an append's CPU was spent here).
+ */
 function gramToken(gram: number): string {
-  return `g${gram.toString(36)}`;
+  const hi = Math.floor(gram / 0x1000000);
+  return `g${hi.toString(36)}${(gram - hi * 0x1000000).toString(36).padStart(5, '0')}`;
 }
 
 /** The row an event gets: its trigram tokens in order, a word break between words (positions jump there). */
@@ -35,7 +40,7 @@ export function gramText(body: string, meta: string): string {
 }
 
 /** The FTS5 phrase of an identifier's trigrams: they stand at consecutive positions inside one word. */
-function gramPhrase(grams: readonly number[]): string {
+export function gramPhrase(grams: readonly number[]): string {
   return `"${grams.map(gramToken).join(' ')}"`;
 }
 
