@@ -1,14 +1,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openEngram, type Engram } from '../../src/engine.js';
 import { startHttpServer, type RunningHttpServer } from '../../src/interfaces/http/server.js';
 import { runArtifactLifecycle } from '../../src/memory/artifact-lifecycle.js';
 import { sha256Hex } from '../../src/memory/artifact-codec.js';
+import { httpAs, connectMcpAs } from '../fixtures/http-agents.js';
 
 // Cold artifacts over HTTP (POST /v1/expand, POST /v1/pointer/deref, GET /v1/artifacts/stats) and MCP (expand) on
 // loopback: every read path rehydrates them, byte-identical, within the trust model.
@@ -41,14 +41,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const http = async (token: string, method: string, path: string, body?: unknown) => {
-  const res = await fetch(`${server.url}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${token}`, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: res.status, json: (await res.json()) as Record<string, any> };
-};
+const http = (token: string, method: string, path: string, body?: unknown) => httpAs(server.url, token, method, path, body);
 
 it('serves a cold artifact over HTTP to a reader of its session, and counts the tiers for admins', async () => {
   const expanded = await http(shop, 'POST', '/v1/expand', { id: artifactId, maxTokens: 20_000 });
@@ -71,9 +64,7 @@ it('serves a cold artifact over HTTP to a reader of its session, and counts the 
 });
 
 it('MCP expand rehydrates a cold artifact', async () => {
-  const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${shop}`, 'X-Engram-Session': 's1' } } });
-  const client = new Client({ name: 'engram-artifacts-e2e', version: '1.0.0' });
-  await client.connect(transport);
+  const client = await connectMcpAs(server.url, shop, 's1', 'engram-artifacts-e2e');
   clients.push(client);
   const r = (await client.callTool({ name: 'expand', arguments: { id: artifactId, maxTokens: 20_000 } })) as CallToolResult;
   expect(r.isError).toBeFalsy();

@@ -1,13 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openEngram, type Engram } from '../../src/engine.js';
 import { startHttpServer, type RunningHttpServer } from '../../src/interfaces/http/server.js';
 import type { EventInput } from '../../src/model/event.js';
+import { connectMcpAs } from '../fixtures/http-agents.js';
 
 // Multi-granularity recall over HTTP (POST /v1/recall with `granularity`) and MCP (`recall` with `granularity`) on
 // loopback, as agents of two projects: the choice is reported, drill-down ids expand, another project's summaries
@@ -94,9 +94,7 @@ it('POST /v1/recall with granularity reports the choice per query, with the deri
 });
 
 it('MCP recall with granularity puts the derived layers first and reports the choice', async () => {
-  const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${shop}`, 'X-Engram-Session': 's1' } } });
-  const client = new Client({ name: 'engram-granular-e2e', version: '1.0.0' });
-  await client.connect(transport);
+  const client = await connectMcpAs(server.url, shop, 's1', 'engram-granular-e2e');
   clients.push(client);
   const call = async (args: Record<string, unknown>) => (await client.callTool({ name: 'recall', arguments: args })) as CallToolResult;
 
@@ -113,9 +111,7 @@ it('MCP recall with granularity puts the derived layers first and reports the ch
   expect((exact.structuredContent as { granular: Array<Record<string, any>> }).granular[0]).toMatchObject({ granularity: 'events' });
   expect((await call({ query: 'storage' })).structuredContent).not.toHaveProperty('granular');
 
-  const blueTransport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${blue}`, 'X-Engram-Session': 'b1' } } });
-  const blueClient = new Client({ name: 'engram-granular-e2e-blue', version: '1.0.0' });
-  await blueClient.connect(blueTransport);
+  const blueClient = await connectMcpAs(server.url, blue, 'b1', 'engram-granular-e2e-blue');
   clients.push(blueClient);
   const denied = (await blueClient.callTool({ name: 'recall', arguments: { query: 'ERR_CARD_DECLINED', granularity: 'auto' } })) as CallToolResult;
   expect((denied.structuredContent as { granular: Array<Record<string, any>> }).granular[0]).toMatchObject({ granularity: 'events', entities: [] });

@@ -1,13 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openEngram, type Engram } from '../../src/engine.js';
 import { startHttpServer, type RunningHttpServer } from '../../src/interfaces/http/server.js';
 import { agentPrincipal } from '../../src/model/access.js';
+import { httpAs, connectMcpAs } from '../fixtures/http-agents.js';
 
 // Building the knowledge graph over HTTP (POST /v1/graph/build) and MCP (graph_build) on loopback: an agent builds over
 // the sessions it may read only, an admin over every session; the build is incremental.
@@ -41,14 +41,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const http = async (token: string, method: string, path: string, body?: unknown) => {
-  const res = await fetch(`${server.url}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${token}`, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: res.status, json: (await res.json()) as Record<string, any> };
-};
+const http = (token: string, method: string, path: string, body?: unknown) => httpAs(server.url, token, method, path, body);
 
 const services = async () => (await mem.knowledge.list({ kinds: ['service'] })).map((e) => e.name).sort();
 
@@ -87,9 +80,7 @@ it('builds over the sessions the agent may read only, incrementally; admins buil
 it('answers the MCP tool graph_build within the agent project', async () => {
   await mem.append('stock', { kind: 'assistant', content: 'The inventory service calls the pricing service.' }, { project: 'blue' });
   await mem.append('pay', { kind: 'assistant', content: 'The checkout service calls the fraud service.' }, { project: 'shop' });
-  const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${blue}`, 'X-Engram-Session': 'stock' } } });
-  const client = new Client({ name: 'engram-graph-build-e2e', version: '1.0.0' });
-  await client.connect(transport);
+  const client = await connectMcpAs(server.url, blue, 'stock', 'engram-graph-build-e2e');
   clients.push(client);
   const call = async (name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as CallToolResult;
   const text = (r: CallToolResult) => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');

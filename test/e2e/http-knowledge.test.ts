@@ -1,13 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openEngram, type Engram } from '../../src/engine.js';
 import { startHttpServer, type RunningHttpServer } from '../../src/interfaces/http/server.js';
 import { commitFiles } from '../fixtures/git-repo.js';
+import { httpAs, connectMcpAs } from '../fixtures/http-agents.js';
 
 // The knowledge graph over HTTP (GET /v1/entities, POST /v1/memory/expand, POST /v1/graph/impact) and MCP (expand on
 // an entity, impact, entities) on loopback, as two agents of two projects: each sees only its project's graph.
@@ -46,14 +46,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const http = async (token: string, method: string, path: string, body?: unknown) => {
-  const res = await fetch(`${server.url}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${token}`, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: res.status, json: (await res.json()) as Record<string, any> };
-};
+const http = (token: string, method: string, path: string, body?: unknown) => httpAs(server.url, token, method, path, body);
 
 it('lists entities, expands one and walks impact over HTTP, within the caller project', async () => {
   const listed = await http(shop, 'GET', '/v1/entities?kinds=service,file&limit=50');
@@ -91,9 +84,7 @@ it('lists entities, expands one and walks impact over HTTP, within the caller pr
 });
 
 it('answers the MCP tools expand (entities too), impact and entities', async () => {
-  const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${shop}`, 'X-Engram-Session': 'pay' } } });
-  const client = new Client({ name: 'engram-knowledge-e2e', version: '1.0.0' });
-  await client.connect(transport);
+  const client = await connectMcpAs(server.url, shop, 'pay', 'engram-knowledge-e2e');
   clients.push(client);
   const call = async (name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as CallToolResult;
   const text = (r: CallToolResult) => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');

@@ -1,14 +1,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { runConsolidation } from '../../src/consolidate/consolidation-run.js';
 import { openEngram, type Engram } from '../../src/engine.js';
 import { startHttpServer, type RunningHttpServer } from '../../src/interfaces/http/server.js';
 import type { EventInput } from '../../src/model/event.js';
+import { httpAs, connectMcpAs } from '../fixtures/http-agents.js';
 
 // The summary DAG over HTTP (GET /v1/summaries, POST /v1/expand with a summary id, GET /v1/summaries/stats) and MCP
 // (recall with summaries, expand on a summary id) on loopback, as agents of two projects: each sees its own only.
@@ -50,14 +50,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const http = async (token: string, method: string, path: string, body?: unknown) => {
-  const res = await fetch(`${server.url}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${token}`, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: res.status, json: (await res.json()) as Record<string, any> };
-};
+const http = (token: string, method: string, path: string, body?: unknown) => httpAs(server.url, token, method, path, body);
 
 it('lists, searches and expands summaries over HTTP within the caller project', async () => {
   const listed = await http(shop, 'GET', '/v1/summaries');
@@ -125,9 +118,7 @@ it('lists, searches and expands summaries over HTTP within the caller project', 
 });
 
 it('MCP recall returns summaries marked as such with drill-down ids, and expand takes a summary id', async () => {
-  const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${shop}`, 'X-Engram-Session': 's2' } } });
-  const client = new Client({ name: 'engram-summaries-e2e', version: '1.0.0' });
-  await client.connect(transport);
+  const client = await connectMcpAs(server.url, shop, 's2', 'engram-summaries-e2e');
   clients.push(client);
   const call = async (name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as CallToolResult;
 
@@ -154,9 +145,7 @@ it('MCP recall returns summaries marked as such with drill-down ids, and expand 
   expect(decisionDrilled.isError).toBeFalsy();
   expect(JSON.stringify(decisionDrilled.content)).toContain(decisionHit.sourceEventIds[0]);
 
-  const blueTransport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${blue}`, 'X-Engram-Session': 'b1' } } });
-  const blueClient = new Client({ name: 'engram-summaries-e2e-blue', version: '1.0.0' });
-  await blueClient.connect(blueTransport);
+  const blueClient = await connectMcpAs(server.url, blue, 'b1', 'engram-summaries-e2e-blue');
   clients.push(blueClient);
   const denied = (await blueClient.callTool({ name: 'expand', arguments: { id: arcHit.id } })) as CallToolResult;
   expect(denied.isError).toBe(true);
