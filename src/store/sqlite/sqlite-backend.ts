@@ -55,6 +55,7 @@ import { eventFromColumns, eventFromDraft, type EventColumns } from '../event-re
 import type { Checkpointer } from './checkpointer.js';
 import { Fts5Planner } from './fts5-planner.js';
 import { BOUND_ABOVE_ROWS, BOUND_PHRASE_ABOVE_ROWS, Fts5BoundedSearch } from './fts5-bounded.js';
+import { Fts5VisibleFirst } from './fts5-visible-first.js';
 import { searchWithIdentifiers } from './fts5-identifier-search.js';
 import { fillIdentifierRows, SqliteIdentifierIndex } from './sqlite-identifier-index.js';
 import { chunks, translateSqliteError } from './sqlite-errors.js';
@@ -101,6 +102,7 @@ export class SqliteBackend implements StorageBackend {
   private readonly stmts: ReturnType<typeof prepareStatements>;
   private readonly planner: Fts5Planner;
   private readonly bounded: Fts5BoundedSearch;
+  private readonly visibleFirst: Fts5VisibleFirst;
   private readonly identifiers: SqliteIdentifierIndex;
   private readonly vectors: SqliteVectors;
   private readonly agents: SqliteAgents;
@@ -136,6 +138,7 @@ export class SqliteBackend implements StorageBackend {
     this.stmts = prepareStatements(db);
     this.planner = new Fts5Planner(db);
     this.bounded = new Fts5BoundedSearch(db);
+    this.visibleFirst = new Fts5VisibleFirst(db);
     this.identifiers = new SqliteIdentifierIndex(db);
     this.vectors = new SqliteVectors(db);
     this.agents = new SqliteAgents(db);
@@ -462,6 +465,10 @@ export class SqliteBackend implements StorageBackend {
         throw translateSqliteError(err, 'full-text search failed');
       }
     }
+    // An agent's search (its project's sessions, nothing else): rank the matches first, then test the best few.
+    const onlyProject = where.length === 1 && f.visibleToProject !== undefined;
+    const first = onlyProject ? this.visibleFirst.search(match, weight, f.visibleToProject!, VISIBLE_SESSION_SQL, query.limit) : null;
+    if (first) return first.map((r) => ({ eventId: r.id as EventId, relevance: -r.score }));
     const sql =
       where.length === 0
         ? `SELECT e.id AS id, f.score AS score FROM

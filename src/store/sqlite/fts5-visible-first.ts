@@ -1,0 +1,59 @@
+import type Database from 'better-sqlite3';
+
+/** Rows the first pass ranks, per row asked for: a project that sees most of the store keeps most of them. */
+export const VISIBLE_FIRST_FACTOR = 4;
+/** A project whose first pass came up short skips it for this many searches (it would only add work), then tries again. */
+export const VISIBLE_FIRST_BACKOFF = 16;
+
+export interface VisibleFirstHit {
+  id: string;
+  score: number;
+}
+
+/**
+ * Exact full-text ranking for an agent (`visibleToProject`, no other filter) without joining every match.
+ *
+ * The plain statement joins each match to `events` to test its session before ranking, which costs about as much
+ * as the ranking itself (under bench/http-load.ts, 32 agents of one project at ~15K events, full-text search was a
+ * quarter of the server's CPU, and this pass takes ~40 % off a common-word query). Here FTS5 first ranks the
+ * matches alone and keeps the best `limit x 4`; only those are looked up in `events` and tested. The answer is
+ * exact when at least `limit` of them are visible (any other visible match ranks at or below the last kept row:
+ * the same rows as the join, up to ties at the cut, which `ORDER BY score LIMIT` leaves in no set order either
+ * way) or when FTS5 had fewer matches than were kept (every match was tested). Otherwise the caller runs the plain
+ * statement, and this project skips the first pass for its next {@link VISIBLE_FIRST_BACKOFF} searches, since a
+ * project that sees a small part of the store would pay for both.
+ */
+export class Fts5VisibleFirst {
+  private readonly backoff = new Map<string, number>();
+
+  constructor(private readonly db: Database.Database) {}
+
+  /** The top `limit` visible rows, best first, or null when the caller must run the full statement. */
+  search(match: string, weight: string, project: string, visibleSql: string, limit: number): VisibleFirstHit[] | null {
+    const skip = this.backoff.get(project) ?? 0;
+    if (skip > 0) {
+      if (skip === 1) this.backoff.delete(project);
+      else this.backoff.set(project, skip - 1);
+      return null;
+    }
+    const kept = limit * VISIBLE_FIRST_FACTOR;
+    const ranked = this.db
+      .prepare(`SELECT rowid, bm25(events_fts, 1.0, ${weight}) AS score FROM events_fts WHERE events_fts MATCH ? ORDER BY score LIMIT ?`)
+      .all(match, kept) as Array<{ rowid: number; score: number }>;
+    const visible = this.db
+      .prepare(`SELECT rowid, id FROM events WHERE rowid IN (SELECT value FROM json_each(?)) AND session_id IN (${visibleSql})`)
+      .all(JSON.stringify(ranked.map((r) => r.rowid)), project, project) as Array<{ rowid: number; id: string }>;
+    const idOf = new Map(visible.map((r) => [r.rowid, r.id]));
+    const hits: VisibleFirstHit[] = [];
+    for (const r of ranked) {
+      const id = idOf.get(r.rowid);
+      if (id === undefined) continue;
+      hits.push({ id, score: r.score });
+      if (hits.length === limit) return hits;
+    }
+    if (ranked.length < kept) return hits;
+    if (this.backoff.size > 10_000) this.backoff.clear();
+    this.backoff.set(project, VISIBLE_FIRST_BACKOFF);
+    return null;
+  }
+}
