@@ -18,7 +18,7 @@ import { createBuiltinEmbedder } from '../src/providers/builtin-embedder.js';
 import type { StorageBackend, VectorHit } from '../src/store/backend.js';
 import type { StoreLocation } from '../src/store/open-store.js';
 import { agentTrace, recallQueries } from './lib/agent-trace.js';
-import { createBenchStore } from './lib/bench-stores.js';
+import { benchPgUrl, createBenchStore } from './lib/bench-stores.js';
 import { machineLine, round, summarize } from './lib/stats.js';
 
 export interface ScaleVectorsOptions {
@@ -68,9 +68,10 @@ export async function runScaleVectors(opts: ScaleVectorsOptions): Promise<{ mark
   for (const backend of opts.backends) {
     const events = backend === 'postgres' ? (opts.pgEvents ?? opts.events) : opts.events;
     console.error(`== scale-vectors: ${backend}, ${events.toLocaleString('en')} events`);
-    const kept = backend === 'sqlite' && opts.keepStore !== undefined ? join(opts.keepStore, `vectors-${events}.db`) : undefined;
+    const kept = opts.keepStore !== undefined ? join(opts.keepStore, backend === 'sqlite' ? `vectors-${events}.db` : `pg-vectors-${events}`) : undefined;
     if (opts.keepStore !== undefined) mkdirSync(opts.keepStore, { recursive: true });
-    const store = kept ? { location: { db: kept }, cleanup: async () => undefined } : await createBenchStore(backend);
+    if (kept !== undefined && backend === 'postgres' && !existsSync(`${kept}.complete`)) await dropPgSchema(`engram_vectors_${events}`);
+    const store = kept ? { location: keptLocation(backend, kept, events), cleanup: async () => undefined } : await createBenchStore(backend);
     try {
       rows.push(await measure(backend, store.location, events, opts.queries, embedder, kept));
     } finally {
@@ -159,7 +160,7 @@ async function measure(
     return {
       backend,
       events,
-      vectors: reused ? countVectors(fastMem.store) : done.embedded,
+      vectors: reused ? await countVectors(fastMem.store) : done.embedded,
       fastPath,
       ingestSeconds,
       embedPerSec: round(embedPerSec, 0),
@@ -175,8 +176,34 @@ async function measure(
   }
 }
 
-/** Stored vectors of a reused SQLite store. */
-function countVectors(store: StorageBackend): number {
+/**
+ * Where a kept store lives: the SQLite file, or for PostgreSQL the schema `engram_vectors_<events>` on the bench
+ * server (its marker file `<keep-store>/pg-vectors-<events>.complete` says it was filled).
+ */
+function keptLocation(backend: 'sqlite' | 'postgres', kept: string, events: number): StoreLocation {
+  if (backend === 'sqlite') return { db: kept };
+  const base = benchPgUrl();
+  return { pg: `${base}${base.includes('?') ? '&' : '?'}schema=engram_vectors_${events}` };
+}
+
+/** Drops a kept PostgreSQL store left unfinished by an earlier run (no marker), so it is filled from empty. */
+async function dropPgSchema(schema: string): Promise<void> {
+  const pgMod = await import('pg');
+  const client = new pgMod.default.Client({ connectionString: benchPgUrl() });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Stored vectors of a reused store. */
+async function countVectors(store: StorageBackend): Promise<number> {
+  if (store.name !== 'sqlite') {
+    const pg = store as unknown as { query<R>(sql: string, params: unknown[], context: string): Promise<R[]>; sql: { s: string } };
+    return Number((await pg.query<{ n: string }>(`SELECT count(*) AS n FROM ${pg.sql.s}.event_vectors`, [], 'bench'))[0]?.n ?? 0);
+  }
   const db = (store as unknown as { db: { prepare(sql: string): { get(): { n: number } } } }).db;
   return db.prepare('SELECT count(*) AS n FROM event_vectors').get().n;
 }
@@ -207,7 +234,13 @@ async function describeFastPath(store: StorageBackend): Promise<string> {
     if (codes) return `one-bit codes of ${codes.vectors.toLocaleString('en')} vectors (${codes.blocks} blocks), exact re-rank of the best ${vectors.vectorCodes.rerank.toLocaleString('en')}`;
     meta = vectors.vectorIndex.readMeta();
   } else {
-    const pg = store as unknown as { query<R>(sql: string, params: unknown[], context: string): Promise<R[]>; sql: { s: string } };
+    const pg = store as unknown as {
+      query<R>(sql: string, params: unknown[], context: string): Promise<R[]>;
+      sql: { s: string };
+      vectors: { vectorCodes: { rerank: number; readMeta(): Promise<{ vectors: number; blocks: number } | null> } };
+    };
+    const codes = await pg.vectors.vectorCodes.readMeta();
+    if (codes) return `one-bit codes of ${codes.vectors.toLocaleString('en')} vectors (${codes.blocks} blocks), exact re-rank of the best ${pg.vectors.vectorCodes.rerank.toLocaleString('en')}`;
     const rows = await pg.query<{ value: string }>(`SELECT value FROM ${pg.sql.s}.store_meta WHERE key = 'vector_ivf'`, [], 'bench');
     meta = rows[0] ? (JSON.parse(rows[0].value) as typeof meta) : null;
   }

@@ -28,7 +28,8 @@ describe('PostgreSQL IVF vector index (without pgvector)', () => {
   let data: Float32Array[];
 
   const backend = async (vectorIndex: PgVectorIndexOptions): Promise<PostgresBackend> => {
-    const b = await PostgresBackend.open(testPgUrl(), { schema, maxConnections: 2, vectorIndex });
+    // The IVF index is built when asked for (the one-bit codes are the default, postgres-vector-codes.ts).
+    const b = await PostgresBackend.open(testPgUrl(), { schema, maxConnections: 2, vectorIndex: { index: 'ivf', ...vectorIndex } });
     open.push(b);
     return b;
   };

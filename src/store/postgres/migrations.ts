@@ -9,6 +9,7 @@ import { postgresSummaryGuardMigrationSql } from './summary-guard-migration.js';
 import { postgresDecisionMigrationSql } from './decision-migration.js';
 import { postgresArtifactTierMigrationSql } from './artifact-tier-migration.js';
 import { postgresIdentifierMigrationSql } from './postgres-identifier-index.js';
+import { postgresVectorCodesMigrationSql } from './postgres-vector-codes.js';
 
 export interface PostgresMigration {
   version: number;
@@ -578,6 +579,11 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
     version: 17,
     description: 'identifier index of full-text search (empty; backfilled by engram reindex)',
     sql: (s) => postgresIdentifierMigrationSql(s),
+  },
+  {
+    version: 18,
+    description: 'one-bit vector code index without pgvector (vector_codes, event_vectors.code_seq)',
+    sql: (s) => postgresVectorCodesMigrationSql(s),
   },
 ];
 

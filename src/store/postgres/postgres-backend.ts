@@ -690,7 +690,7 @@ export class PostgresBackend implements StorageBackend {
     this.assertOpen();
     const model = await this.vectors.readModel();
     if (model === null) return { state: 'none', vectors: 0, ms: 0 };
-    return this.vectors.vectorIndex.maintain(model);
+    return this.vectors.maintainIndex(model);
   }
 
   async activityByDay(query: ActivityQuery): Promise<DayActivity[]> {

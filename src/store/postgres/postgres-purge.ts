@@ -4,6 +4,7 @@ import { engramsToScrub, scrubEngramBody } from '../purge-support.js';
 import { rewriteTextRows } from './postgres-text-index.js';
 import { purgeSummaries } from './postgres-summaries.js';
 import type { PgRunner } from './postgres-vectors.js';
+import { forgetPgVectorCodes } from './postgres-vector-codes.js';
 import { deleteIdentifierRows } from './postgres-identifier-index.js';
 
 /** Thrown inside a dry run's transaction so that it rolls back; carries the counts out. */
@@ -84,7 +85,14 @@ export class PostgresPurge {
       // Jobs before vectors: an embedding worker's write completes its job first (postgres-vectors.ts put), so
       // either it committed before this (its vector is deleted below) or it finds no job and writes nothing.
       counts.embeddingJobs = (await c.query(`DELETE FROM ${s}.embedding_jobs WHERE event_id = ANY($1::text[])`, [ids])).rowCount ?? 0;
-      counts.vectors = (await c.query(`DELETE FROM ${s}.event_vectors WHERE event_id = ANY($1::text[])`, [ids])).rowCount ?? 0;
+      const purgedVectors = (await c.query<{ code_seq: string }>(`DELETE FROM ${s}.event_vectors WHERE event_id = ANY($1::text[]) RETURNING code_seq`, [ids])).rows;
+      counts.vectors = purgedVectors.length;
+      // The one-bit code index (postgres-vector-codes.ts) holds a fingerprint of each: zeroed.
+      await forgetPgVectorCodes(
+        c,
+        s,
+        purgedVectors.map((r) => Number(r.code_seq)),
+      );
       // The IVF index without pgvector (postgres-vector-index.ts) holds the vector too.
       if ((await c.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [`${s}.vector_ivf`])).rows[0]?.t) {
         await c.query(`DELETE FROM ${s}.vector_ivf WHERE event_id = ANY($1::text[])`, [ids]);

@@ -12,6 +12,13 @@ export interface PgVectorIndexOptions {
   probes?: number;
   /** Lists of a (re)built index (default about sqrt(N) / 4, at most 256; for tests and benchmarks). */
   lists?: number;
+  /**
+   * Which index maintenance builds: `codes` (default), one-bit codes of every vector scanned in Node with an exact
+   * re-rank (postgres-vector-codes.ts); `ivf`, the inverted file of this file.
+   */
+  index?: 'codes' | 'ivf';
+  /** Candidates of the code index's first pass ranked exactly (default `PG_DEFAULT_RERANK_CANDIDATES`). */
+  rerank?: number;
 }
 
 /**

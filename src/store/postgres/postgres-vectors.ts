@@ -1,9 +1,10 @@
 import { EngramError } from '../../errors.js';
 import type { EventId } from '../../model/ids.js';
-import type { EmbeddingQueueStats, StoredVector, VectorHit, VectorModel, VectorSearchQuery } from '../backend.js';
+import type { EmbeddingQueueStats, StoredVector, VectorHit, VectorIndexStatus, VectorModel, VectorSearchQuery } from '../backend.js';
 import { visibleSessionSql } from './postgres-sessions.js';
 import { MAX_EMBEDDING_ATTEMPTS } from '../backend.js';
-import { PostgresVectorIndex, type PgVectorIndexOptions } from './postgres-vector-index.js';
+import { DEFAULT_PG_IVF_MIN_VECTORS, PostgresVectorIndex, type PgVectorIndexOptions } from './postgres-vector-index.js';
+import { codesLockSql, PostgresVectorCodes } from './postgres-vector-codes.js';
 
 /** The slice of a pooled connection these statements use. */
 export interface PgRunner {
@@ -31,6 +32,8 @@ const RETRY_DELAY_MS = 30_000;
  */
 export class PostgresVectors {
   private index: PostgresVectorIndex;
+  private codes: PostgresVectorCodes;
+  private indexOptions: PgVectorIndexOptions = {};
 
   constructor(
     private readonly s: string,
@@ -38,11 +41,33 @@ export class PostgresVectors {
     private readonly transaction: <T>(fn: (c: PgRunner) => Promise<T>) => Promise<T>,
   ) {
     this.index = new PostgresVectorIndex(s, query, transaction);
+    this.codes = new PostgresVectorCodes(s, query, transaction);
   }
 
   /** Sets how queries use the IVF index (the backend's `vectorIndex` option, postgres-vector-index.ts). */
   configureIndex(options: PgVectorIndexOptions = {}): void {
     this.index = new PostgresVectorIndex(this.s, this.query, this.transaction, options);
+    this.codes = new PostgresVectorCodes(this.s, this.query, this.transaction, options.rerank);
+    this.indexOptions = options;
+  }
+
+  /** The one-bit code index (postgres-vector-codes.ts), for the benchmarks. */
+  get vectorCodes(): PostgresVectorCodes {
+    return this.codes;
+  }
+
+  /**
+   * Builds or extends the fast path's index (`engram reindex`, `mem.maintainVectorIndex()`): the one-bit code index
+   * by default, the IVF index when `vectorIndex.index` is `ivf`. Building the codes drops an IVF index the store had.
+   */
+  async maintainIndex(model: VectorModel): Promise<VectorIndexStatus> {
+    if (this.indexOptions.mode === 'exact') return { state: 'exact', vectors: 0, ms: 0 };
+    if (this.indexOptions.index === 'ivf') return this.index.maintain(model);
+    const status = await this.codes.maintain(model, Math.max(0, this.indexOptions.minVectors ?? DEFAULT_PG_IVF_MIN_VECTORS));
+    if (status.state === 'built' && (await this.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [`${this.s}.vector_ivf`]))[0]?.t) {
+      await this.transaction((c) => this.index.drop(c));
+    }
+    return status;
   }
 
   /** The IVF index, for its owner's maintenance and the benchmarks. */
@@ -81,6 +106,7 @@ export class PostgresVectors {
       if (current && current.name === model.name && current.dimensions === model.dimensions) return { isChanged: false, queued: 0 };
       await c.query(`DELETE FROM ${s}.event_vectors`);
       await this.index.drop(c);
+      await this.codes.drop(c);
       await c.query(`DELETE FROM ${s}.embedding_jobs`);
       const queued = await c.query(`INSERT INTO ${s}.embedding_jobs (event_id) SELECT id FROM ${s}.events ORDER BY session_id, turn`);
       await c.query(`UPDATE ${s}.store_meta SET value = $2 WHERE key = $1`, [VECTOR_MODEL_KEY, JSON.stringify(model)]);
@@ -105,6 +131,8 @@ export class PostgresVectors {
     await this.transaction(async (c) => {
       const s = this.s;
       const row = (await c.query<{ value: string }>(`SELECT value FROM ${s}.store_meta WHERE key = $1 FOR SHARE`, [VECTOR_MODEL_KEY])).rows[0];
+      // Shared with other writers, exclusive against the code index's maintenance (postgres-vector-codes.ts).
+      await c.query(codesLockSql(s, true));
       const current = row ? (JSON.parse(row.value) as VectorModel | null) : null;
       if (!current || current.name !== model) {
         throw new EngramError('CONFLICT', `the store's vector model is ${current ? current.name : 'not set'}, not ${model}: these vectors were dropped`, {
@@ -134,7 +162,7 @@ export class PostgresVectors {
           `INSERT INTO ${s}.event_vectors (event_id, session_id, kind, ts_ms, task_id, model, vector)
            SELECT e.id, e.session_id, e.kind, e.ts_ms, e.task_id, $3, v.vector
            FROM unnest($1::text[], $2::bytea[]) AS v(event_id, vector) JOIN ${s}.events e ON e.id = v.event_id
-           ON CONFLICT (event_id) DO UPDATE SET model = excluded.model, vector = excluded.vector`,
+           ON CONFLICT (event_id) DO UPDATE SET model = excluded.model, vector = excluded.vector, code_seq = DEFAULT`,
           [kept.map((v) => v.eventId), kept.map((v) => toBytea(v.vector)), model],
         );
         await this.index.add(c, current, kept);
@@ -184,6 +212,11 @@ export class PostgresVectors {
       throw new EngramError('INVALID_INPUT', `vector: ${q.vector.length} dimensions, the store's model has ${model.dimensions}`, { field: 'vector' });
     }
     if (q.limit <= 0) return [];
+    // The code index answers unless exact search is asked for (or set), the IVF index is chosen, or it has no answer.
+    if (!q.exact && this.indexOptions.mode !== 'exact' && this.indexOptions.index !== 'ivf') {
+      const hits = await this.codes.search(model, q);
+      if (hits !== null) return hits;
+    }
     const lists = q.exact ? null : await this.index.plan(model, q.vector);
     const where: string[] = [];
     const params: unknown[] = [];
