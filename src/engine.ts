@@ -12,7 +12,7 @@ import { runImport } from './memory/import-runner.js';
 import type { IngestOptions } from './memory/ingest.js';
 import { Ingestor, type IngestOutcome } from './memory/ingest.js';
 import { reindexText, type TextReindexProgress } from './memory/index-text.js';
-import { backfillIdentifierIndex, type IdentifierBackfillProgress } from './memory/identifier-backfill.js';
+import { catchUpIdentifierIndex, type IdentifierCatchUpProgress } from './memory/identifier-catch-up.js';
 import { maskPrivate } from './memory/private-spans.js';
 import { purge, type PurgeOptions, type PurgeReport, type PurgeSelector } from './memory/purge.js';
 import type { RecallBatchResult, RecallOptions, RecallResult } from './memory/recall.js';
@@ -354,11 +354,13 @@ export class Engram {
   }
 
   /**
-   * Backfills the identifier index of full-text search when it is pending (a store from before it existed):
-   * maintenance, as `engram reindex` runs it; resumable (docs/recall.md, "Full-text at scale").
+   * Indexes the events stored since the identifier index of full-text search last caught up (appends do not write
+   * it; a store from before it existed, from its first event): maintenance, as `engram reindex` and `engram serve`'s
+   * worker run it; resumable. `maxEvents` stops after about that many (default all), `pageEvents` sets the events per
+   * transaction (default 1,000). docs/recall.md, "Full-text at scale".
    */
-  async maintainTextIndex(onProgress?: (p: IdentifierBackfillProgress) => void): Promise<IdentifierBackfillProgress> {
-    return backfillIdentifierIndex(this.store, (id) => this.artifactTextOrNull(id), onProgress);
+  async maintainTextIndex(onProgress?: (p: IdentifierCatchUpProgress) => void, options: { maxEvents?: number; pageEvents?: number } = {}): Promise<IdentifierCatchUpProgress> {
+    return catchUpIdentifierIndex(this.store, (id) => this.artifactTextOrNull(id), onProgress, options);
   }
 
   private async artifactTextOrNull(id: ArtifactId): Promise<string | null> {

@@ -448,7 +448,10 @@ export interface TextIndexEntry {
 /** See {@link StorageBackend.identifierIndexStatus}. */
 export interface IdentifierIndexStatus {
   state: 'complete' | 'pending' | 'none';
+  /** Where the index stands (SQLite: the watermark rowid as text; PostgreSQL: null, it keeps a queue). */
   cursor: string | null;
+  /** Events stored but not yet indexed: the catch-up's work, which searches cover through the plain full-text path. */
+  backlog: number;
 }
 
 /** What a purge removed (or, dry, would remove). */
@@ -558,16 +561,20 @@ export interface StorageBackend {
   replaceTextIndex(entries: TextIndexEntry[]): Promise<number>;
 
   /**
-   * Where the identifier index of full-text search stands (docs/recall.md, "Full-text at scale"): `complete` (searches
-   * use it), `pending` (events stored before it existed await the backfill; searches do not use it yet) or `none`
-   * (this backend has none); `cursor` is the backfill's resume point (where its last page ended).
+   * Where the identifier index of full-text search stands (docs/recall.md, "Full-text at scale"): appends do not
+   * write it; the catch-up (memory/identifier-catch-up.ts) indexes what was stored since. `complete` (nothing
+   * waits), `pending` (`backlog` events wait; searches cover them through the plain full-text phrase, so an event is
+   * found as soon as it is stored) or `none` (this backend has no such index).
    */
   identifierIndexStatus(): Promise<IdentifierIndexStatus>;
+  /** The catch-up's next page: events not yet in the identifier index, oldest first, at most `limit`. */
+  identifierBacklog(limit: number): Promise<EventRecord[]>;
   /**
-   * The backfill's step (`engram reindex`, memory/identifier-backfill.ts): writes these events' identifier rows
-   * again, records `cursor` and, with `isComplete`, marks the index complete; one transaction. Returns the rows written.
+   * The catch-up's step: writes these events' identifier rows (again, if an older version wrote some) and marks
+   * `through` (the backlog page they came from, events given no entry included, e.g. purged ones) as indexed; one
+   * transaction. Returns the rows written.
    */
-  fillIdentifierIndex(entries: TextIndexEntry[], progress: { cursor?: string; isComplete?: boolean }): Promise<number>;
+  fillIdentifierIndex(entries: TextIndexEntry[], progress: { through: EventId[] }): Promise<number>;
 
   /**
    * Which of `ids` a stored event supersedes, mapped to the superseding event (one query, so recall can

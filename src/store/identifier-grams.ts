@@ -14,6 +14,16 @@ import { stemmer } from 'stemmer';
  * with spaces between its parts (`client.ts 385`), which no identifier-like query means.
  */
 
+/**
+ * Most events past the identifier index's watermark that a search covers through the plain full-text phrase
+ * (docs/recall.md, identifier index: watermark and tail). The catch-up keeps the tail near zero where a server runs;
+ * past this many (a bulk import not yet caught up) searches take the plain path, as a store without the index does:
+ * the same events, at the cost measured before the index (SQLite identifier p95 142 ms at 1M), where the tail's phrase
+ * would cost about what FTS5 costs over that many rows. A search never writes: it runs on read-only stores and
+ * under an agent's view, so it does not index the tail itself.
+ */
+export const MAX_IDENTIFIER_TAIL_EVENTS = 50_000;
+
 /** One key of an event: a trigram's hash and where it starts among the event's tokens. */
 export interface IdentifierGram {
   gram: number;

@@ -7,14 +7,16 @@ import { openEngram, type Engram } from '../../src/engine.js';
 import { parseQuery } from '../../src/memory/query-terms.js';
 import { queryGrams } from '../../src/store/identifier-grams.js';
 import type { StorageBackend, TextIndexEntry } from '../../src/store/backend.js';
+import type { EventId } from '../../src/model/ids.js';
 import { SqliteBackend } from '../../src/store/sqlite/sqlite-backend.js';
 import { gramPhrase } from '../../src/store/sqlite/sqlite-identifier-index.js';
 
 /**
- * The identifier index of a store made before it existed (docs/recall.md, "Full-text at scale"): opening the store
- * only creates it, empty and pending, and searches keep the plain full-text path; `mem.maintainTextIndex()` (run by
- * `engram reindex`) backfills it in pages, resumes where an interrupted run stopped, and then searches use it and
- * find what they found before. A purge deletes a purged event's rows.
+ * The identifier index of a store made before it existed, and of one made before appends left it to the catch-up
+ * (docs/recall.md, "Full-text at scale"): opening the store writes nothing; every event past the watermark (all of
+ * them when the index was pending) is covered by the plain full-text phrase; `mem.maintainTextIndex()` (run by
+ * `engram reindex`) indexes them in pages, resumes where an interrupted run stopped, and then searches use the index
+ * and find what they found before. A purge deletes a purged event's rows.
  */
 const IDENTIFIER = 'src/db/pool.ts:42';
 
@@ -39,7 +41,10 @@ describe('identifier index backfill (SQLite)', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** A store whose events were stored before the index existed: its rows deleted and the index marked pending. */
+  /**
+   * A store whose events were stored before the index existed: its rows deleted, the index marked pending and no
+   * watermark (as migration 17 left it).
+   */
   async function upgradedStore(events: number): Promise<{ path: string; expected: string[] }> {
     dir = mkdtempSync(join(tmpdir(), 'engram-idx-'));
     const path = join(dir, 'engram.db');
@@ -54,10 +59,13 @@ describe('identifier index backfill (SQLite)', () => {
         });
       }
     }
+    await m.maintainTextIndex();
     await m.close();
     const db = new Database(path);
     expect(holders(db).length).toBe(expected.length);
-    db.exec("INSERT INTO event_grams (event_grams) VALUES ('delete-all'); UPDATE text_index_state SET value = 'pending' WHERE name = 'identifier_fts'");
+    db.exec(
+      "INSERT INTO event_grams (event_grams) VALUES ('delete-all'); UPDATE text_index_state SET value = 'pending' WHERE name = 'identifier_fts'; DELETE FROM text_index_state WHERE name = 'identifier_fts_watermark'",
+    );
     expect(holders(db)).toEqual([]);
     db.close();
     return { path, expected: expected.sort() };
@@ -66,41 +74,43 @@ describe('identifier index backfill (SQLite)', () => {
   const search = async (store: StorageBackend, boundAbove: number): Promise<string[]> =>
     (await store.searchText({ terms: parseQuery(IDENTIFIER).terms, limit: 40, boundAbove })).map((h) => h.eventId).sort();
 
-  it('pending: searches keep the full-text path; after the backfill they use the index and find the same events', async () => {
+  it('pending: every event is covered by the full-text phrase; after the catch-up searches use the index and find the same events', async () => {
     const { path, expected } = await upgradedStore(1500);
     mem = await openEngram({ backend: SqliteBackend.open(path) });
-    expect(await mem.store.identifierIndexStatus()).toMatchObject({ state: 'pending' });
+    expect(await mem.store.identifierIndexStatus()).toMatchObject({ state: 'pending', backlog: 1500, cursor: '0' });
     expect(await search(mem.store, 0)).toEqual(expected);
-    // An append while pending indexes itself.
+    // An append while pending joins the backlog.
     await mem.append('s9', [{ kind: 'tool_result', toolName: 'bash', content: `again at (${IDENTIFIER}:1)` }]);
+    expect(await mem.store.identifierIndexStatus()).toMatchObject({ state: 'pending', backlog: 1501 });
     const all = [...expected, ...(await mem.store.searchText({ terms: parseQuery(`again ${IDENTIFIER}`).terms, limit: 1, boundAbove: Infinity })).map((h) => h.eventId)].sort();
     const done = await mem.maintainTextIndex();
     expect(done).toMatchObject({ state: 'complete', events: 1501 });
-    expect(await mem.store.identifierIndexStatus()).toMatchObject({ state: 'complete' });
+    expect(await mem.store.identifierIndexStatus()).toMatchObject({ state: 'complete', backlog: 0 });
     expect(await search(mem.store, 0)).toEqual(all);
     expect(await search(mem.store, Number.POSITIVE_INFINITY)).toEqual(all);
     // Complete: a second run does nothing.
     expect(await mem.maintainTextIndex()).toMatchObject({ state: 'complete', events: 0 });
   });
 
-  it('an interrupted backfill resumes where its last page ended', async () => {
+  it('an interrupted catch-up resumes where its last page ended', async () => {
     const { path, expected } = await upgradedStore(3000);
     const backend = SqliteBackend.open(path);
     mem = await openEngram({ backend });
     // The second page's write fails, as a crash would stop it.
     const fill = backend.fillIdentifierIndex.bind(backend);
     let calls = 0;
-    backend.fillIdentifierIndex = async (entries: TextIndexEntry[], progress: { cursor?: string; isComplete?: boolean }) => {
+    backend.fillIdentifierIndex = async (entries: TextIndexEntry[], progress: { through: EventId[] }) => {
       if (++calls === 2) throw new Error('crash');
       return fill(entries, progress);
     };
     await expect(mem.maintainTextIndex()).rejects.toThrow('crash');
     const status = await backend.identifierIndexStatus();
-    expect(status.state).toBe('pending');
-    expect(JSON.parse(status.cursor!)).toEqual(['s0', 1000]);
+    // The first page (rowids 1-1,000) is indexed, the rest waits.
+    expect(status).toEqual({ state: 'pending', cursor: '1000', backlog: 2000 });
+    expect(await search(backend, 0)).toEqual(expected);
     backend.fillIdentifierIndex = fill;
     const done = await mem.maintainTextIndex();
-    // Resumed after the first page: the rest of the first session and the two others.
+    // Resumed after the first page.
     expect(done).toMatchObject({ state: 'complete', events: 2000 });
     expect(await search(backend, 0)).toEqual(expected);
   });
@@ -117,5 +127,23 @@ describe('identifier index backfill (SQLite)', () => {
     expect(holders(db)).toHaveLength(expected.length - 1);
     db.close();
     expect(await search(mem.store, 0)).toEqual(expected.slice(1));
+  });
+
+  it('a store whose index was complete before the watermark existed: its events count as indexed, later appends as the tail', async () => {
+    const { path, expected } = await upgradedStore(600);
+    // As an older version left a complete index: every event's rows written at append, no watermark.
+    const m = await openEngram({ backend: SqliteBackend.open(path) });
+    await m.maintainTextIndex();
+    await m.close();
+    const db = new Database(path);
+    db.exec("DELETE FROM text_index_state WHERE name = 'identifier_fts_watermark'; UPDATE text_index_state SET value = 'complete' WHERE name = 'identifier_fts'");
+    db.close();
+    mem = await openEngram({ backend: SqliteBackend.open(path) });
+    expect(await mem.store.identifierIndexStatus()).toEqual({ state: 'complete', cursor: '600', backlog: 0 });
+    const [fresh] = await mem.append('s9', [{ kind: 'tool_result', toolName: 'bash', content: `again at (${IDENTIFIER}:1)` }]);
+    expect(await mem.store.identifierIndexStatus()).toEqual({ state: 'pending', cursor: '600', backlog: 1 });
+    expect(await search(mem.store, 0)).toEqual([...expected, fresh!.record.id].sort());
+    expect(await mem.maintainTextIndex()).toMatchObject({ state: 'complete', events: 1 });
+    expect(await search(mem.store, 0)).toEqual([...expected, fresh!.record.id].sort());
   });
 });

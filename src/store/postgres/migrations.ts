@@ -8,7 +8,7 @@ import { postgresSummaryMigrationSql } from './summary-migration.js';
 import { postgresSummaryGuardMigrationSql } from './summary-guard-migration.js';
 import { postgresDecisionMigrationSql } from './decision-migration.js';
 import { postgresArtifactTierMigrationSql } from './artifact-tier-migration.js';
-import { postgresIdentifierMigrationSql } from './postgres-identifier-index.js';
+import { postgresIdentifierMigrationSql, postgresIdentifierBacklogMigrationSql } from './postgres-identifier-index.js';
 import { postgresVectorCodesMigrationSql } from './postgres-vector-codes.js';
 
 export interface PostgresMigration {
@@ -584,6 +584,11 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
     version: 18,
     description: 'one-bit vector code index without pgvector (vector_codes, event_vectors.code_seq)',
     sql: (s) => postgresVectorCodesMigrationSql(s),
+  },
+  {
+    version: 19,
+    description: 'identifier index: appends queue events for the catch-up instead of writing their keys',
+    sql: (s) => postgresIdentifierBacklogMigrationSql(s),
   },
 ];
 

@@ -55,7 +55,17 @@ import { isServerError, translatePgError } from './pg-errors.js';
 import { chunkForIndex, indexTokens } from './tsquery.js';
 import { rewriteTextRows } from './postgres-text-index.js';
 import { MAX_RANKED_ROWS, TsqueryPlanner } from './tsquery-planner.js';
-import { findIdentifierRows, insertIdentifierRows, readIdentifierStatus, rewriteIdentifierRows, writeIdentifierProgress } from './postgres-identifier-index.js';
+import {
+  countIdentifierBacklog,
+  dequeueIdentifierRows,
+  findIdentifierRows,
+  findQueuedRows,
+  queueIdentifierRows,
+  readIdentifierStatus,
+  rewriteIdentifierRows,
+} from './postgres-identifier-index.js';
+import { compileTsQuery } from './tsquery.js';
+import { MAX_IDENTIFIER_TAIL_EVENTS } from '../identifier-grams.js';
 import { queryGrams } from '../identifier-grams.js';
 import { PostgresVectors } from './postgres-vectors.js';
 import { PostgresBus } from './postgres-bus.js';
@@ -65,6 +75,7 @@ import type { SummaryStorage } from '../summary-storage.js';
 import type { GraphStorage } from '../graph-storage.js';
 import { PostgresArtifactTiers } from './postgres-artifact-tiers.js';
 import { PostgresPurge } from './postgres-purge.js';
+import { phrasePairs, phrasePairsCondition } from './postgres-phrase-pairs.js';
 import type { BusStorage } from '../bus-storage.js';
 
 
@@ -265,10 +276,11 @@ export class PostgresBackend implements StorageBackend {
       });
       if (fresh.length > 0) {
         await c.query(s.insertEvents, insertEventsParams(sessionId, fresh));
-        await insertIdentifierRows(
+        // Identifier keys are not computed here: the catch-up indexes the queued events.
+        await queueIdentifierRows(
           c,
           s.s,
-          fresh.map((f) => ({ eventId: f.draft.id, body: f.draft.searchText, meta: f.draft.searchMeta })),
+          fresh.map((f) => f.draft.id),
         );
         await this.vectors.enqueue(c, fresh.map((f) => f.draft.id));
       }
@@ -425,10 +437,10 @@ export class PostgresBackend implements StorageBackend {
   async searchText(query: TextSearchQuery): Promise<TextHit[]> {
     this.assertOpen();
     if (query.limit <= 0) return [];
-    // With the identifier index complete, an identifier's frequency comes from it, not from a GIN walk over the
-    // postings of its common tokens (`boundAbove: Infinity` keeps the plain path, the reference).
-    const useIdentifierIndex = query.boundAbove !== Number.POSITIVE_INFINITY && (await this.isIdentifierIndexComplete());
-    const identifierRows = useIdentifierIndex ? await this.identifierRows(query.terms) : undefined;
+    // An identifier's rows and frequency come from the identifier index, not from a GIN walk over the postings of
+    // its common tokens (`boundAbove: Infinity` keeps the plain path, the reference); the events queued for the
+    // catch-up through their full-text phrase, unless the queue is long (a bulk import not caught up: plain path).
+    const identifierRows = query.boundAbove !== Number.POSITIVE_INFINITY ? await this.identifierRows(query.terms) : undefined;
     const plan = await this.planner.planDetailed(query.terms, identifierRows ? (t) => identifierRows.get(t.text)?.length : undefined);
     if (plan === null) return [];
     const params: unknown[] = [plan.q];
@@ -467,6 +479,9 @@ export class PostgresBackend implements StorageBackend {
     const rareRows = plan.terms.filter((t) => t.isRare).map((t) => identifierRows?.get(t.text));
     const byIdentifier = rareRows.length > 0 && rareRows.every((r) => r !== undefined) ? param([...new Set(rareRows.flatMap((r) => r!))]) : null;
     const isBounded = byIdentifier === null && !plan.isSinglePhrase && plan.estimate > (query.boundAbove ?? MAX_RANKED_ROWS);
+    // A lone phrase of plain words: its chunks narrowed first to those holding each pair of its words (the phrase-pair
+    // index, postgres-phrase-pairs.ts), so the phrase is checked on those only; the same events are found.
+    const pairs = plan.isSinglePhrase && byIdentifier === null ? await phrasePairs((sql, p) => this.query(sql, p, 'full-text search failed', 'search'), this.sql.s, this.sql.config, plan.q) : null;
     const join = filters.length > 0 ? `JOIN ${s}.events e ON e.pk = c.event_pk` : '';
     // Two newest-first scans, each stopping at the limit (a backward scan of the primary key while matches are
     // dense): chunks holding every term, then chunks matching the plan. The LIMIT stops the append after the
@@ -494,7 +509,7 @@ export class PostgresBackend implements StorageBackend {
     const rareHits = rareTerms.length > 0 ? `(${rareTerms.map((q) => `(c.tsv @@ ${q})::int`).join(' + ')})` : '0';
     const candidates = `SELECT c.event_pk, c.tsv, ts_rank(${weights}, c.tsv, q.q, 1) AS r, ${rareHits} AS rare
         FROM ${source}
-        WHERE c.tsv @@ q.q ${isBounded ? '' : filters.map((w) => `AND ${w}`).join(' ')}
+        WHERE c.tsv @@ q.q ${pairs !== null ? `AND ${phrasePairsCondition(s, param(pairs))}` : ''} ${isBounded ? '' : filters.map((w) => `AND ${w}`).join(' ')}
         ORDER BY rare DESC, r DESC, c.event_pk DESC
         LIMIT ${param(Math.max(query.limit * RERANK_CANDIDATES_PER_HIT, MIN_RERANK_CANDIDATES))}`;
     const sql = `WITH q AS (SELECT to_tsquery(${this.sql.config}, $1) AS q), cand AS (${candidates})
@@ -513,14 +528,25 @@ export class PostgresBackend implements StorageBackend {
     return readIdentifierStatus(this.pool, this.sql.s);
   }
 
-  /** The events (primary keys) holding each identifier term of three or more tokens, by the term's text. */
-  private async identifierRows(terms: readonly SearchTerm[]): Promise<Map<string, string[]>> {
+  /**
+   * The events (primary keys) holding each identifier term of three or more tokens, by the term's text: the
+   * index's rows and the queued events matching its phrase. Undefined when the queue is too long to cover that way.
+   */
+  private async identifierRows(terms: readonly SearchTerm[]): Promise<Map<string, string[]> | undefined> {
     const out = new Map<string, string[]>();
+    let isTailChecked = false;
     for (const t of terms) {
       const grams = t.isPrefix === true || out.has(t.text) ? null : queryGrams(t.text);
       if (!grams) continue;
+      const tsquery = compileTsQuery([t]);
       try {
-        out.set(t.text, await findIdentifierRows(this.pool, this.sql.s, grams));
+        if (!isTailChecked) {
+          if ((await countIdentifierBacklog(this.pool, this.sql.s, MAX_IDENTIFIER_TAIL_EVENTS)) > MAX_IDENTIFIER_TAIL_EVENTS) return undefined;
+          isTailChecked = true;
+        }
+        const indexed = await findIdentifierRows(this.pool, this.sql.s, grams);
+        const queued = tsquery === null ? [] : await findQueuedRows(this.pool, this.sql.s, this.sql.config, tsquery);
+        out.set(t.text, [...new Set([...indexed, ...queued])]);
       } catch (err) {
         throw translatePgError(err, 'full-text search failed', this.displayUrl);
       }
@@ -528,18 +554,21 @@ export class PostgresBackend implements StorageBackend {
     return out;
   }
 
-  /** Whether searches may use the identifier index (read until it is complete; it stays so). */
-  private identifierIndexComplete = false;
-  private async isIdentifierIndexComplete(): Promise<boolean> {
-    if (!this.identifierIndexComplete) this.identifierIndexComplete = (await this.identifierIndexStatus()).state === 'complete';
-    return this.identifierIndexComplete;
+  async identifierBacklog(limit: number): Promise<EventRecord[]> {
+    this.assertOpen();
+    const rows = await this.query<EventRow>(
+      `SELECT e.* FROM ${this.sql.s}.event_idgrams_backlog b JOIN ${this.sql.s}.events e ON e.pk = b.event_pk ORDER BY b.event_pk LIMIT $1`,
+      [limit],
+      'reading the identifier backlog failed',
+    );
+    return rows.map(rowToEvent);
   }
 
-  async fillIdentifierIndex(entries: TextIndexEntry[], progress: { cursor?: string; isComplete?: boolean }): Promise<number> {
+  async fillIdentifierIndex(entries: TextIndexEntry[], progress: { through: EventId[] }): Promise<number> {
     this.assertOpen();
     return this.transaction('filling the identifier index failed', async (c) => {
       const written = await rewriteIdentifierRows(c, this.sql.s, entries);
-      await writeIdentifierProgress(c, this.sql.s, progress);
+      await dequeueIdentifierRows(c, this.sql.s, progress.through);
       return written;
     });
   }

@@ -4,9 +4,10 @@ import type { PgRunner } from './postgres-vectors.js';
 
 /**
  * The identifier index on PostgreSQL (docs/recall.md, "Full-text at scale"; keys in ../identifier-grams.ts): rows
- * `(gram, event_pk, pos)` keyed by gram, plus an index by event for a purge and a rewrite. Filled at append from its
- * migration on; events stored before are added by the backfill (`engram reindex`), and until it completes searches
- * do not use it.
+ * `(gram, event_pk, pos)` keyed by gram, plus an index by event for a purge and a rewrite. Appends do not write them:
+ * they queue the event in `event_idgrams_backlog` (migration 19), the catch-up (memory/identifier-catch-up.ts) indexes
+ * the queue, and a search covers the queued events through the plain full-text phrase. A queue rather than a
+ * watermark: concurrent writers commit out of primary-key order, so a watermark could pass an event still uncommitted.
  */
 export function postgresIdentifierMigrationSql(s: string): string {
   return `
@@ -27,8 +28,26 @@ export function postgresIdentifierMigrationSql(s: string): string {
   `;
 }
 
-const STATE = 'identifier_grams';
-const CURSOR = 'identifier_grams_cursor';
+/**
+ * Migration 19: the catch-up's queue. A store whose index was complete starts with it empty; one still pending its
+ * backfill queues every event (the catch-up replaces the backfill; a row written twice is written the same).
+ */
+export function postgresIdentifierBacklogMigrationSql(s: string): string {
+  return `
+    CREATE TABLE ${s}.event_idgrams_backlog (
+      event_pk bigint PRIMARY KEY
+    );
+    INSERT INTO ${s}.event_idgrams_backlog (event_pk)
+      SELECT pk FROM ${s}.events WHERE (SELECT value FROM ${s}.text_index_state WHERE name = 'identifier_grams') IS DISTINCT FROM 'complete';
+    UPDATE ${s}.text_index_state SET value = 'complete' WHERE name = 'identifier_grams';
+  `;
+}
+
+/** Queues appended events for the catch-up (by id); the append's transaction. */
+export async function queueIdentifierRows(c: PgRunner, s: string, eventIds: readonly string[]): Promise<void> {
+  if (eventIds.length === 0) return;
+  await c.query(`INSERT INTO ${s}.event_idgrams_backlog (event_pk) SELECT pk FROM ${s}.events WHERE id = ANY($1::text[]) ON CONFLICT DO NOTHING`, [eventIds]);
+}
 
 /** Writes the rows of these events (by id) from their indexed text; the caller's transaction. */
 export async function insertIdentifierRows(c: PgRunner, s: string, entries: ReadonlyArray<{ eventId: string; body: string; meta: string }>): Promise<void> {
@@ -76,15 +95,30 @@ export async function rewriteIdentifierRows(c: PgRunner, s: string, entries: rea
 }
 
 export async function readIdentifierStatus(c: PgRunner, s: string): Promise<IdentifierIndexStatus> {
-  const rows = await c.query<{ name: string; value: string }>(`SELECT name, value FROM ${s}.text_index_state WHERE name = ANY($1::text[])`, [[STATE, CURSOR]]);
-  const value = (name: string): string | null => rows.rows.find((r) => r.name === name)?.value ?? null;
-  return { state: value(STATE) === 'complete' ? 'complete' : 'pending', cursor: value(CURSOR) };
+  const rows = await c.query<{ n: string }>(`SELECT count(*) AS n FROM ${s}.event_idgrams_backlog`);
+  const backlog = Number(rows.rows[0]!.n);
+  return { state: backlog === 0 ? 'complete' : 'pending', cursor: null, backlog };
 }
 
-export async function writeIdentifierProgress(c: PgRunner, s: string, progress: { cursor?: string; isComplete?: boolean }): Promise<void> {
-  const upsert = `INSERT INTO ${s}.text_index_state (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value`;
-  if (progress.cursor !== undefined) await c.query(upsert, [CURSOR, progress.cursor]);
-  if (progress.isComplete === true) await c.query(upsert, [STATE, 'complete']);
+/** Queued events, at most `cap` + 1 counted (a search's check: is the tail short enough to cover by phrase). */
+export async function countIdentifierBacklog(c: PgRunner, s: string, cap: number): Promise<number> {
+  const rows = await c.query<{ n: string }>(`SELECT count(*) AS n FROM (SELECT 1 FROM ${s}.event_idgrams_backlog LIMIT ${cap + 1}) x`);
+  return Number(rows.rows[0]!.n);
+}
+
+/** Takes these events (by id) off the queue: the catch-up indexed them (or skipped them, purged); its transaction. */
+export async function dequeueIdentifierRows(c: PgRunner, s: string, eventIds: readonly string[]): Promise<void> {
+  if (eventIds.length === 0) return;
+  await c.query(`DELETE FROM ${s}.event_idgrams_backlog WHERE event_pk IN (SELECT pk FROM ${s}.events WHERE id = ANY($1::text[]))`, [eventIds]);
+}
+
+/** The queued events whose full-text rows match `tsquery` (an identifier's phrase), by primary key. */
+export async function findQueuedRows(c: PgRunner, s: string, config: string, tsquery: string): Promise<string[]> {
+  const rows = await c.query<{ event_pk: string }>(
+    `SELECT DISTINCT t.event_pk FROM ${s}.event_idgrams_backlog b JOIN ${s}.event_text t ON t.event_pk = b.event_pk WHERE t.tsv @@ to_tsquery(${config}, $1)`,
+    [tsquery],
+  );
+  return rows.rows.map((r) => r.event_pk);
 }
 
 /** Rows counted of a trigram to pick the rarest (beyond it, any such trigram will do). */

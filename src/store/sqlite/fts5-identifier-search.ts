@@ -6,12 +6,13 @@ import type { SqliteIdentifierIndex } from './sqlite-identifier-index.js';
 
 /**
  * The bounded path for a query whose rare terms include an identifier of three or more tokens (docs/recall.md,
- * "Full-text at scale"), once the identifier index is complete. The rows that match are the rare terms' rows, as in
+ * "Full-text at scale"), while the events past the index's watermark are few (MAX_IDENTIFIER_TAIL_EVENTS). The rows that match are the rare terms' rows, as in
  * the exact path's `R AND (R OR C)`: an identifier's from the identifier index (every row holding it, newest first,
  * up to the candidate count; no common token's postings read), another rare term's from FTS5's newest matches. Each
  * candidate is then checked for the other identifiers in the index and marked with the common terms FTS5's newest
  * rows show it holds, and scored as the bounded path scores (bm25's formula; an identifier's document frequency is
- * its real row count when all its rows were read). Returns null when no rare term is such an identifier.
+ * its real row count when all its rows were read). Events past the index's `watermark` (not indexed yet) are
+ * matched by the identifier's full-text phrase instead. Returns null when no rare term is such an identifier.
  */
 export function searchWithIdentifiers(
   db: Database.Database,
@@ -21,6 +22,7 @@ export function searchWithIdentifiers(
   limit: number,
   where: string[],
   params: unknown[],
+  watermark: number,
 ): BoundedHit[] | null {
   const grams = plan.terms.map((t) => (t.isRare ? queryGrams(t.text) : null));
   if (!grams.some((g) => g !== null)) return null;
@@ -37,7 +39,7 @@ export function searchWithIdentifiers(
     if (!t.isRare) return;
     const g = grams[i];
     if (g) {
-      const rows = index.newest(g, want, accept);
+      const rows = index.newest(g, want, accept, { watermark, match: t.match });
       for (const r of rows) mark(r, i);
       // Every row holding it was read (and no filter hid any): its real document frequency.
       if (rows.length < want && where.length === 0) dfs[i] = Math.max(1, rows.length);
@@ -47,7 +49,7 @@ export function searchWithIdentifiers(
   plan.terms.forEach((t, i) => {
     const g = t.isRare ? grams[i] : queryGrams(t.text);
     if (g) {
-      for (const r of index.holding(g, candidates.filter((c) => !holds.get(c)!.has(i)))) mark(r, i);
+      for (const r of index.holding(g, candidates.filter((c) => !holds.get(c)!.has(i)), { watermark, match: t.match })) mark(r, i);
     } else if (!t.isRare) {
       // A common term: which candidates hold it, as far as its newest rows show (the bounded path's approximation).
       const have = new Set(candidates);

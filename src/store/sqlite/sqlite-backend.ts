@@ -57,6 +57,7 @@ import { Fts5Planner } from './fts5-planner.js';
 import { BOUND_ABOVE_ROWS, BOUND_PHRASE_ABOVE_ROWS, Fts5BoundedSearch } from './fts5-bounded.js';
 import { Fts5VisibleFirst } from './fts5-visible-first.js';
 import { searchWithIdentifiers } from './fts5-identifier-search.js';
+import { MAX_IDENTIFIER_TAIL_EVENTS } from '../identifier-grams.js';
 import { fillIdentifierRows, SqliteIdentifierIndex } from './sqlite-identifier-index.js';
 import { chunks, translateSqliteError } from './sqlite-errors.js';
 import { SqliteArtifactTiers } from './sqlite-artifact-tiers.js';
@@ -185,12 +186,13 @@ export class SqliteBackend implements StorageBackend {
       // The transaction is IMMEDIATE, so no other writer can move last_turn under us: read it once and
       // write it back once. (Updating the session row per event halved ingest throughput: 15K vs 33K events/s.)
       let turn = (s.sessionTurn.get(sessionId) as { last_turn: number }).last_turn;
+      // Identifier keys are not written here: the catch-up indexes events past the index's watermark.
+      this.identifiers.beforeAppend();
       let minMs = Number.POSITIVE_INFINITY;
       let maxMs = Number.NEGATIVE_INFINITY;
       let added = 0;
       const outcomes: AppendOutcome[] = [];
       const rowids: Array<number | bigint> = [];
-      const indexed: Array<{ rowid: number | bigint; body: string; meta: string }> = [];
       for (const d of drafts) {
         if (d.key !== undefined) {
           const existing = s.eventByKey.get(sessionId, d.key) as EventRow | undefined;
@@ -226,12 +228,10 @@ export class SqliteBackend implements StorageBackend {
           d.meta !== undefined ? JSON.stringify(d.meta) : null,
         );
         s.insertFts.run(info.lastInsertRowid, d.searchText, d.searchMeta);
-        indexed.push({ rowid: info.lastInsertRowid, body: d.searchText, meta: d.searchMeta });
         rowids.push(info.lastInsertRowid);
         outcomes.push({ record: eventFromDraft(d, sessionId, turn), isDuplicate: false });
       }
       if (added > 0) s.updateSession.run(turn, added, minMs, minMs, maxMs, maxMs, sessionId);
-      this.identifiers.addMany(indexed);
       this.vectors.enqueue(rowids);
       return outcomes;
     };
@@ -455,8 +455,11 @@ export class SqliteBackend implements StorageBackend {
     const weight = contextWeightOf(query).toFixed(4);
     if (Number.isFinite(plan.estimate) && plan.estimate > (query.boundAbove ?? (plan.hasPhrase ? BOUND_PHRASE_ABOVE_ROWS : BOUND_ABOVE_ROWS))) {
       try {
-        // An identifier among the rare terms is looked up in the identifier index once it is complete.
-        const viaIdentifiers = this.identifiers.state() === 'complete' ? searchWithIdentifiers(this.db, this.identifiers, this.bounded, plan, query.limit, where, params) : null;
+        // An identifier among the rare terms is looked up in the identifier index, the events past its watermark
+        // through their full-text phrase; with a long tail (a bulk import not caught up yet), the plain path.
+        const tail = this.identifiers.tailSize();
+        const viaIdentifiers =
+          tail <= MAX_IDENTIFIER_TAIL_EVENTS ? searchWithIdentifiers(this.db, this.identifiers, this.bounded, plan, query.limit, where, params, this.identifiers.watermark()) : null;
         const hits = viaIdentifiers ?? this.bounded.search(plan, query.limit, where, params);
         const ids = this.db.prepare('SELECT rowid, id FROM events WHERE rowid IN (SELECT value FROM json_each(?))').all(JSON.stringify(hits.map((h) => h.rowid))) as Array<{ rowid: number; id: string }>;
         const idOf = new Map(ids.map((r) => [r.rowid, r.id]));
@@ -548,17 +551,20 @@ export class SqliteBackend implements StorageBackend {
 
   async identifierIndexStatus(): Promise<IdentifierIndexStatus> {
     this.assertOpen();
-    return { state: this.identifiers.state(), cursor: this.identifiers.cursor() };
+    const backlog = this.identifiers.tailSize();
+    return { state: backlog === 0 ? 'complete' : 'pending', cursor: String(this.identifiers.watermark()), backlog };
   }
 
-  async fillIdentifierIndex(entries: TextIndexEntry[], progress: { cursor?: string; isComplete?: boolean }): Promise<number> {
+  async identifierBacklog(limit: number): Promise<EventRecord[]> {
+    this.assertOpen();
+    const rows = this.stmts.eventsAfterRowid.all(this.identifiers.watermark(), limit) as EventRow[];
+    return rows.map(rowToEvent);
+  }
+
+  async fillIdentifierIndex(entries: TextIndexEntry[], progress: { through: EventId[] }): Promise<number> {
     this.assertOpen();
     try {
-      return this.db.transaction(() => {
-        const written = fillIdentifierRows(this.db, this.identifiers, entries);
-        this.identifiers.setProgress(progress.cursor ?? null, progress.isComplete === true ? 'complete' : this.identifiers.state());
-        return written;
-      }).immediate();
+      return this.db.transaction(() => fillIdentifierRows(this.db, this.identifiers, entries, progress.through)).immediate();
     } catch (err) {
       throw translateSqliteError(err, 'filling the identifier index failed');
     }
@@ -818,6 +824,7 @@ function prepareStatements(db: Db) {
        VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, version) DO NOTHING`,
     ),
     exportEvents: db.prepare('SELECT * FROM events WHERE session_id = ? AND turn > ? ORDER BY turn LIMIT ?'),
+    eventsAfterRowid: db.prepare('SELECT * FROM events WHERE rowid > ? ORDER BY rowid LIMIT ?'),
     eventByKey: db.prepare('SELECT * FROM events WHERE session_id = ? AND event_key = ?'),
     artifactById: db.prepare('SELECT * FROM artifacts WHERE id = ?'),
     artifactExists: db.prepare('SELECT 1 FROM artifacts WHERE id = ?'),

@@ -2,10 +2,13 @@ import type Database from 'better-sqlite3';
 import type { TextIndexEntry } from '../backend.js';
 import { identifierGrams } from '../identifier-grams.js';
 
-/** The state row of the identifier index in `text_index_state` (migration 17). */
+/** The state row of the identifier index in `text_index_state` (migration 17): complete or pending (a backfill due). */
 const STATE = 'identifier_fts';
-/** The backfill's resume point: where its last page ended (JSON [sessionId, turn]). */
-const CURSOR = 'identifier_fts_cursor';
+/**
+ * The index's watermark: every event up to this rowid is indexed; events past it (the tail) await the catch-up
+ * (memory/identifier-catch-up.ts). Written by the first append of a store that has none (see {@link SqliteIdentifierIndex.watermark}).
+ */
+const WATERMARK = 'identifier_fts_watermark';
 /** Matching rows read at a time when a filter may drop some. */
 const PAGE = 2_000;
 /** Most rows read to tell which candidates hold an identifier. */
@@ -13,8 +16,13 @@ const MAX_HOLDERS = 20_000;
 /** The token between two words' trigrams: no phrase of trigram tokens spans it. */
 const WORD_BREAK = 's';
 
-/** Where the identifier index stands: complete (queries use it) or pending a backfill (`engram reindex`). */
-export type IdentifierIndexState = 'complete' | 'pending';
+/** The unindexed events an identifier search covers through the plain full-text path (see {@link SqliteIdentifierIndex.newest}). */
+export interface IdentifierTail {
+  /** Rows above it are not in the index yet. */
+  watermark: number;
+  /** The FTS5 expression of the identifier on `events_fts` (its phrase), matched on the tail's rows. */
+  match: string;
+}
 
 /**
  * An FTS5 token for a trigram key (48 bits; base 36, never the word break): the high 24 bits, then the low 24 as
@@ -46,9 +54,10 @@ export function gramPhrase(grams: readonly number[]): string {
 
 /**
  * The identifier index on SQLite (docs/recall.md, "Full-text at scale"; keys in ../identifier-grams.ts), kept in
- * FTS5 (`event_grams`, migration 17): one row per event, its trigram keys as tokens, so appends cost what FTS5
- * costs (buffered, merged segments) and an identifier is a phrase of its trigrams. Appends fill it; events stored
- * before are added by the backfill, and until it completes searches do not use it.
+ * FTS5 (`event_grams`, migration 17): one row per event, its trigram keys as tokens, so an identifier is a phrase of
+ * its trigrams. Appends do not write it (computing the keys cost a quarter of an append's CPU): it keeps a watermark,
+ * the catch-up (`mem.maintainTextIndex()`: `engram reindex`, `engram serve`'s worker) indexes the events past it in
+ * pages, and a search covers those through the plain full-text phrase, so an event is found as soon as it is stored.
  */
 export class SqliteIdentifierIndex {
   private readonly insertRow: Database.Statement;
@@ -56,6 +65,10 @@ export class SqliteIdentifierIndex {
   private readonly readState: Database.Statement;
   private readonly writeState: Database.Statement;
   private readonly newestRows: Database.Statement;
+  private readonly newestTailRows: Database.Statement;
+  private readonly lastRowid: Database.Statement;
+  /** The watermark once it is known to be stored (it only moves up, and only through this connection's writes or the catch-up's). */
+  private hasStoredWatermark = false;
 
   constructor(db: Database.Database) {
     this.insertRow = db.prepare('INSERT INTO event_grams (rowid, grams) VALUES (?, ?)');
@@ -63,17 +76,14 @@ export class SqliteIdentifierIndex {
     this.readState = db.prepare('SELECT value FROM text_index_state WHERE name = ?');
     this.writeState = db.prepare('INSERT OR REPLACE INTO text_index_state (name, value) VALUES (?, ?)');
     this.newestRows = db.prepare('SELECT rowid FROM event_grams WHERE event_grams MATCH ? AND rowid <= ? ORDER BY rowid DESC LIMIT ?');
+    this.newestTailRows = db.prepare('SELECT rowid FROM events_fts WHERE events_fts MATCH ? AND rowid > ? ORDER BY rowid DESC');
+    this.lastRowid = db.prepare('SELECT COALESCE(MAX(rowid), 0) AS n FROM events');
   }
 
-  /** Indexes one event's text (an append, a rewrite, the backfill); the caller's transaction. */
+  /** Indexes one event's text (the catch-up, a rewrite); the caller's transaction. */
   add(rowid: number | bigint, body: string, meta: string): void {
     const text = gramText(body, meta);
     if (text.length > 0) this.insertRow.run(rowid, text);
-  }
-
-  /** Indexes a batch of events (an append); the caller's transaction. */
-  addMany(events: ReadonlyArray<{ rowid: number | bigint; body: string; meta: string }>): void {
-    for (const e of events) this.add(e.rowid, e.body, e.meta);
   }
 
   /** Deletes one event's row (a purged event; before a rewrite). */
@@ -87,49 +97,77 @@ export class SqliteIdentifierIndex {
     this.add(rowid, body, meta);
   }
 
-  state(): IdentifierIndexState {
-    return (this.readState.get(STATE) as { value: string } | undefined)?.value === 'complete' ? 'complete' : 'pending';
+  /**
+   * Every event up to this rowid is indexed. A store from before the watermark existed has none stored: then every
+   * event was indexed at its append if the index was complete (the watermark is the last rowid), else none is (0,
+   * the catch-up does them all, as the backfill did).
+   */
+  watermark(): number {
+    const stored = this.readState.get(WATERMARK) as { value: string } | undefined;
+    if (stored) return Number(stored.value);
+    const state = (this.readState.get(STATE) as { value: string } | undefined)?.value;
+    return state === 'complete' ? (this.lastRowid.get() as { n: number }).n : 0;
   }
 
-  /** The backfill's resume point (null: from the start). */
-  cursor(): string | null {
-    return (this.readState.get(CURSOR) as { value: string } | undefined)?.value ?? null;
+  /**
+   * Called by every append before it inserts (its transaction): stores the watermark when the store has none yet,
+   * so events appended from now on are past it. One read per connection, then nothing.
+   */
+  beforeAppend(): void {
+    if (this.hasStoredWatermark) return;
+    if (!this.readState.get(WATERMARK)) this.writeState.run(WATERMARK, String(this.watermark()));
+    this.hasStoredWatermark = true;
   }
 
-  setProgress(cursor: string | null, state: IdentifierIndexState): void {
-    if (cursor !== null) this.writeState.run(CURSOR, cursor);
-    this.writeState.run(STATE, state);
+  /** Moves the watermark up to `rowid` (the catch-up, after it indexed every event up to it); the caller's transaction. */
+  advance(rowid: number): void {
+    if (rowid > this.watermark()) this.writeState.run(WATERMARK, String(rowid));
+  }
+
+  /** Events stored past the watermark (rowids are dense: events are never deleted, a purge keeps a tombstone). */
+  tailSize(): number {
+    return Math.max(0, (this.lastRowid.get() as { n: number }).n - this.watermark());
   }
 
   /**
    * The newest rows, newest first, in which the query's trigrams stand at consecutive positions (the identifier
-   * occurs), that `accept` keeps (the search's filters), at most `want`.
+   * occurs), that `accept` keeps (the search's filters), at most `want`. The tail's rows (past the watermark, newer
+   * than every indexed row) come first, matched by the identifier's full-text phrase.
    */
-  newest(grams: readonly number[], want: number, accept: (rowids: number[]) => Set<number>): number[] {
-    const phrase = gramPhrase(grams);
+  newest(grams: readonly number[], want: number, accept: (rowids: number[]) => Set<number>, tail: IdentifierTail): number[] {
     const out: number[] = [];
-    let before = Number.MAX_SAFE_INTEGER;
-    for (;;) {
+    const fresh = (this.newestTailRows.all(tail.match, tail.watermark) as Array<{ rowid: number }>).map((r) => r.rowid);
+    if (fresh.length > 0) {
+      const kept = accept(fresh);
+      for (const r of fresh) if (kept.has(r) && out.length < want) out.push(r);
+    }
+    const phrase = gramPhrase(grams);
+    let before = tail.watermark;
+    while (out.length < want) {
       const page = (this.newestRows.all(phrase, before, Math.max(want, PAGE)) as Array<{ rowid: number }>).map((r) => r.rowid);
       if (page.length === 0) break;
       const kept = accept(page);
       for (const r of page) if (kept.has(r) && out.length < want) out.push(r);
-      if (out.length >= want || page.length < Math.max(want, PAGE)) break;
+      if (page.length < Math.max(want, PAGE)) break;
       before = page[page.length - 1]! - 1;
     }
     return out;
   }
 
   /** Which of `rowids` hold the identifier (as far as its newest {@link MAX_HOLDERS} rows show). */
-  holding(grams: readonly number[], rowids: readonly number[]): Set<number> {
+  holding(grams: readonly number[], rowids: readonly number[], tail: IdentifierTail): Set<number> {
     if (rowids.length === 0) return new Set();
-    const rows = new Set(this.newest(grams, MAX_HOLDERS, (r) => new Set(r)));
+    const rows = new Set(this.newest(grams, MAX_HOLDERS, (r) => new Set(r), tail));
     return new Set(rowids.filter((r) => rows.has(r)));
   }
 }
 
-/** Writes these events' identifier rows again (the backfill); the caller's transaction. Missing events are skipped. */
-export function fillIdentifierRows(db: Database.Database, index: SqliteIdentifierIndex, entries: readonly TextIndexEntry[]): number {
+/**
+ * The catch-up's step, in the caller's transaction: writes these events' identifier rows (again: a row an older
+ * version wrote at append is replaced, not doubled) and moves the watermark past `through`, the backlog page they
+ * came from (purged events in it have no entry). Missing events are skipped; returns the rows written.
+ */
+export function fillIdentifierRows(db: Database.Database, index: SqliteIdentifierIndex, entries: readonly TextIndexEntry[], through: readonly string[]): number {
   const rowidOf = db.prepare('SELECT rowid FROM events WHERE id = ?');
   let written = 0;
   for (const e of entries) {
@@ -137,6 +175,10 @@ export function fillIdentifierRows(db: Database.Database, index: SqliteIdentifie
     if (!row) continue;
     index.rewrite(row.rowid, e.searchText, e.searchMeta);
     written++;
+  }
+  if (through.length > 0) {
+    const last = db.prepare('SELECT MAX(rowid) AS n FROM events WHERE id IN (SELECT value FROM json_each(?))').get(JSON.stringify(through)) as { n: number | null };
+    if (last.n !== null) index.advance(last.n);
   }
   return written;
 }

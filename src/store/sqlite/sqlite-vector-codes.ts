@@ -1,7 +1,9 @@
 import type Database from 'better-sqlite3';
 import type { VectorIndexStatus, VectorModel } from '../backend.js';
-import type { CodeBlock, CodeFilter } from '../vector-codes.js';
-import { blockFromBytes, blockToBytes, codeWords, encodeBlock, queryTable, scanBlock, TopScores } from '../vector-codes.js';
+import type { CodeFilter } from '../vector-codes.js';
+import { blockFromBytes, blockToBytes, codeWords, encodeBlock, encodeRotatedBlock, queryTable, ROTATED_ENCODING, rotatedDims, rotatedQuery } from '../vector-codes.js';
+import type { CodeQuery } from '../vector-code-set.js';
+import { CodeSet } from '../vector-code-set.js';
 
 type Db = Database.Database;
 
@@ -14,7 +16,13 @@ const READ_BATCH = 4096;
  * Candidates of the one-bit first pass ranked exactly (their float vectors read from `event_vectors`). Measured
  * against exact search on the synthetic trace's built-in vectors (bench/results/vectors-scale.md).
  */
-export const DEFAULT_RERANK_CANDIDATES = 2000;
+export const DEFAULT_RERANK_CANDIDATES = 1000;
+/**
+ * Codes kept by the Hamming stage of the first pass (vector-code-set.ts) for the float estimate; a set of at most
+ * this many codes gets the float estimate for every code. Measured with {@link DEFAULT_RERANK_CANDIDATES}
+ * (bench/results/vectors-scale.md).
+ */
+export const DEFAULT_PREFILTER_CODES = 100_000;
 
 /** What the store keeps about its code index, beside the tables `vec_codes` and `vec_codes_holes`. */
 export interface CodesMeta {
@@ -22,6 +30,11 @@ export interface CodesMeta {
   dimensions: number;
   /** The mean of the vectors at the build: codes are the signs of a vector minus it. */
   mean: number[];
+  /**
+   * How codes were made: {@link ROTATED_ENCODING} (rotated before the signs are taken, vector-codes.ts), or absent
+   * for the first encoding (the signs of the difference itself). Maintenance rebuilds an index of the first encoding.
+   */
+  encoding?: string;
   /** Every vector of an event up to this rowid is in a block, but for the rowids in `vec_codes_holes`. */
   covered: number;
   blocks: number;
@@ -47,12 +60,15 @@ export interface CodesQueryFilter {
  * is gone from `event_vectors`, so the re-rank drops it; a model switch drops the index. Queries never build it.
  */
 export class SqliteVectorCodes {
-  private cache: { builtAtMs: number; mean: Float32Array; blocks: CodeBlock[] } | undefined;
+  private cache: { builtAtMs: number; set: CodeSet; blocks: number } | undefined;
+  private readVector: Database.Statement | undefined;
 
   constructor(
     private readonly db: Db,
     /** Candidates of the first pass ranked exactly. */
     readonly rerank = DEFAULT_RERANK_CANDIDATES,
+    /** Codes kept by the first pass's Hamming stage (0: none, the float estimate for every code). */
+    readonly prefilter = DEFAULT_PREFILTER_CODES,
   ) {}
 
   /** The index as stored, or null when there is none (or its tables are gone). */
@@ -84,9 +100,9 @@ export class SqliteVectorCodes {
   maintain(model: VectorModel, minVectors: number, isReadonly: boolean): VectorIndexStatus {
     const started = Date.now();
     const meta = this.current(model);
-    if (meta === null) {
+    if (meta === null || meta.encoding !== ROTATED_ENCODING) {
       const n = (this.db.prepare('SELECT count(*) AS n FROM event_vectors').get() as { n: number }).n;
-      if (n < minVectors) return { state: 'not-needed', vectors: n, ms: Date.now() - started };
+      if (meta === null && n < minVectors) return { state: 'not-needed', vectors: n, ms: Date.now() - started };
       if (isReadonly) return { state: 'readonly', vectors: n, ms: Date.now() - started };
       const built = this.db.transaction(() => this.build(model)).immediate();
       return { state: 'built', vectors: built.vectors, ms: Date.now() - started };
@@ -101,7 +117,7 @@ export class SqliteVectorCodes {
    * Rowids with vec0's distance (1 - cosine), nearest first, ties by rowid.
    */
   search(meta: CodesMeta, query: Float32Array, k: number, filter: CodesQueryFilter): Array<{ rowid: number; distance: number }> {
-    const blocks = this.load(meta);
+    const set = this.load(meta);
     const codeFilter: CodeFilter | null =
       filter.sessionIds || filter.kinds || filter.fromMs !== undefined || filter.toMs !== undefined
         ? {
@@ -111,22 +127,11 @@ export class SqliteVectorCodes {
             ...(filter.toMs !== undefined ? { toMs: filter.toMs } : {}),
           }
         : null;
-    const top = new TopScores(Math.max(k, this.rerank));
-    const table = queryTable(query, meta.dimensions);
-    const words = codeWords(meta.dimensions);
-    let base = 0;
-    const starts: number[] = [];
-    for (const block of blocks) {
-      starts.push(base);
-      scanBlock(block, table, words, codeFilter, top, base);
-      base += block.count;
-    }
-    const candidates: number[] = [];
-    let b = 0;
-    for (const p of top.positions().sort((x, y) => x - y)) {
-      while (b + 1 < starts.length && starts[b + 1]! <= p) b++;
-      candidates.push(blocks[b]!.rowids[p - starts[b]!]!);
-    }
+    const rotated = meta.encoding === ROTATED_ENCODING;
+    // The first encoding's unrotated signs rank too poorly by Hamming distance for the two-stage scan.
+    const codeQuery: CodeQuery = rotated ? rotatedQuery(query) : { table: queryTable(query, meta.dimensions), bits: new Uint32Array(codeWords(meta.dimensions)) };
+    const positions = set.scan(codeQuery, codeFilter, Math.max(k, this.rerank), { prefilter: rotated ? this.prefilter : 0 });
+    const candidates = positions.map((p) => set.rowids[p]!).sort((x, y) => x - y);
     const qNorm = Math.sqrt(dot(query, query, 0)) || 1;
     const scored: Array<{ rowid: number; distance: number }> = [];
     const rank = (rows: Array<{ rowid: number; embedding: Buffer }>): void => {
@@ -136,10 +141,14 @@ export class SqliteVectorCodes {
         scored.push({ rowid: r.rowid, distance: 1 - dot(query, v, 0) / (qNorm * norm) });
       }
     };
-    for (let i = 0; i < candidates.length; i += 500) {
-      const chunk = candidates.slice(i, i + 500);
-      rank(this.db.prepare(`SELECT event_rowid AS rowid, embedding FROM event_vectors WHERE event_rowid IN (${chunk.map(() => '?').join(',')})`).all(...chunk) as Array<{ rowid: number; embedding: Buffer }>);
+    // One cached statement a candidate, in rowid order (no statement prepared per query; a purged vector is gone).
+    this.readVector ??= this.db.prepare('SELECT embedding FROM event_vectors WHERE event_rowid = ?').pluck();
+    const found: Array<{ rowid: number; embedding: Buffer }> = [];
+    for (const rowid of candidates) {
+      const embedding = this.readVector.get(rowid) as Buffer | undefined;
+      if (embedding !== undefined) found.push({ rowid, embedding });
     }
+    rank(found);
     rank(this.tail(meta, filter));
     scored.sort((x, y) => x.distance - y.distance || x.rowid - y.rowid);
     return scored.slice(0, k);
@@ -180,15 +189,26 @@ export class SqliteVectorCodes {
       .all(...params) as Array<{ rowid: number; embedding: Buffer }>;
   }
 
-  /** The blocks in memory, read once per build and then only the ones appended since (another process may append). */
-  private load(meta: CodesMeta): CodeBlock[] {
-    if (!this.cache || this.cache.builtAtMs !== meta.builtAtMs) this.cache = { builtAtMs: meta.builtAtMs, mean: Float32Array.from(meta.mean), blocks: [] };
-    const have = this.cache.blocks.length;
-    if (have < meta.blocks) {
-      const rows = this.db.prepare('SELECT block, data FROM vec_codes WHERE block >= ? AND block < ? ORDER BY block').all(have, meta.blocks) as Array<{ block: number; data: Buffer }>;
-      for (const r of rows) this.cache.blocks.push(blockFromBytes(r.data));
+  /**
+   * The codes in memory as one contiguous set (vector-code-set.ts), read once per build and then extended by the
+   * blocks appended since (another process may append): the set's watermark is the number of blocks read.
+   */
+  private load(meta: CodesMeta): CodeSet {
+    const words = codeWords(meta.encoding === ROTATED_ENCODING ? rotatedDims(meta.dimensions) : meta.dimensions);
+    if (!this.cache || this.cache.builtAtMs !== meta.builtAtMs || this.cache.blocks > meta.blocks) {
+      this.cache = { builtAtMs: meta.builtAtMs, set: new CodeSet(words), blocks: 0 };
+      this.cache.set.reserve(meta.vectors);
     }
-    return this.cache.blocks.slice(0, meta.blocks);
+    const cache = this.cache;
+    if (cache.blocks < meta.blocks) {
+      const read = this.db.prepare('SELECT data FROM vec_codes WHERE block = ?').pluck();
+      for (; cache.blocks < meta.blocks; cache.blocks++) {
+        const data = read.get(cache.blocks) as Buffer | undefined;
+        if (data === undefined) break;
+        cache.set.append(blockFromBytes(data));
+      }
+    }
+    return cache.set;
   }
 
   /** Builds the index from `event_vectors` (inside the caller's transaction): the mean in one pass, the codes in a second. */
@@ -211,7 +231,7 @@ export class SqliteVectorCodes {
       after = batch[batch.length - 1]!.rowid;
     }
     const mean = Array.from(sum, (s) => (n === 0 ? 0 : s / n));
-    const meta: CodesMeta = { model: model.name, dimensions: dims, mean, covered: 0, blocks: 0, vectors: 0, builtAtMs: Date.now() };
+    const meta: CodesMeta = { model: model.name, dimensions: dims, mean, encoding: ROTATED_ENCODING, covered: 0, blocks: 0, vectors: 0, builtAtMs: Date.now() };
     this.appendTail(meta, true);
     return meta;
   }
@@ -235,7 +255,7 @@ export class SqliteVectorCodes {
     let highest = meta.covered;
     const flush = (): void => {
       if (pending.length === 0) return;
-      putBlock.run(meta.blocks, blockToBytes(encodeBlock(pending, mean)));
+      putBlock.run(meta.blocks, blockToBytes(meta.encoding === ROTATED_ENCODING ? encodeRotatedBlock(pending, mean) : encodeBlock(pending, mean)));
       meta.blocks++;
       appended += pending.length;
       pending = [];

@@ -24,6 +24,11 @@ export interface VectorIndexOptions {
   index?: 'codes' | 'ivf';
   /** Candidates of the code index's first pass ranked exactly (default `DEFAULT_RERANK_CANDIDATES`, sqlite-vector-codes.ts). */
   rerank?: number;
+  /**
+   * Codes the code index's Hamming stage keeps for the float estimate (default `DEFAULT_PREFILTER_CODES`,
+   * sqlite-vector-codes.ts; 0: the float estimate for every code).
+   */
+  prefilter?: number;
 }
 
 /**

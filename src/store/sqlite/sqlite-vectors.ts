@@ -56,7 +56,7 @@ export class SqliteVectors {
   /** Sets how queries use the vector index (the backend's `vectorIndex` option); `isReadonly`: never build it. */
   configureIndex(options: VectorIndexOptions = {}, isReadonly = false): void {
     this.index = new SqliteVectorIndex(this.db, options, isReadonly);
-    this.codes = new SqliteVectorCodes(this.db, options.rerank);
+    this.codes = new SqliteVectorCodes(this.db, options.rerank, options.prefilter);
     this.indexOptions = options;
     this.isReadonly = isReadonly;
   }

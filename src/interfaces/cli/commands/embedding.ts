@@ -2,8 +2,7 @@ import type { Command } from 'commander';
 import type { CliContext, GlobalOptions } from '../cli-context.js';
 import type { Engram } from '../../../engine.js';
 import type { VectorIndexStatus } from '../../../store/backend.js';
-import type { IdentifierBackfillProgress } from '../../../memory/identifier-backfill.js';
-import { EngramError } from '../../../errors.js';
+import type { IdentifierCatchUpProgress } from '../../../memory/identifier-catch-up.js';
 import { EXIT } from '../exit-codes.js';
 import type { Io } from '../output.js';
 import { formatPairs, printJson } from '../output.js';
@@ -45,12 +44,15 @@ export interface ReindexArgs {
   json?: boolean;
 }
 
-/** `engram reindex`: makes the chosen embedder's model the store's and embeds every queued event. */
+/**
+ * `engram reindex`: catches the identifier index up (appends leave it to this and to `engram serve`'s worker), then
+ * makes the chosen embedder's model the store's and embeds every queued event. Without an embedder
+ * (`--embedder none`) it rewrites the full-text index instead, as `--text` does, and says that vectors were skipped.
+ */
 export async function reindexCommand(mem: Engram, args: ReindexArgs, io: Io): Promise<number> {
-  // The identifier index's backfill (a store from before it existed) is maintenance too: here, never at open.
-  const identifierIndex = await backfillIdentifiers(mem, io);
-  if (args.text) return reindexTextCommand(mem, args, io, identifierIndex);
-  if (!mem.indexer) throw new EngramError('INVALID_INPUT', 'embedder: reindex needs an embedder; --embedder none turns vectors off', { field: 'embedder' });
+  // The identifier index's catch-up is maintenance: here (and in a server's worker), never at open or in a query.
+  const identifierIndex = await catchUpIdentifiers(mem, io);
+  if (args.text || !mem.indexer) return reindexTextCommand(mem, args, io, identifierIndex, !mem.indexer);
   const previous = (await mem.store.getVectorModel())?.name ?? null;
   const switched = await mem.reindex();
   const retried = args.retryFailed ? await mem.store.retryFailedEmbeddings() : 0;
@@ -107,8 +109,8 @@ function describeIndex(s: VectorIndexStatus): string {
   }
 }
 
-/** Backfills the identifier index of full-text search when it is pending, with a progress bar on a terminal. */
-async function backfillIdentifiers(mem: Engram, io: Io): Promise<IdentifierBackfillProgress> {
+/** Catches the identifier index of full-text search up, with a progress bar on a terminal. */
+async function catchUpIdentifiers(mem: Engram, io: Io): Promise<IdentifierCatchUpProgress> {
   const progress = createProgress(io);
   try {
     return await mem.maintainTextIndex((p) => progress.update(p.events, Math.max(1, p.total), 'identifiers', p.events, 'events'));
@@ -117,19 +119,24 @@ async function backfillIdentifiers(mem: Engram, io: Io): Promise<IdentifierBackf
   }
 }
 
-function describeIdentifierIndex(p: IdentifierBackfillProgress): string {
+function describeIdentifierIndex(p: IdentifierCatchUpProgress): string {
   if (p.state === 'none') return '-';
-  return p.events > 0 ? `built: ${p.events} events backfilled in ${p.sessions} sessions` : 'current';
+  return p.events > 0 ? `caught up: ${p.events} events indexed` : 'current';
 }
 
 /** `engram reindex --text`: every event's full-text row written again, with the context of the events before it. */
-async function reindexTextCommand(mem: Engram, args: ReindexArgs, io: Io, identifierIndex: IdentifierBackfillProgress): Promise<number> {
+async function reindexTextCommand(mem: Engram, args: ReindexArgs, io: Io, identifierIndex: IdentifierCatchUpProgress, isWithoutEmbedder: boolean): Promise<number> {
   const progress = createProgress(io);
   try {
     const done = await mem.reindexText((p) => progress.update(p.events, p.total, 'index', p.events, 'events'));
     progress.stop();
-    if (args.json) printJson(io, { reindexed: done.events, sessions: done.sessions, identifierIndex });
-    else io.out(formatPairs([['events re-indexed', done.events], ['sessions', done.sessions], ['identifier index', describeIdentifierIndex(identifierIndex)]]));
+    const vectors = isWithoutEmbedder ? 'skipped (no embedder: --embedder none)' : undefined;
+    if (args.json) printJson(io, { reindexed: done.events, sessions: done.sessions, identifierIndex, ...(vectors ? { vectors } : {}) });
+    else {
+      const pairs: Array<[string, string | number]> = [['events re-indexed', done.events], ['sessions', done.sessions], ['identifier index', describeIdentifierIndex(identifierIndex)]];
+      if (vectors) pairs.push(['vectors', vectors]);
+      io.out(formatPairs(pairs));
+    }
     return EXIT.OK;
   } finally {
     progress.stop();
@@ -141,7 +148,7 @@ export function register(program: Command, context: CliContext): void {
   const { io } = context;
   program
     .command('reindex')
-    .description("embed every event with the chosen embedder's model (a new model replaces the old vectors; events are untouched), then build the approximate vector index when the store is large enough; first, backfill the full-text identifier index of a store made before it existed")
+    .description("embed every event with the chosen embedder's model (a new model replaces the old vectors; events are untouched), then build the approximate vector index when the store is large enough; first, catch the full-text identifier index up. With --embedder none: rewrite the full-text index instead (as --text), vectors skipped")
     .option('--retry-failed', 'queue events whose embedding failed repeatedly again')
     .option('--text', 'rewrite the full-text index instead (each event with the context of the events before it; for stores indexed before that existed)')
     .action(context.withStore((m, args: ReindexArgs & GlobalOptions) => reindexCommand(m, args, io), false, 'foreground'));

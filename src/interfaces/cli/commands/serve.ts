@@ -10,6 +10,7 @@ import type { Io } from '../output.js';
 import { parseInteger } from './recall.js';
 import { tokenNotice } from './agent.js';
 import { startConsolidationWorker } from '../consolidation-worker-option.js';
+import { IdentifierCatchUpWorker } from '../../../memory/identifier-catch-up-worker.js';
 
 export interface ServeArgs {
   port?: string;
@@ -55,6 +56,11 @@ export async function serveCommand(mem: Engram, args: ServeArgs, io: Io, version
 
   const admin = await bootstrapAdmin(mem);
   const consolidation = args.consolidate === false ? undefined : await startConsolidationWorker(mem, args, io);
+  // Appends leave the identifier index of full-text search to this catch-up (docs/recall.md, "Full-text at scale").
+  const identifierCatchUp = new IdentifierCatchUpWorker((p, o) => mem.maintainTextIndex(p, o), {
+    onError: (err) => io.err(`engram serve: identifier index catch-up failed: ${err instanceof Error ? err.message : String(err)}`),
+  });
+  identifierCatchUp.start();
   const { startHttpServer } = await import('../../http/server.js');
   const server = await startHttpServer(mem, {
     host,
@@ -96,6 +102,7 @@ export async function serveCommand(mem: Engram, args: ServeArgs, io: Io, version
     // No request is left that could queue an event: stop the worker (its batch in flight finishes) before the store closes.
     await mem.indexer?.stop();
     await consolidation?.worker.stop();
+    await identifierCatchUp.stop();
     io.err('engram serve: stopped');
     return EXIT.OK;
   } finally {
