@@ -17,7 +17,7 @@ import type { Embedder } from '../src/providers/embedder.js';
 export interface TechniqueSetting {
   name: string;
   retriever: Retriever;
-  options?: Pick<LocomoEvalOptions, 'turnContextEvents' | 'recordSpeakers' | 'recallOptions'>;
+  options?: Pick<LocomoEvalOptions, 'turnContextEvents' | 'recordSpeakers' | 'recallOptions' | 'relativeDates'>;
 }
 
 /** Recall@k over all five categories per conversation and overall, plus per question for paired comparisons. */
@@ -98,6 +98,9 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
     hybrid('recency weight 0.15 (before #13)', { recallOptions: { recencyWeight: 0.15 } }),
     hybrid('recency weight 0', { recallOptions: { recencyWeight: 0 } }),
     hybrid('speakers not recorded', { recordSpeakers: false }),
+    hybrid('no relative dates', { relativeDates: false }),
+    fts('no relative dates', { relativeDates: false }),
+    hybrid('relative dates in the date boost', { recallOptions: { relativeDates: true } }),
   ];
   const unique = new Map(settings.map((s) => [key(s), s]));
   return {
@@ -255,6 +258,9 @@ The techniques, as built:
   word, "and", two names), or for every question.
 - **date boost**: when a question names an absolute date ("in June 2022", "on 9 November, 2022") and some candidates
   were said then (that day ± 1, or that month), the others' relevance is divided by 1 + ${DATE_BOOST} (src/memory/date-expressions.ts).
+- **relative dates**: a turn's "yesterday", "last Friday", "two weeks ago", "last month", "next year"... resolved
+  against its own time and indexed as words ("14 may 2023", "april 2023", "2022") in the context column
+  (src/memory/relative-dates.ts); "relative dates in the date boost" also counts them as said then.
 - **vector feedback**: the centroid of the best 3 fused hits' vectors blended into the query vector at this weight,
   then a second vector search (src/memory/vector-feedback.ts; off by default).
 - **before #13**: the previous defaults together (no turn context, context weight 0.25, recency 0.15, no speaker boost,

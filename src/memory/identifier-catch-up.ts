@@ -3,6 +3,8 @@ import type { EventId, SessionId } from '../model/ids.js';
 import type { StorageBackend, TextIndexEntry } from '../store/backend.js';
 import { indexTextOf, type ArtifactTextReader } from './index-text.js';
 import { searchMetaFor } from './ingest.js';
+import { maskPrivate } from './private-spans.js';
+import { withRelativeDates } from './relative-dates.js';
 import { PURGED_META_KEY } from './purge.js';
 import { hasTurnContext, TURN_CONTEXT_EVENTS, TURN_CONTEXT_KINDS, turnContext, type ContextSource } from './turn-context.js';
 
@@ -68,7 +70,7 @@ async function entriesOf(store: StorageBackend, page: readonly EventRecord[], re
         const earlier = await store.listEvents({ sessionId, toTurn: e.turn - 1, order: 'desc', limit: TURN_CONTEXT_EVENTS, kinds: [...TURN_CONTEXT_KINDS] });
         window = earlier.reverse().map((x) => ({ text: x.content, isMasked: false }));
       }
-      context = turnContext(window);
+      context = withRelativeDates(turnContext(window), maskPrivate(e.content), Date.parse(e.ts));
       windows.set(sessionId, [...window, { text: e.content, isMasked: false }].slice(-TURN_CONTEXT_EVENTS));
     }
     if (e.meta?.[PURGED_META_KEY] !== undefined) continue;

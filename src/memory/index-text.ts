@@ -3,6 +3,7 @@ import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
 import { artifactIndexChars } from '../model/limits.js';
 import type { StorageBackend, TextIndexEntry } from '../store/backend.js';
 import { capForIndex, DEFAULT_MAX_INDEXED_CHARS, searchMetaFor } from './ingest.js';
+import { withRelativeDates } from './relative-dates.js';
 import { maskPrivate } from './private-spans.js';
 import { hasTurnContext, TURN_CONTEXT_EVENTS, TURN_CONTEXT_KINDS, turnContext, type ContextSource } from './turn-context.js';
 
@@ -47,7 +48,7 @@ export async function contextReindex(
     out.push({
       eventId: e.id as EventId,
       searchText: await indexTextOf(e, readArtifactText),
-      searchMeta: searchMetaFor(e.kind, e.toolName, e.tags, turnContext(sources)),
+      searchMeta: searchMetaFor(e.kind, e.toolName, e.tags, withRelativeDates(turnContext(sources), maskPrivate(e.content), Date.parse(e.ts))),
     });
   }
   return out;
@@ -82,7 +83,7 @@ export async function reindexText(
       if (page.length === 0) break;
       const entries: TextIndexEntry[] = [];
       for (const e of page) {
-        const context = hasTurnContext(e.kind) ? turnContext(window) : '';
+        const context = hasTurnContext(e.kind) ? withRelativeDates(turnContext(window), maskPrivate(e.content), Date.parse(e.ts)) : '';
         entries.push({ eventId: e.id as EventId, searchText: await indexTextOf(e, readArtifactText), searchMeta: searchMetaFor(e.kind, e.toolName, e.tags, context) });
         if (hasTurnContext(e.kind)) window = [...window, { text: e.content, isMasked: false }].slice(-TURN_CONTEXT_EVENTS);
       }

@@ -2,7 +2,7 @@ import { EngramError, invalidInputFromZod } from '../errors.js';
 import { HIERARCHY_KEY_PREFIX } from '../model/hierarchy.js';
 import { DEFAULT_PROJECT } from '../model/access.js';
 import type { ArtifactDraft } from '../model/artifact.js';
-import type { EventArtifactRef, InternalEventInput, ValidEventInput } from '../model/event.js';
+import type { EventArtifactRef, EventKind, InternalEventInput, ValidEventInput } from '../model/event.js';
 import { artifactIndexChars, checkAppendSize, MAX_ARTIFACT_INDEXED_CHARS } from '../model/limits.js';
 import { eventInputSchema, internalEventInputSchema, sessionIdSchema, toEpochMs } from '../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
@@ -13,6 +13,7 @@ import { encodeArtifactAsync, sha256Hex } from './artifact-codec.js';
 import { previewArtifact } from './preview/index.js';
 import { RedactionPolicy, REDACTION_SECRET_NAME, type RedactionOptions, type RedactionReport } from './event-redaction.js';
 import { maskPrivate } from './private-spans.js';
+import { withRelativeDates } from './relative-dates.js';
 import { hasTurnContext, TURN_CONTEXT_EVENTS, TURN_CONTEXT_KINDS, turnContext, type ContextSource } from './turn-context.js';
 
 export interface IngestOptions {
@@ -40,6 +41,11 @@ export interface IngestOptions {
    * {@link TURN_CONTEXT_EVENTS} (2); 0 indexes every event on its own words only (the ablation's baseline).
    */
   turnContextEvents?: number;
+  /**
+   * Index a dialogue turn's relative dates ("yesterday", "last week") resolved against its time, as words in the
+   * context column (relative-dates.ts). Default true; false for the ablation.
+   */
+  relativeDates?: boolean;
 }
 
 /** An append's outcome with what redaction replaced in the event (absent when nothing was, and for duplicates). */
@@ -55,6 +61,7 @@ const DEFAULTS = {
   maxIndexedChars: DEFAULT_MAX_INDEXED_CHARS,
   previewMaxChars: 1200,
   turnContextEvents: TURN_CONTEXT_EVENTS,
+  relativeDates: true as boolean,
 } as const;
 
 /**
@@ -252,7 +259,7 @@ export class Ingestor {
       content,
       tags,
       searchText,
-      searchMeta: searchMetaFor(v.kind, v.toolName, tags),
+      searchMeta: searchMetaFor(v.kind, v.toolName, tags, this.datesOf(v.kind, '', searchText, toEpochMs(v.ts, nowMs))),
     };
     if (artifact) draft.artifact = artifact;
     if (v.key !== undefined) draft.key = v.key;
@@ -264,6 +271,11 @@ export class Ingestor {
     if (v.toolCallId !== undefined) draft.toolCallId = v.toolCallId;
     if (v.meta !== undefined) draft.meta = v.meta;
     return draft;
+  }
+
+  /** A dialogue turn's context with its resolved relative dates added (relative-dates.ts), when that is on. */
+  private datesOf(kind: EventKind, context: string, text: string, tsMs: number): string {
+    return this.opts.relativeDates && hasTurnContext(kind) ? withRelativeDates(context, text, tsMs) : context;
   }
 
   /**
@@ -307,7 +319,7 @@ export class Ingestor {
     let window: ContextSource[] = stored.map((e) => ({ text: e.content, isMasked: false }));
     for (let i = 0; i < valid.length; i++) {
       const d = draftOf.get(i);
-      if (d && hasTurnContext(d.kind)) d.searchMeta = searchMetaFor(d.kind, d.toolName, d.tags, turnContext(window));
+      if (d && hasTurnContext(d.kind)) d.searchMeta = searchMetaFor(d.kind, d.toolName, d.tags, this.datesOf(d.kind, turnContext(window), d.searchText, d.tsMs));
       const source = sourceOf(i);
       if (source) window = [...window, source].slice(-depth);
     }

@@ -128,7 +128,7 @@ describe('speakers', () => {
   it('prefers the events of a speaker the query names, softly, from meta.speaker or meta.name', async () => {
     // Separate sessions, so that neither is found through the other's indexed context.
     const caroline = (await mem.append('c', [{ kind: 'user', content: 'I painted a sunrise over the lake, painted it twice', meta: { speaker: 'Caroline' } }]))[0]!.record.id;
-    const melanie = (await mem.append('m', [{ kind: 'user', content: 'I painted a sunrise last week', meta: { name: 'Melanie' } }]))[0]!.record.id;
+    const melanie = (await mem.append('m', [{ kind: 'user', content: 'I painted a sunrise at dawn', meta: { name: 'Melanie' } }]))[0]!.record.id;
     // Without the preference, the turn that says "painted" twice ranks first.
     expect(await order('what did Melanie paint', { speakerBoost: 0, retriever: 'fts' })).toEqual([caroline, melanie]);
     expect(await order("what did Melanie's kids paint", { retriever: 'fts' })).toEqual([melanie, caroline]);

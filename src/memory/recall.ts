@@ -16,7 +16,8 @@ import { mmrSelect, MMR_DEFAULTS } from './mmr.js';
 import { MAX_QUERY_TERMS, parseQuery, type ParsedQuery } from './query-terms.js';
 import { fuseSecondHop, looksMultiHop, SECOND_HOP_SOURCES, secondHopTerms } from './second-hop.js';
 import { feedbackVector, VECTOR_FEEDBACK_SOURCES } from './vector-feedback.js';
-import { inDateRanges, parseDateRanges } from './date-expressions.js';
+import { parseDateRanges } from './date-expressions.js';
+import { eventMeetsDates } from './relative-dates.js';
 import type { ModifierFactor, ModifierFactors, ModifierOptions } from './task-modifier.js';
 import { MODIFIER_FACTORS, taskModifier } from './task-modifier.js';
 import type { TypeQuotas } from './type-quotas.js';
@@ -100,6 +101,12 @@ export interface RecallOptions {
    * candidates' times fall in it, the others' relevance is divided by 1 + this. Default {@link DATE_BOOST}; 0 switches it off.
    */
   dateBoost?: number;
+  /**
+   * Whether the date boost also counts events whose relative dates ("yesterday", "last month": relative-dates.ts)
+   * resolve, against their own time, into the question's date. Default {@link RELATIVE_DATE_BOOST} (off); the
+   * resolved dates are indexed with the turn either way (IngestOptions.relativeDates), so full-text finds them.
+   */
+  relativeDates?: boolean;
 }
 
 export const SECOND_HOP_TRIGGERS = ['multi-hop', 'always'] as const;
@@ -128,6 +135,12 @@ export const VECTOR_FEEDBACK_WEIGHT = 0;
  * 1 equally (bench/results/locomo.md); the smaller keeps it a preference.
  */
 export const DATE_BOOST = 0.5;
+/**
+ * Default of {@link RecallOptions.relativeDates}: off. Indexing a turn's resolved relative dates gained on every
+ * development conversation with full-text recall; counting them in the date boost as well added nothing alone and
+ * cost a point on one conversation with the index (bench/results/locomo.md, "relative dates" rows).
+ */
+export const RELATIVE_DATE_BOOST = false;
 
 export const RETRIEVERS = ['fts', 'vector', 'hybrid'] as const;
 export type Retriever = (typeof RETRIEVERS)[number];
@@ -237,6 +250,7 @@ const DEFAULTS = {
   secondHopTrigger: SECOND_HOP_TRIGGER as SecondHopTrigger,
   vectorFeedbackWeight: VECTOR_FEEDBACK_WEIGHT,
   dateBoost: DATE_BOOST,
+  relativeDates: RELATIVE_DATE_BOOST as boolean,
 };
 type ResolvedOptions = typeof DEFAULTS & RecallOptions;
 /** Full-text candidates examined per requested hit: enough for re-ranking, few enough to stay fast. */
@@ -453,7 +467,8 @@ export class Recaller {
     const otherSpeaker = 1 / (1 + o.speakerBoost);
     // Dates the query names, when some candidates were said then (date-expressions.ts); a preference like the speaker's.
     const ranges = o.dateBoost > 0 ? parseDateRanges(query) : [];
-    const dated = ranges.length > 0 && pool.some((c) => inDateRanges(Date.parse(c.event.ts), ranges));
+    const saidThen = ranges.length > 0 ? new Set(pool.filter((c) => eventMeetsDates(c.event, ranges, o.relativeDates)).map((c) => c.event.id as string)) : new Set<string>();
+    const dated = saidThen.size > 0;
     const otherDate = 1 / (1 + o.dateBoost);
     const scored = pool.flatMap((c) => {
       const supersededBy = superseding.get(c.event.id);
@@ -462,7 +477,7 @@ export class Recaller {
       if (tm.modifier <= 0) return [];
       const speaker = named.size > 0 ? speakerOf(c.event) : undefined;
       const bySpeaker = named.size > 0 && !(speaker !== undefined && named.has(speaker)) ? c.relevance * otherSpeaker : c.relevance;
-      const relevance = dated && !inDateRanges(Date.parse(c.event.ts), ranges) ? bySpeaker * otherDate : bySpeaker;
+      const relevance = dated && !saidThen.has(c.event.id) ? bySpeaker * otherDate : bySpeaker;
       const recency = Math.pow(2, -(newestMs - Date.parse(c.event.ts)) / o.recencyHalfLifeMs);
       const baseScore = combine(relevance, 0, recency, o.recencyWeight);
       return [

@@ -6,6 +6,7 @@ import type { SessionId } from '../model/ids.js';
 import type { EventDraft, KeyedEvent, StorageBackend } from '../store/backend.js';
 import { decodeArtifact, sha256Hex } from './artifact-codec.js';
 import { DEFAULT_MAX_INDEXED_CHARS, searchMetaFor } from './ingest.js';
+import { withRelativeDates } from './relative-dates.js';
 import { indexTextOf } from './index-text.js';
 import { hasTurnContext, TURN_CONTEXT_EVENTS, turnContext, type ContextSource } from './turn-context.js';
 import { copyGraph, type GraphCopyReport } from './graph-copy.js';
@@ -77,7 +78,7 @@ export async function copyStore(from: StorageBackend, to: StorageBackend, option
       const artifacts = await missingArtifacts(from, to, batch);
       const drafts = await Promise.all(batch.map((e) => toDraft(e, from, maxIndexedChars)));
       drafts.forEach((d, j) => {
-        if (hasTurnContext(d.kind)) d.searchMeta = searchMetaFor(d.kind, d.toolName, d.tags, turnContext(window));
+        if (hasTurnContext(d.kind)) d.searchMeta = searchMetaFor(d.kind, d.toolName, d.tags, withRelativeDates(turnContext(window), d.searchText, d.tsMs));
         window = [...window, ...contextSourceOf(batch[j]!)].slice(-TURN_CONTEXT_EVENTS);
       });
       const outcomes = await to.appendEvents(session.id, drafts, artifacts, { project: session.project });

@@ -12,7 +12,9 @@ runStorageContract('turn context in the full-text index', ({ createHarness }) =>
   it('finds a reply by the question it answers, below the question itself', async () => {
     const [question, reply, next, beyond] = await ctx.mem.append('chat', [
       { kind: 'user', content: 'Did you finally visit the lighthouse museum in Oregon?' },
-      { kind: 'assistant', content: 'Yes, last Tuesday! It was wonderful.' },
+      // Not "last Tuesday": a relative date adds its resolved day to the context column (relative-dates.ts), and the
+      // longer column would rank this reply below the next turn, which this test compares it with.
+      { kind: 'assistant', content: 'Yes, on Tuesday! It was wonderful.' },
       { kind: 'user', content: 'Great to hear.' },
       { kind: 'assistant', content: 'Unrelated: the build is green again.' },
     ]);
@@ -22,7 +24,7 @@ runStorageContract('turn context in the full-text index', ({ createHarness }) =>
     expect(r.hits.map((h) => h.eventId)).not.toContain(beyond!.record.id);
     expect(r.hits[0]!.score).toBeGreaterThan(r.hits[1]!.score);
     // The hit is the reply itself, quoted as stored: the context is indexed, never shown.
-    expect(r.hits[1]!.excerpt).toBe('Yes, last Tuesday! It was wonderful.');
+    expect(r.hits[1]!.excerpt).toBe('Yes, on Tuesday! It was wonderful.');
   });
 
   it('takes context from the dialogue stored by earlier appends, two turns deep, within the session; not from tool records', async () => {
