@@ -8,13 +8,12 @@ import type { Tokenizer } from './providers/tokenizer.js';
 import { decodeArtifact, decodeArtifactAsync, sha256Hex } from './memory/artifact-codec.js';
 import { checkRehydrated } from './memory/artifact-lifecycle.js';
 import type { ImportFileOptions, ImportReport, ImportSourceFile } from './memory/import-runner.js';
-import { runImport } from './memory/import-runner.js';
 import type { IngestOptions } from './memory/ingest.js';
 import { Ingestor, type IngestOutcome } from './memory/ingest.js';
-import { reindexText, type TextReindexProgress } from './memory/index-text.js';
+import type { TextReindexProgress } from './memory/index-text.js';
 import { catchUpIdentifierIndex, type IdentifierCatchUpProgress } from './memory/identifier-catch-up.js';
 import { maskPrivate } from './memory/private-spans.js';
-import { purge, type PurgeOptions, type PurgeReport, type PurgeSelector } from './memory/purge.js';
+import type { PurgeOptions, PurgeReport, PurgeSelector } from './memory/purge.js';
 import type { RecallBatchResult, RecallOptions, RecallResult } from './memory/recall.js';
 import { Recaller } from './memory/recall.js';
 import type { EmbeddingIndexerOptions, VectorStatus } from './memory/embedding-indexer.js';
@@ -25,8 +24,7 @@ import { join, resolve as resolvePath } from 'node:path';
 import { Bus, type BusOptions } from './bus/bus.js';
 import type { BusAgent } from './bus/bus-agent.js';
 import type { PointerResolver } from './bus/resolvers/pointer-resolver.js';
-import { createPointerResolver } from './bus/resolvers/pointer-resolver.js';
-import { openRepoResolver, type RepoResolver } from './bus/resolvers/repo-resolver.js';
+import type { RepoResolver } from './bus/resolvers/repo-resolver.js';
 import type { AgentRecord } from './model/agent.js';
 import { TaskStateStore } from './memory/task-state-store.js';
 import { KarmaStore } from './memory/karma-store.js';
@@ -51,7 +49,6 @@ import type { StoreLocation } from './store/open-store.js';
 import { openStore } from './store/open-store.js';
 import { LruCache } from './util/lru-cache.js';
 import type { CopyOptions, CopyReport } from './memory/store-copy.js';
-import { copyStore } from './memory/store-copy.js';
 
 export interface OpenEngramOptions extends StoreLocation {
   /** Use this backend instead of opening one from `db`. The engine closes it on {@link Engram.close}. */
@@ -126,6 +123,7 @@ export async function migrateStore(from: StoreLocation, to: StoreLocation, optio
   try {
     const target = await openStore(to);
     try {
+      const { copyStore } = await import('./memory/store-copy.js');
       return await copyStore(source, target, options);
     } finally {
       await target.close();
@@ -239,7 +237,10 @@ export class Engram {
 
   private async openResolver(): Promise<PointerResolver> {
     const root = resolvePath(this.busOptions.repoRoot ?? process.cwd());
+    // The resolvers (and import, purge, copy, text reindex below) load on first use: a CLI recall never needs them (issue #14, CLI start).
+    const { createPointerResolver } = await import('./bus/resolvers/pointer-resolver.js');
     if (existsSync(join(root, '.git')) || existsSync(join(root, 'HEAD'))) {
+      const { openRepoResolver } = await import('./bus/resolvers/repo-resolver.js');
       this.repoResolver = await openRepoResolver({ repository: root });
     }
     return createPointerResolver({
@@ -381,7 +382,8 @@ export class Engram {
         throw err;
       }
     };
-    return reindexText(this.store, readText, onProgress);
+    const indexText = await import('./memory/index-text.js');
+    return indexText.reindexText(this.store, readText, onProgress);
   }
 
   async reindex(): Promise<{ isChanged: boolean; queued: number }> {
@@ -449,7 +451,7 @@ export class Engram {
    * IDEMPOTENCY_CONFLICT (`data.issues` lists the bad lines) unless `skipInvalid`, which skips and reports them.
    */
   importFile(source: ImportSourceFile, options: ImportFileOptions = {}): Promise<ImportReport> {
-    return runImport(this.ingestor, source, options);
+    return import('./memory/import-runner.js').then(({ runImport }) => runImport(this.ingestor, source, options));
   }
 
   /** An event by id or unique id prefix. */
@@ -514,6 +516,7 @@ export class Engram {
       const stored = await this.store.getArtifact(id);
       return stored ? decodeArtifact(stored.stored, stored.record.encoding) : null;
     };
+    const { purge } = await import('./memory/purge.js');
     const report = await purge(this.store, readBytes, resolved, options);
     // Decompressed artifact texts of this process may hold what was purged.
     if (!report.isDryRun) this.artifactTexts.clear();
