@@ -6,7 +6,7 @@
  * built-in embedder (hybrid recall, the embedding worker running in the server).
  *
  *   npm run bench -- http-load [--agents 8,32] [--backends sqlite,postgres] [--embedder none|builtin] [--seconds 20] [--warmup 2]
- *                              [--batch 4] [--retry-rate 0.05] [--profile]
+ *                              [--batch 4] [--retry-rate 0.05] [--profile] [--workers 1,2]
  *
  * Each backend and agent count is its own run on a fresh store; the report puts them side by side with the
  * targets of issue #14, then gives each run's detail.
@@ -42,14 +42,18 @@ export interface HttpLoadArgs {
   embedder?: 'none' | 'builtin';
   /** Write bench/results/http-load.{md,json} for this run alone. Default true. */
   writeReport?: boolean;
+  /** `engram serve --workers N`: processes serving HTTP (node:cluster). Default 1. */
+  workers?: number;
 }
 
 /** The targets of issue #14 for `engram serve` (32 agents, loopback). */
 export const HTTP_TARGETS = { appendPerSec: 2000, appendP95Ms: 20, recallPerSec: 500, recallP95Ms: 50 } as const;
 
-export interface HttpLoadSuiteArgs extends Omit<HttpLoadArgs, 'agents' | 'backend' | 'writeReport'> {
+export interface HttpLoadSuiteArgs extends Omit<HttpLoadArgs, 'agents' | 'backend' | 'writeReport' | 'workers'> {
   agents: number[];
   backends: BenchBackend[];
+  /** Each count of serving processes in turn (`--workers 1,2`). Default [1]. */
+  workers?: number[];
 }
 
 type Op = 'append' | 'recall' | 'retry';
@@ -82,7 +86,9 @@ function reportName(embedder: HttpLoadArgs['embedder']): string {
 export async function runHttpLoadSuite(args: HttpLoadSuiteArgs): Promise<HttpLoadReport[]> {
   const runs: HttpLoadReport[] = [];
   for (const backend of args.backends) {
-    for (const agents of args.agents) runs.push(await runHttpLoad({ ...args, agents, backend, writeReport: false }));
+    for (const workers of args.workers ?? [1]) {
+      for (const agents of args.agents) runs.push(await runHttpLoad({ ...args, agents, backend, workers, writeReport: false }));
+    }
   }
   mkdirSync('bench/results', { recursive: true });
   const name = reportName(args.embedder);
@@ -100,7 +106,7 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
   try {
     console.error(`== starting engram serve on ${backend} (${args.agents} agents)`);
     const profileDir = join(dir, 'profile');
-    const server = await startServer(store.location, args.embedder ?? 'none', args.profile ? profileDir : undefined);
+    const server = await startServer(store.location, args.embedder ?? 'none', args.profile ? profileDir : undefined, args.workers ?? 1);
     const admin = server.info.admin!.token;
     const post = (path: string, token: string, body: unknown) =>
       fetch(`${server.info.url}${path}`, {
@@ -126,7 +132,7 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
     console.error(`== ${args.agents} agents for ${args.warmupSeconds} + ${args.seconds} s`);
     // CPU time of each process over the measured window: the server's from /proc, the load generator's own.
     const cpuAt: Array<{ server: number | null; client: number; loadAvg: number }> = [];
-    const cpuSnapshot = () => cpuAt.push({ server: readCpuMs(server.pid), client: cpuMs(process.cpuUsage()), loadAvg: loadavg()[0]! });
+    const cpuSnapshot = () => cpuAt.push({ server: readTreeCpuMs(server.pid), client: cpuMs(process.cpuUsage()), loadAvg: loadavg()[0]! });
     const cpuTimers = [setTimeout(cpuSnapshot, measureFrom - performance.now()), setTimeout(cpuSnapshot, endAt - performance.now())];
 
     const timed = async (op: Op, fn: () => Promise<Response>): Promise<{ res: Response; body: any } | null> => {
@@ -213,7 +219,7 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
       }
     }
 
-    const maxRssMb = readMaxRssMb(server.pid);
+    const maxRssMb = [server.pid, ...childPids(server.pid)].map(readMaxRssMb).reduce<number | null>((sum, mb) => (sum === null || mb === null ? null : sum + mb), 0);
     console.error('== SIGTERM');
     const stopStart = performance.now();
     server.child.kill('SIGTERM');
@@ -279,10 +285,10 @@ interface StartedServer {
   exited: Promise<number | null>;
 }
 
-async function startServer(location: StoreLocation, embedder: 'none' | 'builtin', profileDir: string | undefined): Promise<StartedServer> {
+async function startServer(location: StoreLocation, embedder: 'none' | 'builtin', profileDir: string | undefined, workers: number): Promise<StartedServer> {
   const profiling = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
   const store = location.pg !== undefined ? ['--pg', location.pg] : ['--db', location.db!];
-  const child = spawn(process.execPath, [...profiling, '--import', 'tsx', 'bench/lib/serve-child.ts', 'serve', ...store, '--port', '0', '--json', '--embedder', embedder], {
+  const child = spawn(process.execPath, [...profiling, '--import', 'tsx', 'bench/lib/serve-child.ts', 'serve', ...store, '--port', '0', '--json', '--embedder', embedder, '--workers', String(workers)], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, ENGRAM_DB: '', ENGRAM_PG_URL: '' },
   });
@@ -324,6 +330,22 @@ function readCpuMs(pid: number): number | null {
   } catch {
     return null;
   }
+}
+
+/** Processes whose parent is `pid` (the workers of `engram serve --workers N`), from /proc; none elsewhere. */
+function childPids(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** CPU ms of the server and its worker processes (a worker that exited in between is not counted). */
+function readTreeCpuMs(pid: number): number | null {
+  const own = readCpuMs(pid);
+  if (own === null) return null;
+  return childPids(pid).reduce((sum, child) => sum + (readCpuMs(child) ?? 0), own);
 }
 
 function cpuMs(usage: NodeJS.CpuUsage): number {
@@ -398,7 +420,7 @@ export function renderReport(r: HttpLoadReport): string {
 Generated by \`npm run bench -- http-load\` on ${r.when} (${r.machine}, ${r.cpus} cores, ${r.memGiB} GiB; the load generator
 and the server share these cores). Code: \`bench/http-load.ts\`.
 
-**Setup.** \`engram serve\` in its own process on a fresh ${c.backend === 'postgres' ? 'PostgreSQL schema (the local server, same machine)' : 'SQLite store (the embedded default)'}, bound to 127.0.0.1, embedder \`${c.embedder}\`.
+**Setup.** \`engram serve${(c.workers ?? 1) > 1 ? ` --workers ${c.workers}` : ''}\` in its own process${(c.workers ?? 1) > 1 ? ` (${c.workers} worker processes serving HTTP, the primary keeping background work)` : ''} on a fresh ${c.backend === 'postgres' ? 'PostgreSQL schema (the local server, same machine)' : 'SQLite store (the embedded default)'}, bound to 127.0.0.1, embedder \`${c.embedder}\`.
 ${c.agents} agents, each added through \`POST /v1/agents\` with its own token and writing its own session, run a closed
 loop over ${c.transport}: append one turn of ${c.batch} events (\`POST /v1/events\`, every event keyed; synthetic
 coding-agent events of about 120 words, some tool outputs large enough to become artifacts), then one recall
@@ -421,7 +443,7 @@ ${round(1000 / totalPerSec, 1)} ms of server time each, on a core shared with th
 ${
   r.cpu
     ? `
-**CPU** (measured window): the server kept ${r.cpu.serverCores} cores busy (${r.cpu.serverMsPerRequest} ms of CPU per request), the load
+**CPU** (measured window): the server${(c.workers ?? 1) > 1 ? ' (all its processes)' : ''} kept ${r.cpu.serverCores} cores busy (${r.cpu.serverMsPerRequest} ms of CPU per request), the load
 generator ${r.cpu.clientCores} (${r.cpu.clientMsPerRequest} ms per request), on ${r.cpus} cores; 1-minute load average ${r.cpu.loadAverage} at the end.
 `
     : ''
@@ -434,7 +456,7 @@ After SIGTERM the store holds ${fmt(v.storedEvents)} events (${v.storeVerified ?
 ${fmt(v.retriedBatches)} retried batches all came back as duplicates with the original ids (${v.retryMismatches} mismatches).
 Needle recalls: ${fmt(v.needleFound)} of ${fmt(v.needleQueries)} found the needle in a hit.
 ${v.problems.length > 0 ? `\nProblems:\n${v.problems.map((p) => `- ${p}`).join('\n')}\n` : ''}
-**Server.** Peak RSS ${r.server.maxRssMb ?? '?'} MB; graceful shutdown after SIGTERM took ${r.server.shutdownMs} ms
+**Server.** Peak RSS ${r.server.maxRssMb ?? '?'} MB${(c.workers ?? 1) > 1 ? ' (summed over its processes)' : ''}; graceful shutdown after SIGTERM took ${r.server.shutdownMs} ms
 (exit code ${r.server.exitCode}).
 ${
   r.profile
@@ -463,7 +485,7 @@ function verdicts(runs: readonly HttpLoadReport[]): string {
       const a = r.ops.append;
       const q = r.ops.recall;
       return (
-        `- ${r.config.backend}, 32 agents: appends ${a.perSec}/s (>= ${t.appendPerSec}: ${mark(a.perSec >= t.appendPerSec)}), append p95 ${a.p95Ms} ms ` +
+        `- ${r.config.backend}${(r.config.workers ?? 1) > 1 ? ` (${r.config.workers} workers)` : ''}, 32 agents: appends ${a.perSec}/s (>= ${t.appendPerSec}: ${mark(a.perSec >= t.appendPerSec)}), append p95 ${a.p95Ms} ms ` +
         `(< ${t.appendP95Ms}: ${mark(a.p95Ms < t.appendP95Ms)}), recalls ${q.perSec}/s (>= ${t.recallPerSec}: ${mark(q.perSec >= t.recallPerSec)}), ` +
         `recall p95 ${q.p95Ms} ms (< ${t.recallP95Ms}: ${mark(q.p95Ms < t.recallP95Ms)}).`
       );
@@ -483,7 +505,7 @@ export function renderSuiteReport(runs: readonly HttpLoadReport[]): string {
     // What the server's one thread would answer with a whole core to itself, at the CPU each request took here.
     const perCore = r.cpu && r.cpu.serverMsPerRequest > 0 ? fmt(round(1000 / r.cpu.serverMsPerRequest, 0)) : '?';
     const cpu = r.cpu ? `${r.cpu.serverCores} / ${r.cpu.clientCores} | ${r.cpu.serverMsPerRequest} | ${perCore} | ${r.cpu.loadAverage}` : '? | ? | ? | ?';
-    return `| ${r.config.backend} | ${r.config.agents} | ${fmt(a.perSec)} | ${a.p95Ms} | ${fmt(q.perSec)} | ${q.p95Ms} | ${fmt(r.eventsPerSec)} | ${errors} | ${verified ? 'yes' : 'NO'} | ${cpu} |`;
+    return `| ${r.config.backend} | ${r.config.workers ?? 1} | ${r.config.agents} | ${fmt(a.perSec)} | ${a.p95Ms} | ${fmt(q.perSec)} | ${q.p95Ms} | ${fmt(r.eventsPerSec)} | ${errors} | ${verified ? 'yes' : 'NO'} | ${cpu} |`;
   });
   const first = runs[0];
   return `# HTTP API under load
@@ -493,10 +515,10 @@ generator and the server share these cores). Code: \`bench/http-load.ts\`. Embed
 (\`none\`: recall is full-text). Each row is a fresh store; each agent appends a turn of ${first?.config.batch ?? 4} events, then recalls,
 in a closed loop (details per run below).
 
-| backend | agents | appends/s | append p95 ms | recalls/s | recall p95 ms | events/s | errors | exactly once | cores: server / load generator | server CPU ms per request | requests/s per server core | load average |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |
+| backend | workers | agents | appends/s | append p95 ms | recalls/s | recall p95 ms | events/s | errors | exactly once | cores: server / load generator | server CPU ms per request | requests/s per server core | load average |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |
 ${rows.join('\n')}
-| **target (#14, 32 agents)** | 32 | >= ${fmt(t.appendPerSec)} | < ${t.appendP95Ms} | >= ${t.recallPerSec} | < ${t.recallP95Ms} | | 0 | yes | | | | |
+| **target (#14, 32 agents)** | | 32 | >= ${fmt(t.appendPerSec)} | < ${t.appendP95Ms} | >= ${t.recallPerSec} | < ${t.recallP95Ms} | | 0 | yes | | | | |
 
 Requests/s per server core: 1000 / the server's CPU ms per request, the rate its one JavaScript thread would keep
 with a core to itself (appends and recalls alternate, so half of it each). On a machine whose other processes
@@ -504,5 +526,5 @@ keep the load average far above its cores, this and the CPU columns are the figu
 
 ${verdicts(runs)}
 
-${runs.map((r) => renderReport(r).replace(/^# HTTP API under load\n/, `## ${r.config.backend}, ${r.config.agents} agents\n`)).join('\n')}`;
+${runs.map((r) => renderReport(r).replace(/^# HTTP API under load\n/, `## ${r.config.backend}, ${(r.config.workers ?? 1) > 1 ? `${r.config.workers} workers, ` : ''}${r.config.agents} agents\n`)).join('\n')}`;
 }

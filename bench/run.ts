@@ -21,7 +21,7 @@ const DEFAULT_TRANSCRIPT = resolve(REPO_ROOT, '../shared/bench-data/transcripts/
 const USAGE = `usage:
   npm run bench -- ingest-recall [--sizes 10000,100000] [--queries 300] [--single 3000] [--backends sqlite,postgres] [--writers 1,2,4] [--writer-events 5000]
   npm run bench -- embedder [--texts 20000] [--loads 5]
-  npm run bench -- http-load [--agents 8,32] [--backends sqlite,postgres] [--embedder none|builtin] [--seconds 20] [--warmup 2] [--batch 4] [--retry-rate 0.05] [--profile]
+  npm run bench -- http-load [--agents 8,32] [--backends sqlite,postgres] [--embedder none|builtin] [--seconds 20] [--warmup 2] [--batch 4] [--retry-rate 0.05] [--profile] [--workers 1,2]
   npm run bench -- context [--parts prefix,sweep,latency,ablation] [--windows 8192,16384,32768] [--turns 300] [--transcript FILE] [--transcript-windows <--windows>]
                            [--low-water-sweep 0.2,0.3,0.4,0.5,0.6]
                            [--sizes 10000,100000] [--steady-turns 200] [--latency-window 32768] [--probes 14] [--seed 42] [--no-profile]
@@ -75,6 +75,7 @@ const { values } = parseArgs({
     batch: { type: 'string', default: '4' },
     'retry-rate': { type: 'string', default: '0.05' },
     profile: { type: 'boolean', default: false },
+    workers: { type: 'string', default: '1' },
     engrams: { type: 'string', default: '100000' },
     repeats: { type: 'string', default: '1' },
     'no-redact': { type: 'boolean', default: false },
@@ -181,6 +182,7 @@ switch (name) {
       batch: int('batch', 1),
       retryRate,
       profile: values.profile,
+      workers: values.workers.split(',').map((w) => (Number.isInteger(Number(w)) && Number(w) >= 1 ? Number(w) : fail(`--workers: expected integers >= 1, found "${values.workers}"`))),
     });
     break;
   }

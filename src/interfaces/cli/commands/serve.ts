@@ -7,10 +7,12 @@ import type { AgentWithToken } from '../../../memory/agent-registry.js';
 import { DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT, DEFAULT_MAX_BODY_BYTES } from '../../http/defaults.js';
 import { EXIT } from '../exit-codes.js';
 import type { Io } from '../output.js';
+import type { HttpServerOptions } from '../../http/server.js';
 import { parseInteger } from './recall.js';
 import { tokenNotice } from './agent.js';
 import { startConsolidationWorker } from '../consolidation-worker-option.js';
 import { IdentifierCatchUpWorker } from '../../../memory/identifier-catch-up-worker.js';
+import { isServeWorker, leavePrimary, parseWorkers, primaryGone, reportToPrimary, startServeWorkers } from '../serve-workers.js';
 
 export interface ServeArgs {
   port?: string;
@@ -24,6 +26,8 @@ export interface ServeArgs {
   consolidateIdle?: string;
   /** `--artifacts-cold-after <age>`: the artifact lifecycle's cut-off (the consolidation worker runs it). */
   artifactsColdAfter?: string;
+  /** `--workers <n>`: serve from n processes (serve-workers.ts). Default 1: this process serves. */
+  workers?: string;
 }
 
 /** Name of the admin agent `engram serve` creates in a store that has no agent yet. */
@@ -40,6 +44,8 @@ export async function serveCommand(mem: Engram, args: ServeArgs, io: Io, version
   const host = args.host ?? DEFAULT_HTTP_HOST;
   const port = args.port !== undefined ? parseInteger(args.port, 'port') : DEFAULT_HTTP_PORT;
   const maxBodyBytes = args.maxBodyBytes !== undefined ? parseInteger(args.maxBodyBytes, 'max-body-bytes') : DEFAULT_MAX_BODY_BYTES;
+  const workers = parseWorkers(args.workers);
+  if (isServeWorker()) return serveAsWorker(mem, { host, port, version, maxBodyBytes, ...(args.cors !== undefined ? { corsOrigin: args.cors } : {}) }, io);
   if (!isLoopback(host)) {
     if (!args.allowRemote) {
       throw new EngramError(
@@ -62,7 +68,7 @@ export async function serveCommand(mem: Engram, args: ServeArgs, io: Io, version
   });
   identifierCatchUp.start();
   const { startHttpServer } = await import('../../http/server.js');
-  const server = await startHttpServer(mem, {
+  const server = workers > 1 ? await startServeWorkers(workers, (line) => io.err(line)) : await startHttpServer(mem, {
     host,
     port,
     version,
@@ -84,12 +90,12 @@ export async function serveCommand(mem: Engram, args: ServeArgs, io: Io, version
   try {
     const embedding = `${embeddingNote(mem)}; ${consolidation?.note ?? 'consolidation: off'}`;
     if (args.json) {
-      io.out(JSON.stringify({ url: server.url, mcp: `${server.url}/mcp`, admin: admin ?? null, embedder: mem.indexer?.embedder.name ?? null }));
+      io.out(JSON.stringify({ url: server.url, mcp: `${server.url}/mcp`, admin: admin ?? null, embedder: mem.indexer?.embedder.name ?? null, workers }));
     } else {
       // One write: a reader that waits for the address line gets the agent line with it.
       io.out(
         [
-          `Engram listening on ${server.url} (HTTP API under /v1, MCP at ${server.url}/mcp, dashboard at ${server.url}/; store: ${mem.store.name}; ${embedding})`,
+          `Engram listening on ${server.url} (HTTP API under /v1, MCP at ${server.url}/mcp, dashboard at ${server.url}/; store: ${mem.store.name}; ${embedding}${workers > 1 ? `; ${workers} worker processes` : ''})`,
           admin
             ? `Created the admin agent "${admin.agent.name}". ${tokenNotice(admin.token)}`
             : 'Agents: engram agent list; add one with: engram agent add NAME --role ROLE [--parent NAME]',
@@ -98,16 +104,49 @@ export async function serveCommand(mem: Engram, args: ServeArgs, io: Io, version
     }
     const signal = await stopped;
     io.err(`engram serve: ${signal}: finishing requests in flight...`);
-    await server.close();
+    const isClean = 'stop' in server ? await server.stop() : (await server.close(), true);
     // No request is left that could queue an event: stop the worker (its batch in flight finishes) before the store closes.
     await mem.indexer?.stop();
     await consolidation?.worker.stop();
     await identifierCatchUp.stop();
     io.err('engram serve: stopped');
-    return EXIT.OK;
+    return isClean ? EXIT.OK : EXIT.FAILURE;
   } finally {
     process.off('SIGTERM', onSigterm);
     process.off('SIGINT', onSigint);
+  }
+}
+
+/**
+ * One of the processes of `engram serve --workers N`: serves HTTP on the shared socket until SIGTERM or SIGINT (or
+ * until the primary is gone), then shuts down gracefully. No admin bootstrap, consolidation or embedding worker
+ * here: the primary runs those once for the store.
+ */
+async function serveAsWorker(mem: Engram, options: HttpServerOptions, io: Io): Promise<number> {
+  const { startHttpServer } = await import('../../http/server.js');
+  let server: Awaited<ReturnType<typeof startHttpServer>>;
+  try {
+    server = await startHttpServer(mem, { ...options, overrideGlobalObjects: true, log: (line) => io.err(line) });
+  } catch (err) {
+    reportToPrimary({ engramServe: 'failed', message: err instanceof Error ? err.message : String(err) });
+    throw err;
+  }
+  let stop: () => void = () => {};
+  const stopped = new Promise<void>((resolve) => {
+    stop = resolve;
+  });
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  void primaryGone().then(stop);
+  try {
+    reportToPrimary({ engramServe: 'listening', url: server.url, port: server.port });
+    await stopped;
+    await server.close();
+    return EXIT.OK;
+  } finally {
+    process.off('SIGTERM', stop);
+    process.off('SIGINT', stop);
+    leavePrimary();
   }
 }
 
@@ -151,6 +190,7 @@ export function register(program: Command, context: CliContext): void {
     .option('--consolidate-idle <duration>', 'summarize a session once idle this long: 90s, 15m (default), 2h; the model of --llm, else deterministic')
     .option('--artifacts-cold-after <age>', 'hourly, move artifacts older than this to the cold tier: 30d (default $ENGRAM_ARTIFACT_COLD_AFTER, else 30d)')
     .option('--no-consolidate', 'no consolidation worker')
+    .option('--workers <n>', 'serve from n processes sharing the port (default 1); background work stays in this one')
     // The embedding worker runs in the background while serving (--embedder none turns it off).
-    .action(context.withStore((m, args: ServeArgs & GlobalOptions) => serveCommand(m, args, io, context.version), true, 'background'));
+    .action(context.withStore((m, args: ServeArgs & GlobalOptions) => serveCommand(m, args, io, context.version), true, () => (isServeWorker() ? 'foreground' : 'background')));
 }
