@@ -10,6 +10,7 @@ import { postgresDecisionMigrationSql } from './decision-migration.js';
 import { postgresArtifactTierMigrationSql } from './artifact-tier-migration.js';
 import { postgresIdentifierMigrationSql, postgresIdentifierBacklogMigrationSql } from './postgres-identifier-index.js';
 import { postgresVectorCodesMigrationSql } from './postgres-vector-codes.js';
+import { postgresPhrasePairsMigrationSql } from './postgres-phrase-pairs.js';
 
 export interface PostgresMigration {
   version: number;
@@ -589,6 +590,11 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
     version: 19,
     description: 'identifier index: appends queue events for the catch-up instead of writing their keys',
     sql: (s) => postgresIdentifierBacklogMigrationSql(s),
+  },
+  {
+    version: 20,
+    description: 'phrase pairs: a GIN index of the pairs of consecutive lexemes of each full-text chunk',
+    sql: (s) => postgresPhrasePairsMigrationSql(s),
   },
 ];
 
