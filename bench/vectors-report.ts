@@ -31,12 +31,12 @@ const VARIANTS: Array<{ name: string; index: VectorIndexOptions; note: string }>
   {
     name: 'codes-default',
     index: { minVectors: 0 },
-    note: 'the default index (one-bit codes, exact re-rank of the best 2,000) forced on: a conversation is smaller than the re-rank, so this is exact by construction',
+    note: 'the default index (rotated one-bit codes, exact re-rank of the best 1,000) forced on: a conversation is smaller than the re-rank, so this is exact by construction',
   },
   {
     name: 'codes-first-pass',
     index: { minVectors: 0, rerank: 1 },
-    note: "one-bit codes, only the 100 neighbours recall asks for re-ranked: the first pass alone picks them (harsher than at 1M, where 2,000 of the store's best are re-ranked)",
+    note: "rotated one-bit codes, only the 100 neighbours recall asks for re-ranked: the first pass alone picks them (harsher than at 1M, where 1,000 of the store's best are re-ranked)",
   },
   { name: 'ivf-default', index: { minVectors: 0, index: 'ivf' }, note: 'the former IVF index forced on (no size threshold), default lists and probes' },
   { name: 'ivf-1/4', index: { minVectors: 0, index: 'ivf', lists: 16, probes: 4 }, note: 'IVF, 16 lists, 4 probed (a quarter of each conversation compared)' },

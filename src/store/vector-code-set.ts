@@ -4,10 +4,12 @@
  * query over them. Contiguous so the scan is one tight loop over one array instead of a loop per block, and
  * sessions and kinds numbered once for the whole set, so a filter becomes a small lookup table.
  *
- * The first pass has two stages when the set is large: the Hamming distance between each code and the query's own
- * signs (32 bits at a time, counted with the usual bit tricks: about half the cost of the float estimate), which
- * keeps the nearest {@link CodeScanOptions.prefilter}; then the asymmetric float estimate (the query in floats,
- * vector-codes.ts queryTable) over those only, which keeps the best `want` for the caller's exact re-rank.
+ * The first pass is gated when the set is large: each code's Hamming distance to the query's own signs (32 bits
+ * at a time, counted with the usual bit tricks: about half the cost of the float estimate) is compared with a cut
+ * drawn from a sample of the codes so that about {@link CodeScanOptions.prefilter} pass, and only those get the
+ * asymmetric float estimate (the query in floats, vector-codes.ts queryTable) while their code is in cache; the
+ * best `want` by the estimate go to the caller's exact re-rank. One pass: a first pass keeping the nearest by
+ * Hamming distance and a second scoring them was slower than scoring every code (100,000 scattered reads).
  */
 import type { CodeBlock, CodeFilter } from './vector-codes.js';
 import { TopScores } from './vector-codes.js';
@@ -31,8 +33,6 @@ export class CodeSet {
   sessions: Int32Array;
   kinds: Uint16Array;
   ts: Float64Array;
-  /** Hamming distances of the last scan, kept for the next (a scan allocates nothing of the set's size). */
-  private dist = new Uint16Array(0);
   private readonly sessionIds = new Map<string, number>();
   private readonly kindIds = new Map<string, number>();
 
@@ -66,19 +66,17 @@ export class CodeSet {
 
   /**
    * The `want` best slots for `query` among those passing `filter`, as positions, best first. Slots scored by the
-   * float estimate: all of them, or the `options.prefilter` nearest in Hamming distance when there are more.
+   * float estimate: all of them, or when there are more than `options.prefilter`, those within the Hamming cut
+   * ({@link gateCut}); should fewer than `want` pass it, every slot.
    */
   scan(query: CodeQuery, filter: CodeFilter | null, want: number, options: CodeScanOptions): number[] {
     const allow = this.allowed(filter);
     const top = new TopScores(want);
     if (options.prefilter > 0 && this.count > options.prefilter) {
-      const near = this.nearestByHamming(query.bits, allow, options.prefilter);
-      const { codes, scales, words } = this;
-      for (let j = 0; j < near.length; j++) {
-        const i = near[j]!;
-        top.offer(i, scoreCode(codes, i * words, words, query.table) * scales[i]!);
-      }
-      return top.positions();
+      const cut = this.gateCut(query.bits, allow, options.prefilter);
+      const scored = this.words === 8 ? gated256(this.codes, this.scales, this.count, query, cut, allow, top) : this.gated(query, cut, allow, top);
+      if (scored >= want) return top.positions();
+      top.size = 0;
     }
     if (allow === null) scoreAll(this.codes, this.scales, this.count, this.words, query.table, top);
     else {
@@ -125,30 +123,43 @@ export class CodeSet {
   }
 
   /**
-   * The positions of the `keep` allowed slots nearest `bits` in Hamming distance (ties at the cut by position), in
-   * position order: the distances in one pass, a histogram of them for the cut, the positions in a second pass.
+   * The Hamming distance to `bits` at or below which about `keep` allowed slots lie: the distances of an even
+   * sample of at most {@link GATE_SAMPLE} allowed slots (every slot of a smaller set), cut at `keep`'s share.
    */
-  nearestByHamming(bits: Uint32Array, allow: Uint8Array | null, keep: number): Int32Array {
+  gateCut(bits: Uint32Array, allow: Uint8Array | null, keep: number): number {
     const { codes, words, count } = this;
-    const far = words * 32 + 1;
-    if (this.dist.length < count) this.dist = new Uint16Array(this.scales.length);
-    const dist = this.dist;
-    hammingAll(codes, count, words, bits, dist);
-    if (allow !== null) for (let i = 0; i < count; i++) if (allow[i] === 0) dist[i] = far;
-    const histogram = new Int32Array(far + 1);
-    for (let i = 0; i < count; i++) histogram[dist[i]!]!++;
-    let cut = 0;
-    let below = 0;
-    while (cut < far && below + histogram[cut]! < keep) below += histogram[cut++]!;
-    // Every slot nearer than `cut`, and slots at `cut` until `keep` (never a filtered-out one).
-    let atCut = cut < far ? keep - below : 0;
-    const out = new Int32Array(Math.min(keep, count));
-    let n = 0;
-    for (let i = 0; i < count && n < out.length; i++) {
-      const d = dist[i]!;
-      if (d < cut || (d === cut && atCut-- > 0)) out[n++] = i;
+    const step = Math.max(1, Math.floor(count / GATE_SAMPLE));
+    const histogram = new Int32Array(words * 32 + 1);
+    let sampled = 0;
+    const one = new Uint16Array(1);
+    for (let i = 0; i < count; i += step) {
+      if (allow !== null && allow[i] === 0) continue;
+      hammingAll(codes.subarray(i * words, (i + 1) * words), 1, words, bits, one);
+      histogram[one[0]!]!++;
+      sampled++;
     }
-    return out.subarray(0, n);
+    const allowedTotal = allow === null ? count : allow.reduce((n, a) => n + a, 0);
+    const share = sampled * Math.min(1, keep / Math.max(1, allowedTotal));
+    let cut = 0;
+    let below = histogram[0]!;
+    while (cut < words * 32 && below < share) below += histogram[++cut]!;
+    return cut;
+  }
+
+  /** {@link gated256} for codes of any length. Returns how many slots were scored. */
+  private gated(query: CodeQuery, cut: number, allow: Uint8Array | null, top: TopScores): number {
+    const { codes, scales, words, count } = this;
+    const one = new Uint16Array(1);
+    let scored = 0;
+    for (let i = 0, o = 0; i < count; i++, o += words) {
+      if (allow !== null && allow[i] === 0) continue;
+      hammingAll(codes.subarray(o, o + words), 1, words, query.bits, one);
+      if (one[0]! > cut) continue;
+      scored++;
+      const s = scoreCode(codes, o, words, query.table) * scales[i]!;
+      if (s > top.floor) top.offer(i, s);
+    }
+    return scored;
   }
 
   /** Room for `size` slots (grown by half again at least when full). */
@@ -176,6 +187,47 @@ function numberOf(ids: Map<string, number>, name: string): number {
     ids.set(name, n);
   }
   return n;
+}
+
+/** Allowed slots sampled for the Hamming cut of a gated scan. */
+export const GATE_SAMPLE = 8192;
+
+/**
+ * The gated scan for codes of 8 words (256 dimensions, the built-in embedder's), unrolled: each allowed slot's
+ * Hamming distance to the query's signs, and the float estimate of those within `cut`. Returns how many were scored.
+ */
+function gated256(codes: Uint32Array, scales: Float32Array, count: number, query: CodeQuery, cut: number, allow: Uint8Array | null, top: TopScores): number {
+  const { bits, table } = query;
+  const q0 = bits[0]!;
+  const q1 = bits[1]!;
+  const q2 = bits[2]!;
+  const q3 = bits[3]!;
+  const q4 = bits[4]!;
+  const q5 = bits[5]!;
+  const q6 = bits[6]!;
+  const q7 = bits[7]!;
+  let floor = top.floor;
+  let scored = 0;
+  for (let i = 0, o = 0; i < count; i++, o += 8) {
+    if (allow !== null && allow[i] === 0) continue;
+    const d =
+      popcount(codes[o]! ^ q0) +
+      popcount(codes[o + 1]! ^ q1) +
+      popcount(codes[o + 2]! ^ q2) +
+      popcount(codes[o + 3]! ^ q3) +
+      popcount(codes[o + 4]! ^ q4) +
+      popcount(codes[o + 5]! ^ q5) +
+      popcount(codes[o + 6]! ^ q6) +
+      popcount(codes[o + 7]! ^ q7);
+    if (d > cut) continue;
+    scored++;
+    const s = scoreCode(codes, o, 8, table) * scales[i]!;
+    if (s > floor) {
+      top.offer(i, s);
+      floor = top.floor;
+    }
+  }
+  return scored;
 }
 
 /** Every slot's float estimate offered to `top` (a loop of its own, so V8 compiles it without the filter checks). */

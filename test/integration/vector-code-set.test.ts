@@ -75,9 +75,8 @@ describe('one-bit code set (vector-code-set.ts)', () => {
     }
   });
 
-  it('scans blocks appended one by one as a brute-force pass over every vector does, filters included', () => {
-    const rand = prng(2);
-    const dims = 48; // padded to 64 by the rotation
+  it.each([48, 256])('scans blocks appended one by one as a brute-force pass over every vector does, filters included (%i dimensions)', (dims) => {
+    const rand = prng(2); // 48 is padded to 64 by the rotation; 256 takes the unrolled 8-word loop
     const mean = new Float32Array(dims);
     const all = [...rows(700, dims, rand, 1), ...rows(500, dims, rand, 2_000), ...rows(300, dims, rand, 5_000)];
     for (const r of all) for (let d = 0; d < dims; d++) mean[d]! += r.embedding[d]! / all.length;
@@ -99,20 +98,26 @@ describe('one-bit code set (vector-code-set.ts)', () => {
         all.forEach((_, i) => allowed[i] && ref.offer(i, scoreCode(codes, i * words, words, query.table) * scales[i]!));
         expect(set.scan(query, filter, 40, { prefilter: 0 })).toEqual(ref.positions());
 
-        // The Hamming stage keeps the `keep` nearest allowed codes: the same distances as a sort of them.
+        // The Hamming gate: a cut at which `keep` allowed codes lie (every code sampled in a set this small).
         const keep = 150;
         const dist = new Uint16Array(all.length);
         hammingAll(codes, all.length, words, query.bits, dist);
-        const nearest = set.nearestByHamming(query.bits, set.allowed(filter), keep);
-        const allowedDistances = all.flatMap((_, i) => (allowed[i] ? [dist[i]!] : [])).sort((x, y) => x - y);
-        expect(nearest.length).toBe(Math.min(keep, allowedDistances.length));
-        expect([...nearest].every((p) => allowed[p])).toBe(true);
-        expect([...nearest].map((p) => dist[p]!).sort((x, y) => x - y)).toEqual(allowedDistances.slice(0, keep));
-
-        // Two stages: the float estimate over exactly those kept codes.
-        const two = new TopScores(40);
-        for (const p of nearest) two.offer(p, scoreCode(codes, p * words, words, query.table) * scales[p]!);
-        expect(set.scan(query, filter, 40, { prefilter: keep })).toEqual(two.positions());
+        const cut = set.gateCut(query.bits, set.allowed(filter), keep);
+        const allowedDistances = all.flatMap((_, i) => (allowed[i] ? [dist[i]!] : []));
+        const within = (c: number): number => allowedDistances.filter((d) => d <= c).length;
+        if (allowedDistances.length > 0) {
+          expect(within(cut)).toBeGreaterThanOrEqual(Math.min(keep, allowedDistances.length));
+          if (cut > 0) expect(within(cut - 1)).toBeLessThan(keep);
+        }
+        // The float estimate over exactly the allowed codes within the cut (over all of them when fewer than 40 pass).
+        const gated = new TopScores(40);
+        let passed = 0;
+        all.forEach((_, i) => {
+          if (!allowed[i] || dist[i]! > cut) return;
+          passed++;
+          gated.offer(i, scoreCode(codes, i * words, words, query.table) * scales[i]!);
+        });
+        expect(set.scan(query, filter, 40, { prefilter: keep })).toEqual(passed >= 40 ? gated.positions() : ref.positions());
         expect(set.rowids[set.scan(query, filter, 1, { prefilter: 0 })[0] ?? 0]).toBe(all[ref.positions()[0] ?? 0]?.rowid);
       }
     }
