@@ -1,7 +1,8 @@
 import type { EventId } from '../../model/ids.js';
 import type { VectorHit, VectorIndexStatus, VectorModel, VectorSearchQuery } from '../backend.js';
-import type { CodeBlock, CodeFilter } from '../vector-codes.js';
-import { blockFromBytes, blockToBytes, codeWords, encodeBlock, queryTable, scanBlock, TopScores } from '../vector-codes.js';
+import type { CodeFilter } from '../vector-codes.js';
+import { blockFromBytes, blockToBytes, codeWords, encodeRotatedBlock, ROTATED_ENCODING, rotatedDims, rotatedQuery } from '../vector-codes.js';
+import { CodeSet } from '../vector-code-set.js';
 import { visibleSessionSql } from './postgres-sessions.js';
 import type { PgRunner } from './postgres-vectors.js';
 
@@ -15,12 +16,16 @@ const READ_BATCH = 5000;
  * Candidates of the one-bit first pass ranked exactly on their float vectors (as on SQLite, sqlite-vector-codes.ts;
  * recall against exact search in bench/results/vectors-scale.md).
  */
-export const PG_DEFAULT_RERANK_CANDIDATES = 2000;
+export const PG_DEFAULT_RERANK_CANDIDATES = 1000;
+/** Codes kept by the Hamming stage of the first pass before the float estimate (vector-code-set.ts), as on SQLite. */
+export const PG_DEFAULT_PREFILTER_CODES = 100_000;
 
 /** What the store keeps about its code index (store_meta {@link PG_CODES_META_KEY}). */
 export interface PgCodesMeta {
   model: string;
   dimensions: number;
+  /** How codes were made: {@link ROTATED_ENCODING} (vector-codes.ts); an index of another encoding is rebuilt. */
+  encoding: string;
   /** The watermark: every vector with `code_seq` up to this is in a block; those above are the tail. */
   covered: number;
   blocks: number;
@@ -61,7 +66,7 @@ interface CodeRow {
  * and appends the tail as new blocks; a purge zeroes its codes; a model switch drops it; queries never build it.
  */
 export class PostgresVectorCodes {
-  private cache: { key: string; mean: Float32Array; blocks: CodeBlock[] } | undefined;
+  private cache: { key: string; set: CodeSet; blocks: number } | undefined;
 
   constructor(
     private readonly s: string,
@@ -69,7 +74,14 @@ export class PostgresVectorCodes {
     private readonly transaction: <T>(fn: (c: PgRunner) => Promise<T>) => Promise<T>,
     /** Candidates of the first pass ranked exactly. */
     readonly rerank = PG_DEFAULT_RERANK_CANDIDATES,
+    /** Codes kept by the first pass's Hamming stage (0: every code gets the float estimate). */
+    readonly prefilter = PG_DEFAULT_PREFILTER_CODES,
   ) {}
+
+  /** Whether `meta` is an index this code can search for `model`. */
+  private isCurrent(meta: PgCodesMeta | null, model: VectorModel): meta is PgCodesMeta {
+    return meta !== null && meta.model === model.name && meta.dimensions === model.dimensions && meta.encoding === ROTATED_ENCODING;
+  }
 
   /** The index as stored (null when there is none). */
   async readMeta(c?: PgRunner): Promise<PgCodesMeta | null> {
@@ -96,7 +108,7 @@ export class PostgresVectorCodes {
     return this.transaction(async (c) => {
       await c.query(codesLockSql(this.s, false));
       const meta = await this.readMeta(c);
-      if (meta === null || meta.model !== model.name || meta.dimensions !== model.dimensions) {
+      if (!this.isCurrent(meta, model)) {
         const n = Number((await c.query<{ n: string }>(`SELECT count(*) AS n FROM ${this.s}.event_vectors`)).rows[0]?.n ?? 0);
         if (n === 0 || n < minVectors) return { state: 'not-needed', vectors: n, ms: Date.now() - started };
         const built = await this.build(c, model);
@@ -117,7 +129,7 @@ export class PostgresVectorCodes {
     const f = q.filter ?? {};
     if (f.taskId !== undefined) return null;
     const meta = await this.readMeta();
-    if (meta === null || meta.model !== model.name || meta.dimensions !== model.dimensions) return null;
+    if (!this.isCurrent(meta, model)) return null;
     let sessions = f.sessionIds && f.sessionIds.length > 0 ? [...new Set<string>(f.sessionIds)] : undefined;
     if (f.visibleToProject !== undefined) {
       const visible = await this.query<{ id: string }>(`SELECT DISTINCT id FROM (${visibleSessionSql(this.s, '$1')}) v(id)`, [f.visibleToProject]);
@@ -129,7 +141,7 @@ export class PostgresVectorCodes {
     const fromMs = f.fromMs !== undefined ? Math.ceil(f.fromMs) : undefined;
     const toMs = f.toMs !== undefined ? Math.floor(f.toMs) : undefined;
 
-    const blocks = await this.load(meta);
+    const set = await this.load(meta);
     const filter: CodeFilter | null =
       sessions || kinds || fromMs !== undefined || toMs !== undefined
         ? {
@@ -139,23 +151,9 @@ export class PostgresVectorCodes {
             ...(toMs !== undefined ? { toMs } : {}),
           }
         : null;
-    const top = new TopScores(Math.max(q.limit, this.rerank));
-    const table = queryTable(q.vector, meta.dimensions);
-    const words = codeWords(meta.dimensions);
-    const starts: number[] = [];
-    let base = 0;
-    for (const block of blocks) {
-      starts.push(base);
-      scanBlock(block, table, words, filter, top, base);
-      base += block.count;
-    }
-    const candidates: number[] = [];
-    let b = 0;
-    for (const p of top.positions().sort((x, y) => x - y)) {
-      while (b + 1 < starts.length && starts[b + 1]! <= p) b++;
-      const seq = blocks[b]!.rowids[p - starts[b]!]!;
-      if (seq > 0) candidates.push(seq);
-    }
+    const positions = set.scan(rotatedQuery(q.vector), filter, Math.max(q.limit, this.rerank), { prefilter: this.prefilter });
+    // A purged vector's slot holds seq 0 (forgetPgVectorCodes).
+    const candidates = positions.map((p) => set.rowids[p]!).filter((seq) => seq > 0);
 
     // The candidates by code_seq and the tail under the query's filters, in one round trip.
     const params: unknown[] = [candidates, meta.covered];
@@ -182,21 +180,27 @@ export class PostgresVectorCodes {
     return Number(rows[0]?.n ?? 0);
   }
 
-  /** The blocks in memory: read once per build (or purge rewrite), then only those appended since, by any server. */
-  private async load(meta: PgCodesMeta): Promise<CodeBlock[]> {
+  /**
+   * The codes in memory as one contiguous set (vector-code-set.ts): read once per build (or purge rewrite), then
+   * extended by the blocks appended since, by any server.
+   */
+  private async load(meta: PgCodesMeta): Promise<CodeSet> {
     const key = `${meta.builtAtMs}:${meta.rewrites}`;
-    if (!this.cache || this.cache.key !== key) this.cache = { key, mean: new Float32Array(0), blocks: [] };
+    if (!this.cache || this.cache.key !== key) this.cache = { key, set: new CodeSet(codeWords(rotatedDims(meta.dimensions))), blocks: 0 };
     const cache = this.cache;
-    const have = cache.blocks.length;
-    if (have < meta.blocks) {
+    if (cache.blocks < meta.blocks) {
       const rows = await this.query<{ block: number; data: Buffer }>(`SELECT block, data FROM ${this.s}.vector_codes WHERE block >= $1 AND block < $2 ORDER BY block`, [
-        have,
+        cache.blocks,
         meta.blocks,
       ]);
-      // Another query of this server may have extended the cache meanwhile: only the next block in order is added.
-      for (const r of rows) if (r.block === cache.blocks.length) cache.blocks.push(blockFromBytes(r.data));
+      // Another query of this server may have extended the set meanwhile: only the next block in order is added.
+      for (const r of rows) {
+        if (r.block !== cache.blocks) continue;
+        cache.set.append(blockFromBytes(r.data));
+        cache.blocks++;
+      }
     }
-    return cache.blocks.slice(0, meta.blocks);
+    return cache.set;
   }
 
   private async readMean(c: PgRunner): Promise<Float32Array> {
@@ -222,7 +226,7 @@ export class PostgresVectorCodes {
       MEAN_KEY,
       JSON.stringify(Array.from(mean)),
     ]);
-    const meta: PgCodesMeta = { model: model.name, dimensions: dims, covered: 0, blocks: 0, vectors: 0, builtAtMs: Date.now(), rewrites: 0 };
+    const meta: PgCodesMeta = { model: model.name, dimensions: dims, encoding: ROTATED_ENCODING, covered: 0, blocks: 0, vectors: 0, builtAtMs: Date.now(), rewrites: 0 };
     await this.appendTail(c, meta, mean, true);
     return meta;
   }
@@ -240,7 +244,7 @@ export class PostgresVectorCodes {
         meta.blocks,
         pending[0]!.rowid,
         pending[pending.length - 1]!.rowid,
-        blockToBytes(encodeBlock(pending, mean)),
+        blockToBytes(encodeRotatedBlock(pending, mean)),
       ]);
       meta.blocks++;
       appended += pending.length;

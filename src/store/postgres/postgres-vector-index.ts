@@ -19,6 +19,8 @@ export interface PgVectorIndexOptions {
   index?: 'codes' | 'ivf';
   /** Candidates of the code index's first pass ranked exactly (default `PG_DEFAULT_RERANK_CANDIDATES`). */
   rerank?: number;
+  /** Codes the first pass's Hamming stage keeps (default `PG_DEFAULT_PREFILTER_CODES`; 0: none dropped). */
+  prefilter?: number;
 }
 
 /**

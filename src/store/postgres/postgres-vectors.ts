@@ -47,7 +47,7 @@ export class PostgresVectors {
   /** Sets how queries use the IVF index (the backend's `vectorIndex` option, postgres-vector-index.ts). */
   configureIndex(options: PgVectorIndexOptions = {}): void {
     this.index = new PostgresVectorIndex(this.s, this.query, this.transaction, options);
-    this.codes = new PostgresVectorCodes(this.s, this.query, this.transaction, options.rerank);
+    this.codes = new PostgresVectorCodes(this.s, this.query, this.transaction, options.rerank, options.prefilter);
     this.indexOptions = options;
   }
 
