@@ -101,6 +101,8 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
     hybrid('no relative dates', { relativeDates: false }),
     fts('no relative dates', { relativeDates: false }),
     hybrid('relative dates in the date boost', { recallOptions: { relativeDates: true } }),
+    hybrid('vector share by multi-hop look', { recallOptions: { vectorShare: 'multi-hop' } }),
+    hybrid('vector share by agreement', { recallOptions: { vectorShare: 'agreement' } }),
   ];
   const unique = new Map(settings.map((s) => [key(s), s]));
   return {
@@ -261,6 +263,8 @@ The techniques, as built:
 - **relative dates**: a turn's "yesterday", "last Friday", "two weeks ago", "last month", "next year"... resolved
   against its own time and indexed as words ("14 may 2023", "april 2023", "2022") in the context column
   (src/memory/relative-dates.ts); "relative dates in the date boost" also counts them as said then.
+- **vector share**: how the vector weight follows the question (src/memory/vector-share.ts): the full weight for
+  multi-hop-looking questions and half for the others, or scaled by the agreement of the two rankings' first 10.
 - **vector feedback**: the centroid of the best 3 fused hits' vectors blended into the query vector at this weight,
   then a second vector search (src/memory/vector-feedback.ts; off by default).
 - **before #13**: the previous defaults together (no turn context, context weight 0.25, recency 0.15, no speaker boost,

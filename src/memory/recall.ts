@@ -18,6 +18,7 @@ import { fuseSecondHop, looksMultiHop, SECOND_HOP_SOURCES, secondHopTerms } from
 import { feedbackVector, VECTOR_FEEDBACK_SOURCES } from './vector-feedback.js';
 import { parseDateRanges } from './date-expressions.js';
 import { eventMeetsDates } from './relative-dates.js';
+import { VECTOR_SHARE_RULES, vectorShare, type VectorShareRule } from './vector-share.js';
 import type { ModifierFactor, ModifierFactors, ModifierOptions } from './task-modifier.js';
 import { MODIFIER_FACTORS, taskModifier } from './task-modifier.js';
 import type { TypeQuotas } from './type-quotas.js';
@@ -107,6 +108,8 @@ export interface RecallOptions {
    * resolved dates are indexed with the turn either way (IngestOptions.relativeDates), so full-text finds them.
    */
   relativeDates?: boolean;
+  /** How the vector weight follows the question (vector-share.ts). Default {@link VECTOR_SHARE_RULE}. Ignored when `vectorWeight` is given. */
+  vectorShare?: VectorShareRule;
 }
 
 export const SECOND_HOP_TRIGGERS = ['multi-hop', 'always'] as const;
@@ -141,6 +144,12 @@ export const DATE_BOOST = 0.5;
  * cost a point on one conversation with the index (bench/results/locomo.md, "relative dates" rows).
  */
 export const RELATIVE_DATE_BOOST = false;
+/**
+ * Default of {@link RecallOptions.vectorShare}: the same weight for every question. Neither rule of vector-share.ts
+ * kept hybrid at or above full-text at every k on the development split (bench/results/locomo.md, "vector share"
+ * rows): half the weight for single-fact questions also lost temporal questions, which the vectors help.
+ */
+export const VECTOR_SHARE_RULE: VectorShareRule = 'fixed';
 
 export const RETRIEVERS = ['fts', 'vector', 'hybrid'] as const;
 export type Retriever = (typeof RETRIEVERS)[number];
@@ -251,6 +260,7 @@ const DEFAULTS = {
   vectorFeedbackWeight: VECTOR_FEEDBACK_WEIGHT,
   dateBoost: DATE_BOOST,
   relativeDates: RELATIVE_DATE_BOOST as boolean,
+  vectorShare: VECTOR_SHARE_RULE as VectorShareRule,
 };
 type ResolvedOptions = typeof DEFAULTS & RecallOptions;
 /** Full-text candidates examined per requested hit: enough for re-ranking, few enough to stay fast. */
@@ -394,14 +404,16 @@ export class Recaller {
     const vectorLimit = Math.max(MIN_VECTOR_CANDIDATES, candidateLimit);
     const queryVector = embedder ? (await embedder.embed([query]))[0]! : undefined;
     let vectorHits = embedder && queryVector ? await this.store.searchVectors({ vector: queryVector, model: embedder.name, filter, limit: vectorLimit }) : [];
-    let fused = fuseRelevance(hits, admitVectorHits(vectorHits, hits, retriever, hasIdentifiers), retriever, hasIdentifiers, o.vectorWeight);
+    // A query naming identifiers keeps its fixed, lower weight (fuseRelevance).
+    const vectorWeight = o.vectorWeight ?? (hasIdentifiers ? undefined : vectorShare(o.vectorShare, HYBRID_VECTOR_WEIGHT, query, hits, vectorHits));
+    let fused = fuseRelevance(hits, admitVectorHits(vectorHits, hits, retriever, hasIdentifiers), retriever, hasIdentifiers, vectorWeight);
     if (embedder && queryVector && o.vectorFeedbackWeight > 0 && !hasIdentifiers && fused.size > 0) {
       const best = [...fused].sort((a, b) => b[1].relevance - a[1].relevance).slice(0, VECTOR_FEEDBACK_SOURCES).map(([id]) => id as EventId);
       const sources = [...(await this.store.getVectors(embedder.name, best)).values()];
       if (sources.length > 0) {
         const vector = feedbackVector(queryVector, sources, o.vectorFeedbackWeight);
         vectorHits = await this.store.searchVectors({ vector, model: embedder.name, filter, limit: vectorLimit });
-        fused = fuseRelevance(hits, admitVectorHits(vectorHits, hits, retriever, hasIdentifiers), retriever, hasIdentifiers, o.vectorWeight);
+        fused = fuseRelevance(hits, admitVectorHits(vectorHits, hits, retriever, hasIdentifiers), retriever, hasIdentifiers, vectorWeight);
       }
     }
     return fused;
@@ -874,6 +886,9 @@ function validateOptions(query: string, o: ResolvedOptions): void {
   if (!(o.dateBoost >= 0 && Number.isFinite(o.dateBoost))) bad('dateBoost', 'must be a finite number of at least 0');
   if (!(o.secondHopWeight >= 0 && o.secondHopWeight <= 1)) bad('secondHopWeight', 'must be between 0 and 1');
   if (!(o.vectorFeedbackWeight >= 0 && o.vectorFeedbackWeight <= 1)) bad('vectorFeedbackWeight', 'must be between 0 and 1');
+  if (!(VECTOR_SHARE_RULES as readonly string[]).includes(o.vectorShare)) {
+    bad('vectorShare', `unknown rule "${String(o.vectorShare)}"; expected one of ${VECTOR_SHARE_RULES.join(', ')}`);
+  }
   if (!(SECOND_HOP_TRIGGERS as readonly string[]).includes(o.secondHopTrigger)) {
     bad('secondHopTrigger', `unknown trigger "${String(o.secondHopTrigger)}"; expected one of ${SECOND_HOP_TRIGGERS.join(', ')}`);
   }
