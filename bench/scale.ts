@@ -78,9 +78,14 @@ interface IngestResult {
   events: number;
   /** 1-, 5- and 15-minute load averages when the stores were built (2 shared cores). */
   loadAverage?: number[];
+  /** Appends alone: what a writer waits for (every event searchable when its append returns). */
   oursEventsPerSec: number;
   rawEventsPerSec: number;
   ratio: number;
+  /** Appends plus the identifier index's catch-up (`mem.maintainTextIndex()`): until every index has caught up. */
+  caughtUpEventsPerSec?: number;
+  catchUpSeconds?: number;
+  caughtUpRatio?: number;
 }
 
 interface CliResult {
@@ -99,6 +104,8 @@ interface BuiltStore {
   built: boolean;
   buildSeconds?: number;
   eventsPerSec?: number;
+  caughtUpEventsPerSec?: number;
+  catchUpSeconds?: number;
 }
 
 export async function runScale(args: ScaleArgs): Promise<void> {
@@ -122,6 +129,9 @@ export async function runScale(args: ScaleArgs): Promise<void> {
       if (args.parts.includes('ingest')) {
         if (store.eventsPerSec !== undefined && rawBuilt !== undefined) {
           ingest = { events, oursEventsPerSec: round(store.eventsPerSec, 0), rawEventsPerSec: round(rawBuilt, 0), ratio: round(store.eventsPerSec / rawBuilt), ...(store.built ? { loadAverage: loadavg().map((l) => round(l, 2)) } : {}) };
+          if (store.caughtUpEventsPerSec !== undefined) {
+            ingest = { ...ingest, caughtUpEventsPerSec: round(store.caughtUpEventsPerSec, 0), catchUpSeconds: round(store.catchUpSeconds ?? 0, 1), caughtUpRatio: round(store.caughtUpEventsPerSec / rawBuilt) };
+          }
           if (!store.built) notes.push('Ingest: measured when the reused stores were built (`--reuse` keeps the rates in the stores\' markers).');
         } else notes.push('Ingest was not measured: the stores were reused from an earlier run (`--reuse`) that recorded no rate.');
       }
@@ -171,7 +181,12 @@ async function openBackend(location: StoreLocation): Promise<StorageBackend> {
   return openStore(location);
 }
 
-async function ingestOurs(location: StoreLocation, events: number): Promise<number> {
+/**
+ * Appends the trace in batches as an agent's hooks do, timed; then the identifier index's catch-up (appends leave it
+ * to maintenance: docs/recall.md, "Full-text at scale"), timed too, so the report has both the append rate and the
+ * rate until every index has caught up. No embedder: vectors are not part of either.
+ */
+async function ingestOurs(location: StoreLocation, events: number): Promise<{ eventsPerSec: number; caughtUpEventsPerSec: number; catchUpSeconds: number }> {
   const mem = await openEngram(location);
   const pending = new Map<string, TraceEvent['event'][]>();
   const start = performance.now();
@@ -188,8 +203,11 @@ async function ingestOurs(location: StoreLocation, events: number): Promise<numb
   }
   for (const [s, list] of pending) if (list.length > 0) await mem.append(s, list);
   const secs = (performance.now() - start) / 1000;
+  const catchUpStart = performance.now();
+  await mem.maintainTextIndex();
+  const catchUpSeconds = (performance.now() - catchUpStart) / 1000;
   await mem.close();
-  return events / secs;
+  return { eventsPerSec: events / secs, caughtUpEventsPerSec: events / (secs + catchUpSeconds), catchUpSeconds };
 }
 
 async function buildSqlite(events: number, reuse: boolean): Promise<BuiltStore> {
@@ -198,9 +216,9 @@ async function buildSqlite(events: number, reuse: boolean): Promise<BuiltStore> 
   if (reuse && existsSync(done)) return { location: { db: path }, built: false, ...builtRate(done) };
   for (const f of [path, `${path}-wal`, `${path}-shm`, done]) rmSync(f, { force: true });
   const start = performance.now();
-  const eventsPerSec = await ingestOurs({ db: path }, events);
-  writeFileSync(done, JSON.stringify({ builtAt: new Date().toISOString(), eventsPerSec }));
-  return { location: { db: path }, built: true, buildSeconds: round((performance.now() - start) / 1000, 1), eventsPerSec };
+  const rates = await ingestOurs({ db: path }, events);
+  writeFileSync(done, JSON.stringify({ builtAt: new Date().toISOString(), ...rates }));
+  return { location: { db: path }, built: true, buildSeconds: round((performance.now() - start) / 1000, 1), ...rates };
 }
 
 async function buildPostgres(events: number, reuse: boolean): Promise<BuiltStore> {
@@ -218,20 +236,22 @@ async function buildPostgres(events: number, reuse: boolean): Promise<BuiltStore
     await client.end();
   }
   const start = performance.now();
-  const eventsPerSec = await ingestOurs(location, events);
+  const rates = await ingestOurs(location, events);
   const after = new pgMod.default.Client({ connectionString: base });
   await after.connect();
   await after.query(`COMMENT ON SCHEMA "${schema}" IS 'complete'`);
   await after.query(`ANALYZE "${schema}".event_text`);
   await after.end();
-  return { location, built: true, buildSeconds: round((performance.now() - start) / 1000, 1), eventsPerSec };
+  return { location, built: true, buildSeconds: round((performance.now() - start) / 1000, 1), ...rates };
 }
 
-/** The ingest rate measured when a reused store was built (kept in its `.complete` marker), if recorded. */
-function builtRate(marker: string): { eventsPerSec?: number } {
+/** The ingest rates measured when a reused store was built (kept in its `.complete` marker), those recorded. */
+function builtRate(marker: string): { eventsPerSec?: number; caughtUpEventsPerSec?: number; catchUpSeconds?: number } {
   try {
-    const rate = (JSON.parse(readFileSync(marker, 'utf8')) as { eventsPerSec?: unknown }).eventsPerSec;
-    return typeof rate === 'number' ? { eventsPerSec: rate } : {};
+    const m = JSON.parse(readFileSync(marker, 'utf8')) as Record<string, unknown>;
+    const out: { eventsPerSec?: number; caughtUpEventsPerSec?: number; catchUpSeconds?: number } = {};
+    for (const k of ['eventsPerSec', 'caughtUpEventsPerSec', 'catchUpSeconds'] as const) if (typeof m[k] === 'number') out[k] = m[k];
+    return out;
   } catch {
     return {};
   }
@@ -443,7 +463,12 @@ function writeReport(run: {
   for (const c of r.classes) {
     targetRows.push(`| full-text recall p95, ${c.queryClass} (${c.backend}, ${fmt(c.events)} events) | < ${FTS_TARGET_MS} ms | ${c.recall.p95} ms | ${verdict(c.recall.p95 < FTS_TARGET_MS)} |`);
   }
-  if (r.ingest) targetRows.push(`| batched ingest vs raw SQLite + FTS5 (${fmt(r.ingest.events)} events) | >= ${INGEST_TARGET}x | ${r.ingest.ratio}x | ${verdict(r.ingest.ratio >= INGEST_TARGET)} |`);
+  if (r.ingest) {
+    // Judged on the rate until every index has caught up when measured: raw FTS5 has nothing left to do after its inserts.
+    const judged = r.ingest.caughtUpRatio ?? r.ingest.ratio;
+    const measured = r.ingest.caughtUpRatio !== undefined ? `${r.ingest.ratio}x appends, ${r.ingest.caughtUpRatio}x until every index caught up` : `${r.ingest.ratio}x`;
+    targetRows.push(`| batched ingest vs raw SQLite + FTS5 (${fmt(r.ingest.events)} events) | >= ${INGEST_TARGET}x | ${measured} | ${verdict(judged >= INGEST_TARGET)} |`);
+  }
   if (r.cli) {
     targetRows.push(`| CLI start to first recall result (${fmt(r.cli.events)} events) | < ${CLI_TARGET_MS} ms | p50 ${r.cli.summary.p50} ms, p95 ${r.cli.summary.p95} ms | ${verdict(r.cli.summary.p95 < CLI_TARGET_MS)} |`);
     targetRows.push(`| the same, \`--retriever fts\` | < ${CLI_TARGET_MS} ms | p50 ${r.cli.fts.summary.p50} ms, p95 ${r.cli.fts.summary.p95} ms | ${verdict(r.cli.fts.summary.p95 < CLI_TARGET_MS)} |`);
@@ -491,9 +516,15 @@ ${examples}
 
 ${r.ingest ? `## Batched ingest against raw SQLite + FTS5
 
-| events | ours events/s | raw events/s | ratio |
-| ---: | ---: | ---: | ---: |
-| ${fmt(r.ingest.events)} | ${fmt(r.ingest.oursEventsPerSec)} | ${fmt(r.ingest.rawEventsPerSec)} | ${r.ingest.ratio} |
+The trace appended in batches of ${BATCH} per session through \`mem.append\` (validation, redaction, previews, turn context,
+the events table and FTS5), against raw SQLite + FTS5 inserting the same events (bench/lib/raw-fts5.ts). Appends leave
+the identifier index to a catch-up (docs/recall.md, "Full-text at scale"); every event is searchable when its append
+returns either way. "Caught up" adds the catch-up's time (\`mem.maintainTextIndex()\` after the last append): the rate
+until every index is complete. No embedder: vectors are in neither figure.
+
+| events | ours appends events/s | ours until caught up events/s (catch-up s) | raw events/s | ratio appends | ratio caught up |
+| ---: | ---: | ---: | ---: | ---: | ---: |
+| ${fmt(r.ingest.events)} | ${fmt(r.ingest.oursEventsPerSec)} | ${r.ingest.caughtUpEventsPerSec !== undefined ? `${fmt(r.ingest.caughtUpEventsPerSec)} (${r.ingest.catchUpSeconds})` : '-'} | ${fmt(r.ingest.rawEventsPerSec)} | ${r.ingest.ratio} | ${r.ingest.caughtUpRatio ?? '-'} |
 ${r.ingest.loadAverage ? `\nLoad average (1, 5, 15 min) when the stores were built: ${r.ingest.loadAverage.join(', ')}.\n` : ''}` : ''}
 ${r.cli ? `## CLI start to first recall result
 
