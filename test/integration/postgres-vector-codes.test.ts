@@ -80,6 +80,31 @@ describe('PostgreSQL one-bit code index, narrowed first pass', () => {
     expect(found / 400).toBeGreaterThan(0.8);
   });
 
+  it('vector writes racing purges of the same events: no error, no purged vector left', async () => {
+    const fast = await backend({ minVectors: 0 });
+    await fast.maintainVectorIndex();
+    const mem = await openEngram({ backend: fast });
+    const data = vectors(8, 31);
+    for (let round = 0; round < 12; round++) {
+      const session = `race${round}`;
+      const out = await mem.append(
+        session,
+        data.map((_, i) => ({ kind: 'note' as const, content: `race ${round} ${i}` })),
+      );
+      const fresh = out.map((o) => o.record.id);
+      // Both orders: the put's job locks first, or the purge's.
+      const put = fast.putVectors(
+        MODEL.name,
+        fresh.map((eventId, i) => ({ eventId, vector: data[i]! })),
+      );
+      const purge = mem.purge({ sessionId: session }, { actor: 'os:test' });
+      await Promise.all(round % 2 ? [put, purge] : [purge, put]);
+      if (round % 3 === 2) await fast.maintainVectorIndex();
+      const hits = await fast.searchVectors(query(data[0]!, { limit: 900 }));
+      expect(hits.filter((h) => fresh.includes(h.eventId))).toEqual([]);
+    }
+  });
+
   it('an index of another encoding is not searched and maintenance builds it again', async () => {
     const fast = await backend({ minVectors: 0 });
     await fast.maintainVectorIndex();

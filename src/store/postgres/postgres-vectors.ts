@@ -131,8 +131,6 @@ export class PostgresVectors {
     await this.transaction(async (c) => {
       const s = this.s;
       const row = (await c.query<{ value: string }>(`SELECT value FROM ${s}.store_meta WHERE key = $1 FOR SHARE`, [VECTOR_MODEL_KEY])).rows[0];
-      // Shared with other writers, exclusive against the code index's maintenance (postgres-vector-codes.ts).
-      await c.query(codesLockSql(s, true));
       const current = row ? (JSON.parse(row.value) as VectorModel | null) : null;
       if (!current || current.name !== model) {
         throw new EngramError('CONFLICT', `the store's vector model is ${current ? current.name : 'not set'}, not ${model}: these vectors were dropped`, {
@@ -158,6 +156,10 @@ export class PostgresVectors {
       }
       const kept = vectors.filter((v) => completed.has(v.eventId));
       if (kept.length > 0) {
+        // Shared with other writers, exclusive against the code index's maintenance and a purge's zeroing of codes
+        // (postgres-vector-codes.ts). Taken after the jobs' row locks: a purge takes it after deleting those jobs, so
+        // neither waits on the other in turn.
+        await c.query(codesLockSql(s, true));
         await c.query(
           `INSERT INTO ${s}.event_vectors (event_id, session_id, kind, ts_ms, task_id, model, vector)
            SELECT e.id, e.session_id, e.kind, e.ts_ms, e.task_id, $3, v.vector
