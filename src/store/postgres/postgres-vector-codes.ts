@@ -125,10 +125,11 @@ export class PostgresVectorCodes {
    * ties by event id, exactly as the exact scan ranks them; null when the index cannot answer this query (none of
    * the store's model, or a task filter, which codes do not carry): the caller scans exactly.
    */
-  async search(model: VectorModel, q: VectorSearchQuery): Promise<VectorHit[] | null> {
+  async search(model: VectorModel, q: VectorSearchQuery, stored?: PgCodesMeta | null): Promise<VectorHit[] | null> {
     const f = q.filter ?? {};
     if (f.taskId !== undefined) return null;
-    const meta = await this.readMeta();
+    // The description as the caller read it with the model (one round trip for both), else read here.
+    const meta = stored !== undefined ? stored : await this.readMeta();
     if (!this.isCurrent(meta, model)) return null;
     let sessions = f.sessionIds && f.sessionIds.length > 0 ? [...new Set<string>(f.sessionIds)] : undefined;
     if (f.visibleToProject !== undefined) {

@@ -4,7 +4,7 @@ import type { EmbeddingQueueStats, StoredVector, VectorHit, VectorIndexStatus, V
 import { visibleSessionSql } from './postgres-sessions.js';
 import { MAX_EMBEDDING_ATTEMPTS } from '../backend.js';
 import { DEFAULT_PG_IVF_MIN_VECTORS, PostgresVectorIndex, type PgVectorIndexOptions } from './postgres-vector-index.js';
-import { codesLockSql, PostgresVectorCodes } from './postgres-vector-codes.js';
+import { codesLockSql, PG_CODES_META_KEY, PostgresVectorCodes, type PgCodesMeta } from './postgres-vector-codes.js';
 
 /** The slice of a pooled connection these statements use. */
 export interface PgRunner {
@@ -206,7 +206,13 @@ export class PostgresVectors {
   }
 
   async search(q: VectorSearchQuery): Promise<VectorHit[]> {
-    const model = await this.readModel();
+    // The model and the code index's description in one round trip.
+    const stored = await this.query<{ key: string; value: string }>(`SELECT key, value FROM ${this.s}.store_meta WHERE key = ANY($1::text[])`, [
+      [VECTOR_MODEL_KEY, PG_CODES_META_KEY],
+    ]);
+    const valueOf = (key: string): string | undefined => stored.find((r) => r.key === key)?.value;
+    const model = valueOf(VECTOR_MODEL_KEY) !== undefined ? (JSON.parse(valueOf(VECTOR_MODEL_KEY)!) as VectorModel | null) : null;
+    const codesMeta = valueOf(PG_CODES_META_KEY) !== undefined ? (JSON.parse(valueOf(PG_CODES_META_KEY)!) as PgCodesMeta | null) : null;
     if (!model || model.name !== q.model) {
       throw new EngramError('CONFLICT', `the store's vector model is ${model ? model.name : 'not set'}, not ${q.model}`, { field: 'model', storeModel: model?.name ?? null });
     }
@@ -216,7 +222,7 @@ export class PostgresVectors {
     if (q.limit <= 0) return [];
     // The code index answers unless exact search is asked for (or set), the IVF index is chosen, or it has no answer.
     if (!q.exact && this.indexOptions.mode !== 'exact' && this.indexOptions.index !== 'ivf') {
-      const hits = await this.codes.search(model, q);
+      const hits = await this.codes.search(model, q, codesMeta);
       if (hits !== null) return hits;
     }
     const lists = q.exact ? null : await this.index.plan(model, q.vector);
