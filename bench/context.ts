@@ -216,7 +216,7 @@ function summarizeReplay(
 }
 
 /** The synthetic session: pack for the user's message, then append the turn, then maybe update the card. */
-async function replaySynthetic(mem: Engram, window: number, order: OrderName, args: ContextBenchArgs, lowWaterFraction?: number): Promise<ReplaySummary> {
+export async function replaySynthetic(mem: Engram, window: number, order: OrderName, args: ContextBenchArgs, lowWaterFraction?: number): Promise<ReplaySummary> {
   const session = `prefix-${window}-${order}-${lowWaterFraction ?? 'default'}`;
   await mem.taskStates.update(session, initialCard(args.seed));
   const records: TurnRecord[] = [];
@@ -269,7 +269,7 @@ export type TranscriptMode = 'user-turns' | 'model-calls';
  * run of assistant output (text or tool calls), i.e. every time the agent calls the model, with the new
  * user message or tool results already in the history and an empty query.
  */
-async function replayTranscript(mem: Engram, events: EventInput[], window: number, mode: TranscriptMode, lowWaterFraction?: number): Promise<ReplaySummary> {
+export async function replayTranscript(mem: Engram, events: EventInput[], window: number, mode: TranscriptMode, lowWaterFraction?: number): Promise<ReplaySummary> {
   const session = `transcript-${mode}-${window}-${lowWaterFraction ?? 'default'}`;
   const isAssistantSide = (e: EventInput): boolean => e.kind === 'assistant' || e.kind === 'tool_call';
   const startsTurn = (i: number): boolean => {
@@ -301,7 +301,7 @@ async function replayTranscript(mem: Engram, events: EventInput[], window: numbe
 }
 
 /** Imports the transcript into its own session and returns its events as inputs, to replay into others. */
-async function loadTranscript(mem: Engram, file: string): Promise<{ events: EventInput[]; info: TranscriptInfo }> {
+export async function loadTranscript(mem: Engram, file: string): Promise<{ events: EventInput[]; info: TranscriptInfo }> {
   const report = await mem.importFile({ path: file });
   const imported = (await mem.listEvents({ sessionId: report.sessions[0]!.id as SessionId })).filter((e) => e.kind !== 'task_state');
   const events = await Promise.all(imported.map((e) => asInput(mem, e)));

@@ -32,8 +32,9 @@ const USAGE = `usage:
   npm run bench -- locomo [--data FILE] [--k 5,10,25,50] [--retriever fts,vector,hybrid] [--json] [--ablation] [--out locomo]
   npm run bench -- adversarial [--repeats 1] [--no-redact]
   npm run bench -- dashboard [--sizes 10000,100000] [--engrams 5000]
-  npm run bench -- scale [--events 1000000] [--backends sqlite,postgres] [--pg-events 100000] [--parts fts,ingest,cli,hybrid] [--queries 25] [--reuse]
+  npm run bench -- scale [--events 1000000] [--backends sqlite,postgres] [--pg-events 100000] [--parts fts,ingest,cli,hybrid,http,cache] [--queries 25] [--reuse] [--seconds 20] [--turns 300] [--keep-store DIR]
   npm run bench -- knowledge [--seed 42] [--quick]
+  npm run bench -- identifier-append-cost --baseline-tree DIR [--events 20000] [--backends sqlite,postgres] [--rounds 3]
   npm run bench -- consolidation [--seed 42] [--quick]
   npm run bench -- granular [--seed 42] [--quick]
   npm run bench -- artifact-lifecycle [--backends sqlite,postgres] [--quick]
@@ -96,6 +97,9 @@ const { values } = parseArgs({
     reuse: { type: 'boolean' },
     // scale-vectors: keep (and reuse) the SQLite store in this directory
     'keep-store': { type: 'string' },
+    // identifier-append-cost: the earlier tree to compare with, and runs per tree
+    'baseline-tree': { type: 'string' },
+    rounds: { type: 'string' },
   },
 });
 
@@ -105,6 +109,17 @@ function fail(message: string): never {
 }
 
 switch (name) {
+  case 'identifier-append-cost': {
+    if (values['baseline-tree'] === undefined) fail('identifier-append-cost needs --baseline-tree DIR');
+    const { runIdentifierAppendCost } = await import('./identifier-append-cost.js');
+    await runIdentifierAppendCost({
+      baselineTree: values['baseline-tree'],
+      events: rest.includes('--events') ? Number(values.events) : 20_000,
+      backends: values.backends.split(',') as Array<'sqlite' | 'postgres'>,
+      rounds: Number(values.rounds ?? 3),
+    });
+    break;
+  }
   case 'ingest-recall':
     await runIngestRecall({
       sizes: values.sizes.split(',').map(Number),
@@ -259,6 +274,10 @@ switch (name) {
       parts: parts as Array<(typeof SCALE_PARTS)[number]>,
       queries: count('queries', given('queries') ? values.queries : undefined, 25),
       reuse: values.reuse === true,
+      httpSeconds: count('seconds', values.seconds, 20),
+      transcript: resolve(values.transcript),
+      cacheTurns: count('turns', values.turns, 300),
+      ...(values['keep-store'] !== undefined ? { vectorStoreDir: resolve(values['keep-store']) } : {}),
     });
     break;
   }

@@ -1,10 +1,13 @@
 /**
  * Issue #14 at scale: full-text recall per query class on a store of a million events (ours beside raw FTS5 in
  * the same run), whether the bounded planner finds what the exact path finds, batched ingest against raw SQLite +
- * FTS5, and the CLI's start to first recall result. Writes bench/results/scale.{md,json}.
+ * FTS5, and the CLI's start to first recall result; with the parts other benchmarks measure (hybrid recall by
+ * bench/scale-vectors.ts, `engram serve` by bench/http-load.ts, the modelled prompt-cache read by bench/context.ts;
+ * lib/scale-parts.ts) every target of the issue is in one report. Writes bench/results/scale.{md,json}.
  *
  *   npm run bench -- scale [--events 1000000] [--backends sqlite,postgres] [--pg-events 100000]
- *                          [--parts fts,ingest,cli,hybrid] [--queries 25] [--reuse]
+ *                          [--parts fts,ingest,cli,hybrid,http,cache] [--queries 25] [--reuse]
+ *                          [--seconds 20] [--turns 300] [--keep-store DIR]
  *
  * Stores are kept in $TMPDIR/engram-scale/ (a 1M store takes minutes to build; `TMPDIR=/tmp/mine npm run bench -- scale`
  * builds and reuses its own); `--reuse` opens one built by an earlier run with the same size instead of building it
@@ -12,7 +15,7 @@
  * a run leaves out (`--parts`) from the previous report, each with the run that measured it (lib/scale-report-merge.ts).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -27,9 +30,12 @@ import { openRawFts5 } from './lib/raw-fts5.js';
 import { benchPgUrl, type BenchBackend } from './lib/bench-stores.js';
 import { Prng } from './lib/prng.js';
 import { machineLine, round, summarize } from './lib/stats.js';
-import { mergeScaleSections, notesByPart, readPreviousScaleReport, type ScalePartName } from './lib/scale-report-merge.js';
+import { mergeScaleSections, notesByPart, readPreviousScaleReport, SCALE_PART_NAMES, type ScalePartName } from './lib/scale-report-merge.js';
+import { cliPhases, type PhaseTime } from './lib/cli-start-profile.js';
+import type { CpuProfile } from './lib/cpu-profile.js';
+import { cacheTargetRows, httpTargetRows, hybridTargetRows, runScaleCache, runScaleHttp, type ScalePartSection } from './lib/scale-parts.js';
 
-export const SCALE_PARTS = ['fts', 'ingest', 'cli', 'hybrid'] as const;
+export const SCALE_PARTS = ['fts', 'ingest', 'cli', 'hybrid', 'http', 'cache'] as const;
 export type ScalePart = (typeof SCALE_PARTS)[number];
 export const QUERY_CLASSES = ['rare term', 'identifier', 'phrase', 'three common words'] as const;
 type QueryClass = (typeof QUERY_CLASSES)[number];
@@ -41,6 +47,13 @@ export interface ScaleArgs {
   parts: ScalePart[];
   queries: number;
   reuse: boolean;
+  /** The `http` part's measured seconds per run (bench/http-load.ts's default 20). */
+  httpSeconds?: number;
+  /** The `cache` part's transcript (bench/run.ts's default for `context`) and synthetic turns (default 300, as `context`). */
+  transcript?: string;
+  cacheTurns?: number;
+  /** The `hybrid` part's store directory (`--keep-store`); default the stores' directory, rebuilt unless `--reuse`. */
+  vectorStoreDir?: string;
 }
 
 const BATCH = 500;
@@ -97,6 +110,10 @@ interface CliResult {
   summary: Summary;
   /** The same with `--retriever fts`. */
   fts: { runs: number[]; summary: Summary };
+  /** `node -e 0`: Node's own start, before any of Engram's code (same machine, same moment). */
+  nodeStart?: Summary;
+  /** One more run of each under `node --cpu-prof`: its CPU profile by phase (lib/cli-start-profile.ts). */
+  profile?: { default: { totalMs: number; phases: PhaseTime[] }; fts: { totalMs: number; phases: PhaseTime[] } };
 }
 
 interface BuiltStore {
@@ -115,6 +132,8 @@ export async function runScale(args: ScaleArgs): Promise<void> {
   let cli: CliResult | undefined;
   const notes: string[] = [];
   let hybrid: { markdown: string; json: unknown } | undefined;
+  let http: ScalePartSection | undefined;
+  let cache: ScalePartSection | undefined;
   const pgEvents = Math.min(args.pgEvents, args.events);
 
   for (const backend of args.backends) {
@@ -153,6 +172,8 @@ export async function runScale(args: ScaleArgs): Promise<void> {
     if (backend === 'sqlite' && args.parts.includes('cli')) {
       const db = (store.location as { db: string }).db;
       cli = { events, ...(await timeCli(db, [])), fts: await timeCli(db, ['--retriever', 'fts']), loadAverage: loadavg().map((l) => round(l, 2)) };
+      cli.nodeStart = await timeNodeStart();
+      cli.profile = { default: await profileCli(db, []), fts: await profileCli(db, ['--retriever', 'fts']) };
       console.error(JSON.stringify(cli));
     }
   }
@@ -161,12 +182,24 @@ export async function runScale(args: ScaleArgs): Promise<void> {
     const spec = './scale-vectors.js';
     try {
       const mod = (await import(spec)) as { runScaleVectors?: (opts: unknown) => Promise<{ markdown: string; json: unknown }> };
-      if (mod.runScaleVectors) hybrid = await mod.runScaleVectors({ events: args.events, pgEvents, backends: args.backends, queries: args.queries });
+      // Its stores are kept beside this run's (vectors-<events>.db; PostgreSQL: schema engram_vectors_<events>), reused with --reuse.
+      // A store given with --keep-store is reused when scale-vectors marked it complete, as `npm run bench -- scale-vectors` does.
+      const vectorDir = args.vectorStoreDir ?? STORE_DIR;
+      if (!args.reuse && args.vectorStoreDir === undefined) {
+        for (const f of ['', '-wal', '-shm', '.complete'].map((x) => join(STORE_DIR, `vectors-${args.events}.db${x}`))) rmSync(f, { force: true });
+        rmSync(join(STORE_DIR, `pg-vectors-${pgEvents}.complete`), { force: true });
+      }
+      if (mod.runScaleVectors) hybrid = await mod.runScaleVectors({ events: args.events, pgEvents, backends: args.backends, queries: args.queries, keepStore: vectorDir });
     } catch (err) {
       const missing = (err as { code?: string }).code === 'ERR_MODULE_NOT_FOUND';
       notes.push(missing ? 'Hybrid / vectors: bench/scale-vectors.ts is not in this tree yet, so that section is empty.' : `Hybrid / vectors failed: ${String(err)}`);
       console.error(err);
     }
+  }
+  if (args.parts.includes('http')) http = await runScaleHttp({ backends: args.backends, seconds: args.httpSeconds ?? 20, warmupSeconds: 2 });
+  if (args.parts.includes('cache')) {
+    if (args.transcript === undefined) notes.push('Cache: no transcript was given, so the modelled cache read was not measured.');
+    else cache = await runScaleCache({ transcript: args.transcript, turns: args.cacheTurns ?? 300, seed: SEED });
   }
   if (args.backends.includes('postgres') && pgEvents < args.events) {
     notes.push(
@@ -174,7 +207,7 @@ export async function runScale(args: ScaleArgs): Promise<void> {
         'real server on the same 2 shared cores (chunked tsvectors, GIN index), which takes far longer than SQLite; `--pg-events` sets it.',
     );
   }
-  writeReport({ args, pgEvents, classes, ingest, cli, hybrid, notes });
+  writeReport({ args, pgEvents, classes, ingest, cli, hybrid, http, cache, notes });
 }
 
 async function openBackend(location: StoreLocation): Promise<StorageBackend> {
@@ -411,6 +444,33 @@ async function timeCli(dbPath: string, extra: string[]): Promise<{ runs: number[
   return { runs: runs.map((r) => round(r, 1)), summary: roundSummary(runs) };
 }
 
+/** Wall time of `node -e 0` (Node's start and exit, no Engram code), 7 runs after one warm-up. */
+async function timeNodeStart(): Promise<Summary> {
+  const runs: number[] = [];
+  for (let i = 0; i < 8; i++) {
+    const start = performance.now();
+    await new Promise<void>((resolve, reject) => spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' }).on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`node -e 0 exited ${code}`)))));
+    if (i > 0) runs.push(performance.now() - start);
+  }
+  return roundSummary(runs);
+}
+
+/** One CLI recall under `node --cpu-prof` (sampling every 0.2 ms), its profile by phase. */
+async function profileCli(dbPath: string, extra: string[]): Promise<{ totalMs: number; phases: PhaseTime[] }> {
+  const dir = mkdtempSync(join(tmpdir(), 'engram-cli-prof-'));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn(process.execPath, ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-interval', '200', 'bin/engram.js', '--db', dbPath, 'recall', 'retry worker queue', ...extra], { stdio: 'ignore' });
+      child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`profiled engram recall exited ${code}`))));
+    });
+    const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+    if (!file) throw new Error('node --cpu-prof wrote no profile');
+    return cliPhases(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 function roundSummary(samples: number[]): Summary {
   const s = summarize(samples);
   return { p50: round(s.p50, 2), p95: round(s.p95, 2), p99: round(s.p99, 2), mean: round(s.mean, 2), n: s.n };
@@ -423,13 +483,16 @@ function writeReport(run: {
   ingest: IngestResult | undefined;
   cli: CliResult | undefined;
   hybrid: { markdown: string; json: unknown } | undefined;
+  http: ScalePartSection | undefined;
+  cache: ScalePartSection | undefined;
   notes: string[];
 }): void {
   mkdirSync('bench/results', { recursive: true });
   const when = new Date().toISOString();
   const machine = `${machineLine()}, ${cpus().length} cores`;
   const a = run.args;
-  const command = `npm run bench -- scale --events ${a.events} --backends ${a.backends.join(',')} --pg-events ${run.pgEvents} --parts ${a.parts.join(',')} --queries ${a.queries}${a.reuse ? ' --reuse' : ''}`;
+  const command = `npm run bench -- scale --events ${a.events} --backends ${a.backends.join(',')} --pg-events ${run.pgEvents} --parts ${a.parts.join(',')} --queries ${a.queries}${a.reuse ? ' --reuse' : ''}` +
+    `${a.parts.includes('http') ? ` --seconds ${a.httpSeconds ?? 20}` : ''}${a.parts.includes('cache') ? ` --turns ${a.cacheTurns ?? 300}` : ''}${a.vectorStoreDir && a.parts.includes('hybrid') ? ` --keep-store ${a.vectorStoreDir}` : ''}`;
   const loadAverage = round(loadavg()[0]!, 2);
   // The parts this run left out keep the previous report's figures (and the run that measured them).
   const merged = mergeScaleSections(
@@ -438,20 +501,22 @@ function writeReport(run: {
       ingest: run.ingest,
       cli: run.cli,
       hybrid: run.hybrid,
+      http: run.http,
+      cache: run.cache,
       notes: notesByPart(run.notes),
       measured: Object.fromEntries(a.parts.map((p) => [p, { when, command, loadAverage }])),
     },
     a.parts as ScalePartName[],
     readPreviousScaleReport('bench/results/scale.json', 'bench/results/scale.md'),
   );
-  const r = { ...run, classes: merged.classes, ingest: merged.ingest, cli: merged.cli, hybrid: merged.hybrid, notes: Object.values(merged.notes).flat() };
-  const provenance = (['fts', 'ingest', 'cli', 'hybrid'] as const)
+  const r = { ...run, classes: merged.classes, ingest: merged.ingest, cli: merged.cli, hybrid: merged.hybrid, http: merged.http, cache: merged.cache, notes: Object.values(merged.notes).flat() };
+  const provenance = SCALE_PART_NAMES
     .flatMap((p) => (merged.measured[p] ? [`- ${p}: ${merged.measured[p].when}, \`${merged.measured[p].command}\`${merged.measured[p].loadAverage !== undefined ? `, load average ${merged.measured[p].loadAverage}` : ''}`] : []))
     .join('\n');
   writeFileSync(
     'bench/results/scale.json',
     JSON.stringify(
-      { when, machine, command, args: r.args, measured: merged.measured, classes: r.classes, ingest: r.ingest, cli: r.cli, hybrid: r.hybrid?.json ?? null, hybridMarkdown: r.hybrid?.markdown, notes: merged.notes },
+      { when, machine, command, args: r.args, measured: merged.measured, classes: r.classes, ingest: r.ingest, cli: r.cli, hybrid: r.hybrid?.json ?? null, hybridMarkdown: r.hybrid?.markdown, http: r.http ?? null, cache: r.cache ?? null, notes: merged.notes },
       null,
       2,
     ) + '\n',
@@ -473,9 +538,13 @@ function writeReport(run: {
     targetRows.push(`| CLI start to first recall result (${fmt(r.cli.events)} events) | < ${CLI_TARGET_MS} ms | p50 ${r.cli.summary.p50} ms, p95 ${r.cli.summary.p95} ms | ${verdict(r.cli.summary.p95 < CLI_TARGET_MS)} |`);
     targetRows.push(`| the same, \`--retriever fts\` | < ${CLI_TARGET_MS} ms | p50 ${r.cli.fts.summary.p50} ms, p95 ${r.cli.fts.summary.p95} ms | ${verdict(r.cli.fts.summary.p95 < CLI_TARGET_MS)} |`);
   }
-  targetRows.push('| hybrid recall p95 at 1M (SQLite / PostgreSQL) | < 80 ms / < 150 ms | see "Hybrid / vectors" | - |');
-  targetRows.push('| `engram serve` throughput, 32 agents | >= 2,000 / >= 500 req/s | not part of this run (`npm run bench -- http-load`) | - |');
-  targetRows.push('| modelled prompt-cache read, 8K / 32K | >= 70 % / >= 90 % | not part of this run (`npm run bench -- context`) | - |');
+  // The other benchmarks' parts: rows from their JSON (kept from an earlier run when this one left them out).
+  const hybridRows = hybridTargetRows(r.hybrid?.json);
+  const httpRows = httpTargetRows(r.http?.json);
+  const cacheRows = cacheTargetRows(r.cache?.json);
+  targetRows.push(...(hybridRows.length > 0 ? hybridRows : ['| hybrid recall p95 at 1M (SQLite / PostgreSQL) | < 80 ms / < 150 ms | not measured yet (`--parts hybrid`) | - |']));
+  targetRows.push(...(httpRows.length > 0 ? httpRows : ['| `engram serve` append / recall throughput, 32 agents | >= 2,000 / >= 500 req/s, p95 < 20 / 50 ms | not measured yet (`--parts http`) | - |']));
+  targetRows.push(...(cacheRows.length > 0 ? cacheRows : ['| modelled prompt-cache read over all turns, 8K / 32K | >= 70 % / >= 90 % | not measured yet (`--parts cache`) | - |']));
   const classRows = r.classes
     .map(
       (c) =>
@@ -483,7 +552,7 @@ function writeReport(run: {
     )
     .join('\n');
   const examples = QUERY_CLASSES.map((cls) => `- ${cls}: ${(r.classes.find((c) => c.queryClass === cls)?.examples ?? []).map((e) => `\`${e}\``).join(', ')}`).join('\n');
-  const md = `# Scale: full-text recall, ingest and the CLI at a million events (issue #14)
+  const md = `# Scale: every target of issue #14 (full-text recall, hybrid, ingest, the CLI, \`engram serve\`, the prompt cache)
 
 Last written by \`${command}\`
 on ${when} (${machine}; other work shared the machine, so single figures vary by tens of percent between runs).
@@ -531,13 +600,42 @@ ${r.cli ? `## CLI start to first recall result
 \`node bin/engram.js --db <store> recall <query>\` (and with \`--retriever fts\`), spawned ${r.cli.runs.length} times each after one
 warm-up run; wall time from spawn to the first byte on stdout (Node start, module load, opening the store, the recall).
 Runs (ms): ${r.cli.runs.join(', ')}; with \`--retriever fts\`: ${r.cli.fts.runs.join(', ')}.${r.cli.loadAverage ? `\nLoad average (1, 5, 15 min) after the runs: ${r.cli.loadAverage.join(', ')}.` : ''}
-` : ''}
+${cliBreakdown(r.cli)}` : ''}
 ## Hybrid / vectors
 
 <!-- Filled by bench/scale-vectors.ts (runScaleVectors), another part of issue #14. -->
 ${r.hybrid ? r.hybrid.markdown : '_Not measured in this run: bench/scale-vectors.ts provides this section._'}
 
+## \`engram serve\` under load
+
+${r.http ? r.http.markdown : '_Not measured yet: `--parts http` runs bench/http-load.ts at 8 and 32 agents on each backend._'}
+
+## Modelled prompt-cache read over all turns
+
+${r.cache ? r.cache.markdown : '_Not measured yet: `--parts cache` replays bench/context.ts\'s sessions at the 8K and 32K windows._'}
+
 ${r.notes.length > 0 ? `## Notes\n\n${r.notes.map((n) => `- ${n}`).join('\n')}\n` : ''}`;
   writeFileSync('bench/results/scale.md', md);
   console.error(md);
+}
+
+/** The CLI section's breakdown: Node's start, then one profiled recall of each kind by phase. */
+function cliBreakdown(cli: CliResult): string {
+  if (!cli.profile) return '';
+  const { default: hybrid, fts } = cli.profile;
+  const names = [...new Set([...hybrid.phases, ...fts.phases].map((p) => p.phase))];
+  const cell = (list: PhaseTime[], name: string): string => {
+    const p = list.find((x) => x.phase === name);
+    return p ? `${p.ms} (${(p.share * 100).toFixed(0)} %)` : '-';
+  };
+  return `
+Where the time goes: one more run of each under \`node --cpu-prof\` (query \`retry worker queue\`), its samples charged to the
+phase of the innermost frame that names one (bench/lib/cli-start-profile.ts); CPU ms on the main thread, from the profile's
+start (after Node's own start${cli.nodeStart ? `: \`node -e 0\` p50 ${cli.nodeStart.p50} ms wall in the same run` : ''}). Under load every figure stretches.
+
+| phase | default (hybrid) ms | \`--retriever fts\` ms |
+| --- | ---: | ---: |
+${names.map((n) => `| ${n} | ${cell(hybrid.phases, n)} | ${cell(fts.phases, n)} |`).join('\n')}
+| **profile total** | **${hybrid.totalMs}** | **${fts.totalMs}** |
+`;
 }

@@ -70,6 +70,25 @@ describe('scale report merge', () => {
     expect(merged.hybrid).toBeUndefined();
   });
 
+  it('keeps the http and cache parts of the previous report when a run leaves them out, and replaces them when it runs them', () => {
+    const json = join(dir, 'scale.json');
+    const http = { markdown: '| http |', json: { runs: [] } };
+    const cache = { markdown: '| cache |', json: { rows: [] } };
+    writeFileSync(json, JSON.stringify({ when: 'then', args: { parts: ['http', 'cache'] }, http, cache, measured: { http: { when: 'then', command: '--parts http,cache' } } }));
+    const previous = readPreviousScaleReport(json, join(dir, 'none.md'));
+    const empty = { classes: [], ingest: undefined, cli: undefined, hybrid: undefined, notes: {}, measured: {} };
+    const kept = mergeScaleSections(empty, ['cli'], previous);
+    expect(kept.http).toEqual(http);
+    expect(kept.cache).toEqual(cache);
+    expect(kept.measured.http).toEqual({ when: 'then', command: '--parts http,cache' });
+    expect(kept.measured.cache?.when).toBe('then');
+    const fresh = { markdown: '| new cache |', json: { rows: [1] } };
+    const replaced = mergeScaleSections({ ...empty, cache: fresh, measured: { cache: { when: 'now', command: '--parts cache' } } }, ['cache'], previous);
+    expect(replaced.cache).toEqual(fresh);
+    expect(replaced.http).toEqual(http);
+    expect(replaced.measured.cache?.when).toBe('now');
+  });
+
   it('writes the run alone when there is no previous report', () => {
     expect(readPreviousScaleReport(join(dir, 'none.json'), join(dir, 'none.md'))).toBeUndefined();
   });

@@ -6,7 +6,9 @@ import { existsSync, readFileSync } from 'node:fs';
  * (full-text classes, ingest, the CLI, hybrid) do not erase the others'. Pure apart from reading the previous JSON.
  */
 
-export type ScalePartName = 'fts' | 'ingest' | 'cli' | 'hybrid';
+export type ScalePartName = 'fts' | 'ingest' | 'cli' | 'hybrid' | 'http' | 'cache';
+/** Every part, in report order. */
+export const SCALE_PART_NAMES: readonly ScalePartName[] = ['fts', 'ingest', 'cli', 'hybrid', 'http', 'cache'];
 
 /** When and with which arguments a part's figures were measured. */
 export interface PartProvenance {
@@ -21,6 +23,9 @@ export interface ScaleSections<C, I, L> {
   ingest: I | undefined;
   cli: L | undefined;
   hybrid: { markdown: string; json: unknown } | undefined;
+  /** `engram serve` under bench/http-load.ts, and the context bench's modelled cache read (bench/lib/scale-parts.ts). */
+  http?: { markdown: string; json: unknown } | undefined;
+  cache?: { markdown: string; json: unknown } | undefined;
   /** Notes by the part they explain (`general`: the run as a whole). */
   notes: Partial<Record<ScalePartName | 'general', string[]>>;
   measured: Partial<Record<ScalePartName, PartProvenance>>;
@@ -35,6 +40,8 @@ interface PreviousJson {
   cli?: unknown;
   hybrid?: unknown;
   hybridMarkdown?: string;
+  http?: { markdown: string; json: unknown } | null;
+  cache?: { markdown: string; json: unknown } | null;
   notes?: unknown;
   measured?: Partial<Record<ScalePartName, PartProvenance>>;
 }
@@ -63,6 +70,8 @@ export function readPreviousScaleReport(jsonPath: string, mdPath: string): Scale
     ingest: prev.ingest ?? undefined,
     cli: prev.cli ?? undefined,
     hybrid: prev.hybrid !== null && prev.hybrid !== undefined && hybridMarkdown !== undefined ? { markdown: hybridMarkdown, json: prev.hybrid } : undefined,
+    http: prev.http ?? undefined,
+    cache: prev.cache ?? undefined,
     notes: notesByPart(prev.notes),
     measured,
   };
@@ -88,12 +97,12 @@ export function mergeScaleSections<C, I, L>(
   if (!previous) return current;
   const keep = (p: ScalePartName): boolean => !ran.includes(p);
   const notes: Partial<Record<ScalePartName | 'general', string[]>> = { general: current.notes.general ?? [] };
-  for (const p of ['fts', 'ingest', 'cli', 'hybrid'] as const) {
+  for (const p of SCALE_PART_NAMES) {
     const n = keep(p) ? previous.notes[p] : current.notes[p];
     if (n && n.length > 0) notes[p] = n;
   }
   const measured: Partial<Record<ScalePartName, PartProvenance>> = {};
-  for (const p of ['fts', 'ingest', 'cli', 'hybrid'] as const) {
+  for (const p of SCALE_PART_NAMES) {
     const m = keep(p) ? previous.measured[p] : current.measured[p];
     if (m) measured[p] = m;
   }
@@ -102,6 +111,8 @@ export function mergeScaleSections<C, I, L>(
     ingest: keep('ingest') ? (previous.ingest as I | undefined) : current.ingest,
     cli: keep('cli') ? (previous.cli as L | undefined) : current.cli,
     hybrid: keep('hybrid') ? previous.hybrid : current.hybrid,
+    http: keep('http') ? previous.http : current.http,
+    cache: keep('cache') ? previous.cache : current.cache,
     notes,
     measured,
   };
