@@ -136,7 +136,9 @@ export async function runScale(args: ScaleArgs): Promise<void> {
   let cache: ScalePartSection | undefined;
   const pgEvents = Math.min(args.pgEvents, args.events);
 
-  for (const backend of args.backends) {
+  // The full-text stores serve the fts, ingest and cli parts; hybrid, http and cache build their own.
+  const storeParts = args.parts.filter((p) => p === 'fts' || p === 'ingest' || p === 'cli');
+  for (const backend of storeParts.length > 0 ? args.backends : []) {
     const events = backend === 'sqlite' ? args.events : pgEvents;
     console.error(`== ${backend}, ${events} events`);
     const store = backend === 'sqlite' ? await buildSqlite(events, args.reuse) : await buildPostgres(events, args.reuse);
