@@ -5,6 +5,8 @@
  * conversation, the value that scores best on the others, and what it scores on the one left out). Used by
  * `npm run bench -- locomo --ablation`; the report is part of bench/results/locomo.md.
  */
+import { closeSync, existsSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { LocomoConversation } from '../src/eval/locomo-data.js';
 import { evaluateLocomo, type LocomoEvalOptions, type LocomoQuestionResult } from '../src/eval/locomo-eval.js';
 import { DATE_BOOST, HYBRID_VECTOR_WEIGHT, SECOND_HOP_WEIGHT, SPEAKER_BOOST, type Retriever } from '../src/memory/recall.js';
@@ -103,6 +105,8 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
     hybrid('relative dates in the date boost', { recallOptions: { relativeDates: true } }),
     hybrid('vector share by multi-hop look', { recallOptions: { vectorShare: 'multi-hop' } }),
     hybrid('vector share by agreement', { recallOptions: { vectorShare: 'agreement' } }),
+    hybrid('RM3 0.3 beside the second hop', { recallOptions: { rm3Weight: 0.3 } }),
+    hybrid('RM3 0.3 instead of the second hop', { recallOptions: { rm3Weight: 0.3, secondHopWeight: 0 } }),
   ];
   const unique = new Map(settings.map((s) => [key(s), s]));
   return {
@@ -131,7 +135,24 @@ export async function runTechniques(
   log: (message: string) => void,
 ): Promise<Map<string, SettingResult>> {
   const out = new Map<string, SettingResult>();
+  // Several processes may share the settings (LOCOMO_TECHNIQUES_DIR, a fresh directory per build): each claims a
+  // setting by creating its claim file, writes its result, and reads the others' results when they are written.
+  const shared = process.env.LOCOMO_TECHNIQUES_DIR;
+  const fileOf = (s: TechniqueSetting): string => join(shared!, `${key(s).replace(/[^\w.-]+/g, '_')}.json`);
+  const pending: TechniqueSetting[] = [];
   for (const s of settings) {
+    if (shared) {
+      if (existsSync(fileOf(s))) {
+        out.set(key(s), JSON.parse(readFileSync(fileOf(s), 'utf8')) as SettingResult);
+        continue;
+      }
+      try {
+        closeSync(openSync(`${fileOf(s)}.claim`, 'wx'));
+      } catch {
+        pending.push(s);
+        continue;
+      }
+    }
     const report = await evaluateLocomo(conversations, {
       ks,
       retriever: s.retriever,
@@ -141,7 +162,16 @@ export async function runTechniques(
     });
     const result = summarize(s, report.questionResults!, ks);
     out.set(key(s), result);
+    if (shared) {
+      writeFileSync(`${fileOf(s)}.tmp`, JSON.stringify(result));
+      renameSync(`${fileOf(s)}.tmp`, fileOf(s));
+    }
     log(`techniques: ${s.retriever} ${s.name}: @10 ${(result.all[10]! * 100).toFixed(1)}`);
+  }
+  for (const s of pending) {
+    while (!existsSync(fileOf(s))) await new Promise((resolve) => setTimeout(resolve, 5000));
+    out.set(key(s), JSON.parse(readFileSync(fileOf(s), 'utf8')) as SettingResult);
+    log(`techniques: ${s.retriever} ${s.name}: measured by another process`);
   }
   return out;
 }
@@ -265,6 +295,9 @@ The techniques, as built:
   (src/memory/relative-dates.ts); "relative dates in the date boost" also counts them as said then.
 - **vector share**: how the vector weight follows the question (src/memory/vector-share.ts): the full weight for
   multi-hop-looking questions and half for the others, or scaled by the agreement of the two rankings' first 10.
+- **RM3**: the words of the best 5 full-text hits, weighted by their share of each hit's words times its score and by
+  their rarity among the first 40 candidates, the best 8 searched again with the question's terms and fused in at
+  this weight, for every question (src/memory/rm3-feedback.ts; off by default).
 - **vector feedback**: the centroid of the best 3 fused hits' vectors blended into the query vector at this weight,
   then a second vector search (src/memory/vector-feedback.ts; off by default).
 - **before #13**: the previous defaults together (no turn context, context weight 0.25, recency 0.15, no speaker boost,

@@ -19,6 +19,7 @@ import { feedbackVector, VECTOR_FEEDBACK_SOURCES } from './vector-feedback.js';
 import { parseDateRanges } from './date-expressions.js';
 import { eventMeetsDates } from './relative-dates.js';
 import { VECTOR_SHARE_RULES, vectorShare, type VectorShareRule } from './vector-share.js';
+import { rm3Terms } from './rm3-feedback.js';
 import type { ModifierFactor, ModifierFactors, ModifierOptions } from './task-modifier.js';
 import { MODIFIER_FACTORS, taskModifier } from './task-modifier.js';
 import type { TypeQuotas } from './type-quotas.js';
@@ -110,6 +111,11 @@ export interface RecallOptions {
   relativeDates?: boolean;
   /** How the vector weight follows the question (vector-share.ts). Default {@link VECTOR_SHARE_RULE}. Ignored when `vectorWeight` is given. */
   vectorShare?: VectorShareRule;
+  /**
+   * Weight of RM3-style feedback on full-text (rm3-feedback.ts: the best hits' frequent, locally rare words searched
+   * again and fused in), 0..1, for every question. Default {@link RM3_WEIGHT} (off).
+   */
+  rm3Weight?: number;
 }
 
 export const SECOND_HOP_TRIGGERS = ['multi-hop', 'always'] as const;
@@ -144,6 +150,11 @@ export const DATE_BOOST = 0.5;
  * cost a point on one conversation with the index (bench/results/locomo.md, "relative dates" rows).
  */
 export const RELATIVE_DATE_BOOST = false;
+/**
+ * Default of {@link RecallOptions.rm3Weight}: off. Measured on the development split against and beside the second
+ * hop (docs/recall.md).
+ */
+export const RM3_WEIGHT = 0;
 /**
  * Default of {@link RecallOptions.vectorShare}: the same weight for every question. Neither rule of vector-share.ts
  * kept hybrid at or above full-text at every k on the development split (bench/results/locomo.md, "vector share"
@@ -261,6 +272,7 @@ const DEFAULTS = {
   dateBoost: DATE_BOOST,
   relativeDates: RELATIVE_DATE_BOOST as boolean,
   vectorShare: VECTOR_SHARE_RULE as VectorShareRule,
+  rm3Weight: RM3_WEIGHT,
 };
 type ResolvedOptions = typeof DEFAULTS & RecallOptions;
 /** Full-text candidates examined per requested hit: enough for re-ranking, few enough to stay fast. */
@@ -399,6 +411,7 @@ export class Recaller {
     if (o.secondHopWeight > 0 && hits.length > 0 && !hasIdentifiers && (o.secondHopTrigger === 'always' || looksMultiHop(query))) {
       hits = await this.secondHop(query, parsed, hits, filter, candidateLimit, o);
     }
+    if (o.rm3Weight > 0 && hits.length > 0 && !hasIdentifiers) hits = await this.rm3(parsed, hits, filter, candidateLimit, o);
     // A fixed vector depth, so an event's normalised similarity does not depend on k (bench/results/locomo.md:
     // depth max(40, 4k) cost 1.3 recall@10 and 3.6 @5 against depth 100).
     const vectorLimit = Math.max(MIN_VECTOR_CANDIDATES, candidateLimit);
@@ -433,6 +446,23 @@ export class Recaller {
     const terms = [...parsed.terms, ...added.map((text) => ({ text }))].slice(0, MAX_QUERY_TERMS);
     const second = await this.store.searchText({ terms, filter, limit, ...(o.contextWeight !== undefined ? { contextWeight: o.contextWeight } : {}) });
     return fuseSecondHop(first, second, o.secondHopWeight);
+  }
+
+  /** RM3 feedback (rm3-feedback.ts): the best hits' words, rare among the first candidates, searched again and fused in. */
+  private async rm3(parsed: ParsedQuery, first: TextHit[], filter: EventFilter, limit: number, o: ResolvedOptions): Promise<TextHit[]> {
+    const ranked = [...first].sort((a, b) => b.relevance - a.relevance).slice(0, MIN_CANDIDATES);
+    const byId = new Map((await this.store.getEvents(ranked.map((h) => h.eventId as EventId))).map((e) => [e.id as string, e]));
+    const sources = ranked.flatMap((h) => {
+      const e = byId.get(h.eventId);
+      return e ? [{ text: maskPrivate(e.content), relevance: h.relevance, speaker: speakerOf(e) }] : [];
+    });
+    const queryWords = new Set(parsed.terms.flatMap((t) => t.text.toLowerCase().split(/[^\p{L}\p{N}]+/u)));
+    const speakers = new Set(sources.flatMap((s) => s.speaker?.split(/\s+/) ?? []));
+    const added = rm3Terms(queryWords, sources, speakers);
+    if (added.length === 0) return first;
+    const terms = [...parsed.terms, ...added.map((text) => ({ text }))].slice(0, MAX_QUERY_TERMS);
+    const second = await this.store.searchText({ terms, filter, limit, ...(o.contextWeight !== undefined ? { contextWeight: o.contextWeight } : {}) });
+    return fuseSecondHop(first, second, o.rm3Weight);
   }
 
   /**
@@ -886,6 +916,7 @@ function validateOptions(query: string, o: ResolvedOptions): void {
   if (!(o.dateBoost >= 0 && Number.isFinite(o.dateBoost))) bad('dateBoost', 'must be a finite number of at least 0');
   if (!(o.secondHopWeight >= 0 && o.secondHopWeight <= 1)) bad('secondHopWeight', 'must be between 0 and 1');
   if (!(o.vectorFeedbackWeight >= 0 && o.vectorFeedbackWeight <= 1)) bad('vectorFeedbackWeight', 'must be between 0 and 1');
+  if (!(o.rm3Weight >= 0 && o.rm3Weight <= 1)) bad('rm3Weight', 'must be between 0 and 1');
   if (!(VECTOR_SHARE_RULES as readonly string[]).includes(o.vectorShare)) {
     bad('vectorShare', `unknown rule "${String(o.vectorShare)}"; expected one of ${VECTOR_SHARE_RULES.join(', ')}`);
   }
