@@ -60,7 +60,6 @@ import {
   dequeueIdentifierRows,
   findIdentifierRows,
   findQueuedRows,
-  queueIdentifierRows,
   readIdentifierStatus,
   rewriteIdentifierRows,
 } from './postgres-identifier-index.js';
@@ -275,13 +274,8 @@ export class PostgresBackend implements StorageBackend {
         outcomes.push({ record, isDuplicate: false });
       });
       if (fresh.length > 0) {
+        // Identifier keys are not computed here: the statement queues the events for the catch-up.
         await c.query(s.insertEvents, insertEventsParams(sessionId, fresh));
-        // Identifier keys are not computed here: the catch-up indexes the queued events.
-        await queueIdentifierRows(
-          c,
-          s.s,
-          fresh.map((f) => f.draft.id),
-        );
         await this.vectors.enqueue(c, fresh.map((f) => f.draft.id));
       }
       return outcomes;
@@ -895,7 +889,7 @@ function buildStatements(s: string) {
     lockSession: `SELECT last_turn, project FROM ${s}.sessions WHERE id = $1 FOR UPDATE`,
     insertArtifact: `INSERT INTO ${s}.artifacts (id, sha256, size_bytes, stored_bytes, encoding, media_type, created_ms, data)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
-    // One statement per batch: the events, their full-text chunks and the session's counters.
+    // One statement per batch: the events, their full-text chunks, the session's counters and the identifier queue.
     insertEvents: `WITH ins AS (
         INSERT INTO ${s}.events (id, session_id, turn, kind, ts_ms, content, content_escaped, artifact_id, artifact_media,
           artifact_size, preview_kind, event_key, input_hash, task_id, premise_ref, tags, supersedes, tool_name, tool_call_id, meta)
@@ -913,6 +907,9 @@ function buildStatements(s: string) {
         UPDATE ${s}.sessions SET last_turn = $21, event_count = event_count + $22,
           first_ms = LEAST(first_ms, $23), last_ms = GREATEST(last_ms, $24)
         WHERE id = $1
+      ), queued AS (
+        -- The identifier index's catch-up queue (postgres-identifier-index.ts): the append writes no keys itself.
+        INSERT INTO ${s}.event_idgrams_backlog (event_pk) SELECT pk FROM ins
       )
       INSERT INTO ${s}.event_text (event_pk, chunk_no, tsv)
       SELECT ins.pk, c.chunk_no,

@@ -5,7 +5,7 @@ import type { PgRunner } from './postgres-vectors.js';
 /**
  * The identifier index on PostgreSQL (docs/recall.md, "Full-text at scale"; keys in ../identifier-grams.ts): rows
  * `(gram, event_pk, pos)` keyed by gram, plus an index by event for a purge and a rewrite. Appends do not write them:
- * they queue the event in `event_idgrams_backlog` (migration 19), the catch-up (memory/identifier-catch-up.ts) indexes
+ * the append's statement queues the event in `event_idgrams_backlog` (migration 19), the catch-up (memory/identifier-catch-up.ts) indexes
  * the queue, and a search covers the queued events through the plain full-text phrase. A queue rather than a
  * watermark: concurrent writers commit out of primary-key order, so a watermark could pass an event still uncommitted.
  */
@@ -41,12 +41,6 @@ export function postgresIdentifierBacklogMigrationSql(s: string): string {
       SELECT pk FROM ${s}.events WHERE (SELECT value FROM ${s}.text_index_state WHERE name = 'identifier_grams') IS DISTINCT FROM 'complete';
     UPDATE ${s}.text_index_state SET value = 'complete' WHERE name = 'identifier_grams';
   `;
-}
-
-/** Queues appended events for the catch-up (by id); the append's transaction. */
-export async function queueIdentifierRows(c: PgRunner, s: string, eventIds: readonly string[]): Promise<void> {
-  if (eventIds.length === 0) return;
-  await c.query(`INSERT INTO ${s}.event_idgrams_backlog (event_pk) SELECT pk FROM ${s}.events WHERE id = ANY($1::text[]) ON CONFLICT DO NOTHING`, [eventIds]);
 }
 
 /** Writes the rows of these events (by id) from their indexed text; the caller's transaction. */
