@@ -56,6 +56,7 @@ import type { Checkpointer } from './checkpointer.js';
 import { Fts5Planner } from './fts5-planner.js';
 import { BOUND_ABOVE_ROWS, BOUND_PHRASE_ABOVE_ROWS, Fts5BoundedSearch } from './fts5-bounded.js';
 import { Fts5VisibleFirst } from './fts5-visible-first.js';
+import { LatestOfKind, LATEST_OF_KIND_FIELDS } from './latest-of-kind.js';
 import { searchWithIdentifiers } from './fts5-identifier-search.js';
 import { MAX_IDENTIFIER_TAIL_EVENTS } from '../identifier-grams.js';
 import { fillIdentifierRows, SqliteIdentifierIndex } from './sqlite-identifier-index.js';
@@ -104,6 +105,7 @@ export class SqliteBackend implements StorageBackend {
   private readonly planner: Fts5Planner;
   private readonly bounded: Fts5BoundedSearch;
   private readonly visibleFirst: Fts5VisibleFirst;
+  private readonly latestOfKind: LatestOfKind;
   private readonly identifiers: SqliteIdentifierIndex;
   private readonly vectors: SqliteVectors;
   private readonly agents: SqliteAgents;
@@ -140,6 +142,7 @@ export class SqliteBackend implements StorageBackend {
     this.planner = new Fts5Planner(db);
     this.bounded = new Fts5BoundedSearch(db);
     this.visibleFirst = new Fts5VisibleFirst(db);
+    this.latestOfKind = new LatestOfKind(db);
     this.identifiers = new SqliteIdentifierIndex(db);
     this.vectors = new SqliteVectors(db);
     this.agents = new SqliteAgents(db);
@@ -322,6 +325,11 @@ export class SqliteBackend implements StorageBackend {
 
   async listEvents(query: ListEventsQuery): Promise<EventRecord[]> {
     this.assertOpen();
+    // A session's latest event of one kind (its task card): without walking its whole history each time.
+    if (query.kinds?.length === 1 && query.order === 'desc' && query.limit === 1 && Object.entries(query).every(([k, v]) => v === undefined || LATEST_OF_KIND_FIELDS.has(k))) {
+      const row = this.latestOfKind.latest<EventRow>(query.sessionId, query.kinds[0]!);
+      return row ? [rowToEvent(row)] : [];
+    }
     const where = ['session_id = ?'];
     const params: unknown[] = [query.sessionId];
     if (query.afterTurn !== undefined) {
