@@ -23,6 +23,7 @@ import type { EventInput } from '../src/model/event.js';
 import { agentTrace, recallQueries } from './lib/agent-trace.js';
 import { Prng } from './lib/prng.js';
 import { summarizeCpuProfile, type CpuProfile, type ProfileEntry, type ProfileSummary } from './lib/cpu-profile.js';
+import { profileAreas, type AreaShare, type ProfileAreas } from './lib/profile-areas.js';
 import { machineLine, round, summarize } from './lib/stats.js';
 
 export interface HttpLoadArgs {
@@ -77,9 +78,12 @@ interface AgentState {
   retryMismatches: number;
 }
 
-/** The report's file name: full-text runs and runs with the built-in embedder are kept side by side. */
-function reportName(embedder: HttpLoadArgs['embedder']): string {
-  return embedder === 'builtin' ? 'http-load-builtin' : 'http-load';
+/**
+ * The report's file name: full-text runs and runs with the built-in embedder are kept side by side, and a run under
+ * the profiler (slower by the profiler's own cost) beside the plain one rather than over it.
+ */
+function reportName(embedder: HttpLoadArgs['embedder'], profile = false): string {
+  return `${embedder === 'builtin' ? 'http-load-builtin' : 'http-load'}${profile ? '-profile' : ''}`;
 }
 
 /** Every backend and agent count in turn, each on a fresh store; writes the combined report. */
@@ -91,7 +95,7 @@ export async function runHttpLoadSuite(args: HttpLoadSuiteArgs): Promise<HttpLoa
     }
   }
   mkdirSync('bench/results', { recursive: true });
-  const name = reportName(args.embedder);
+  const name = reportName(args.embedder, args.profile);
   writeFileSync(`bench/results/${name}.json`, JSON.stringify({ targets: HTTP_TARGETS, runs }, null, 2) + '\n');
   writeFileSync(`bench/results/${name}.md`, renderSuiteReport(runs));
   console.error(renderSuiteReport(runs));
@@ -266,8 +270,8 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
     };
     if (args.writeReport ?? true) {
       mkdirSync('bench/results', { recursive: true });
-      writeFileSync(`bench/results/${reportName(args.embedder)}.json`, JSON.stringify(report, null, 2) + '\n');
-      writeFileSync(`bench/results/${reportName(args.embedder)}.md`, renderReport(report));
+      writeFileSync(`bench/results/${reportName(args.embedder, args.profile)}.json`, JSON.stringify(report, null, 2) + '\n');
+      writeFileSync(`bench/results/${reportName(args.embedder, args.profile)}.md`, renderReport(report));
       console.error(renderReport(report));
       if (!httpVerified || !storeVerified || exitCode !== 0) process.exitCode = 1;
     }
@@ -307,7 +311,7 @@ async function startServer(location: StoreLocation, embedder: 'none' | 'builtin'
 }
 
 /** The server's CPU profile (the whole run, warm-up and verification included): top functions and files by self time. */
-function readProfile(profileDir: string): ProfileSummary | null {
+function readProfile(profileDir: string): (ProfileSummary & { areas: ProfileAreas }) | null {
   const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
   if (!file) return null;
   // ENGRAM_BENCH_PROFILE_OUT=dir keeps the whole profile (Chrome DevTools, or inclusive times) beside the summary.
@@ -316,9 +320,10 @@ function readProfile(profileDir: string): ProfileSummary | null {
     mkdirSync(keep, { recursive: true });
     copyFileSync(join(profileDir, file), join(keep, `http-load-${Date.now()}.cpuprofile`));
   }
-  const summary = summarizeCpuProfile(JSON.parse(readFileSync(join(profileDir, file), 'utf8')) as CpuProfile, 15);
+  const profile = JSON.parse(readFileSync(join(profileDir, file), 'utf8')) as CpuProfile;
+  const summary = summarizeCpuProfile(profile, 15);
   const r = (e: ProfileEntry) => ({ ...e, selfMs: round(e.selfMs, 0), share: round(e.share, 3) });
-  return { totalMs: round(summary.totalMs, 0), functions: summary.functions.map(r), files: summary.files.map(r) };
+  return { totalMs: round(summary.totalMs, 0), functions: summary.functions.map(r), files: summary.files.map(r), areas: profileAreas(profile) };
 }
 
 /** User + system CPU time of a process, in ms (Linux /proc; null elsewhere). */
@@ -402,7 +407,7 @@ export interface HttpLoadReport {
    * per request answered, and the machine's 1-minute load average at its end (other processes share the cores).
    */
   cpu?: { serverCores: number; clientCores: number; serverMsPerRequest: number; clientMsPerRequest: number; loadAverage: number };
-  profile?: ProfileSummary;
+  profile?: ProfileSummary & { areas?: ProfileAreas };
 }
 
 export function renderReport(r: HttpLoadReport): string {
@@ -438,7 +443,7 @@ ${row('retry', 'append retried (duplicates)')}
 Ingest through the API: **${fmt(r.eventsPerSec)} events/s** (acknowledged, measured window). The server answered
 ${fmt(round(totalPerSec, 0))} requests/s in all; with ${c.agents} agents in closed loops, Little's law puts the mean latency at
 ${c.agents} / ${fmt(round(totalPerSec, 0))} = ${round((c.agents / totalPerSec) * 1000, 1)} ms, close to the measured means: latency here is mostly waiting behind the
-other agents' requests on the server's one JavaScript thread, not the cost of one request (about
+other agents' requests on ${(c.workers ?? 1) > 1 ? `the server's ${c.workers} JavaScript threads` : "the server's one JavaScript thread"}, not the cost of one request (about
 ${round(1000 / totalPerSec, 1)} ms of server time each, on a core shared with the load generator).
 ${
   r.cpu
@@ -461,7 +466,10 @@ ${v.problems.length > 0 ? `\nProblems:\n${v.problems.map((p) => `- ${p}`).join('
 ${
   r.profile
     ? `
-**Where the server's time goes** (\`--profile\`: V8 CPU profile of the whole server run, ${fmt(r.profile.totalMs)} ms; self time):
+**Where the server's time goes** (\`--profile\`: V8 CPU profile of the whole server run, ${fmt(r.profile.totalMs)} ms, start-up and
+the verification after the load included; the server runs slower under the profiler).
+${r.profile.areas ? renderAreas(r.profile.areas) : ''}
+Self time by file and by function:
 
 | file | self ms | share |
 | --- | ---: | ---: |
@@ -473,6 +481,29 @@ ${r.profile.functions.map((f) => `| \`${f.name}\` | ${fmt(f.selfMs)} | ${round(f
 `
     : ''
 }`;
+}
+
+/**
+ * The profile by area (profile-areas.ts): each sample charged to the request step its stack is in, as a share of
+ * the whole profile and of the busy time (without idle and start-up module loading); then recall by step.
+ */
+function renderAreas(a: ProfileAreas): string {
+  const quiet = new Set(['idle (waiting for requests or I/O)', 'module loading (start-up)']);
+  const busy = a.areas.filter((x) => !quiet.has(x.area)).reduce((n, x) => n + x.ms, 0);
+  const line = (x: AreaShare) => `| ${x.area} | ${x.ms.toLocaleString('en')} | ${round(x.share * 100, 1)} % | ${quiet.has(x.area) || busy === 0 ? '' : `${round((x.ms / busy) * 100, 1)} %`} |`;
+  return `
+By area (a sample counts for the first area, in this order, that its call stack is in: recall, append, the group commit, ...):
+
+| area | ms | share of the profile | share of busy time |
+| --- | ---: | ---: | ---: |
+${a.areas.map(line).join('\n')}
+
+Recall by step:
+
+| recall step | ms | share of the profile | share of busy time |
+| --- | ---: | ---: | ---: |
+${a.recall.map(line).join('\n')}
+`;
 }
 
 /** Which of the #14 targets each 32-agent run meets, in words. */
@@ -523,6 +554,8 @@ ${rows.join('\n')}
 Requests/s per server core: 1000 / the server's CPU ms per request, the rate its one JavaScript thread would keep
 with a core to itself (appends and recalls alternate, so half of it each). On a machine whose other processes
 keep the load average far above its cores, this and the CPU columns are the figures to compare between runs.
+With \`--workers N\` the server's CPU is summed over its processes. Where the server's time goes, by area and by
+function: \`npm run bench -- http-load --profile\` writes \`bench/results/http-load-profile.md\`.
 
 ${verdicts(runs)}
 
