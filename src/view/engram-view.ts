@@ -142,7 +142,10 @@ export class EngramView {
     }
     const only = options.sessionIds?.length === 1 ? options.sessionIds[0] : undefined;
     const cardSession = ignoreTask ? undefined : (taskCardSessionId ?? only);
-    if (cardSession !== undefined) await this.checkReadable(validateSessionId(cardSession, 'taskCardSessionId'), { mayNotExist: true });
+    // A card of one of the sessions just checked is not checked again (a round trip on PostgreSQL per recall).
+    if (cardSession !== undefined && !(options.sessionIds ?? []).includes(cardSession)) {
+      await this.checkReadable(validateSessionId(cardSession, 'taskCardSessionId'), { mayNotExist: true });
+    }
     const card = cardSession !== undefined ? await this.mem.taskStates.get(cardSession) : null;
     const asking = askingSessionId ?? only;
     return {
