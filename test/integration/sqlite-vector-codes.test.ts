@@ -138,8 +138,20 @@ describe('SQLite one-bit code vector index', () => {
     const rowidOf = (id: EventId): number => (db(fast).prepare(`SELECT rowid FROM events WHERE id = '${id}'`).get() as { rowid: number }).rowid;
     const purged = [rowidOf(early!.record.id), rowidOf(late!.record.id)];
     expect(codedRowids()).toEqual(expect.arrayContaining(purged));
+    // A second process that searched before the purge holds the codes in memory.
+    const other = backend({ minVectors: 0, rerank: 10_000 });
+    await other.searchVectors(query(lateVector));
+    const inMemory = (b: SqliteBackend): number[] => {
+      const set = (b as unknown as { vectors: { vectorCodes: { cache?: { set: { count: number; rowids: Float64Array } } } } }).vectors.vectorCodes.cache?.set;
+      return set ? [...set.rowids.subarray(0, set.count)] : [];
+    };
+    expect(inMemory(other)).toEqual(expect.arrayContaining(purged));
     const report = await mem.purge({ sessionId: 's4' }, { actor: 'os:test' });
     expect(report.counts.vectors).toBe(2);
+    // Its next query reads the rewritten blocks again: no fingerprint of the purged vectors stays in its memory either.
+    await other.searchVectors(query(lateVector));
+    expect(inMemory(other).filter((r) => purged.includes(r))).toEqual([]);
+    expect(inMemory(other).filter((r) => r !== 0)).toHaveLength(ids.length);
     // No fingerprint of the purged vectors stays in the code blocks.
     expect(codedRowids().filter((r) => purged.includes(r))).toEqual([]);
     expect(codedRowids().filter((r) => r !== 0)).toHaveLength(ids.length);

@@ -35,6 +35,8 @@ export interface CodesMeta {
    * for the first encoding (the signs of the difference itself). Maintenance rebuilds an index of the first encoding.
    */
   encoding?: string;
+  /** Purges that rewrote blocks since the build: a process holding the codes in memory reads them again. */
+  rewrites?: number;
   /** Every vector of an event up to this rowid is in a block, but for the rowids in `vec_codes_holes`. */
   covered: number;
   blocks: number;
@@ -60,7 +62,7 @@ export interface CodesQueryFilter {
  * is gone from `event_vectors`, so the re-rank drops it; a model switch drops the index. Queries never build it.
  */
 export class SqliteVectorCodes {
-  private cache: { builtAtMs: number; set: CodeSet; blocks: number } | undefined;
+  private cache: { builtAtMs: number; rewrites: number; set: CodeSet; blocks: number } | undefined;
   private readVector: Database.Statement | undefined;
 
   constructor(
@@ -195,8 +197,9 @@ export class SqliteVectorCodes {
    */
   private load(meta: CodesMeta): CodeSet {
     const words = codeWords(meta.encoding === ROTATED_ENCODING ? rotatedDims(meta.dimensions) : meta.dimensions);
-    if (!this.cache || this.cache.builtAtMs !== meta.builtAtMs || this.cache.blocks > meta.blocks) {
-      this.cache = { builtAtMs: meta.builtAtMs, set: new CodeSet(words), blocks: 0 };
+    const rewrites = meta.rewrites ?? 0;
+    if (!this.cache || this.cache.builtAtMs !== meta.builtAtMs || this.cache.rewrites !== rewrites || this.cache.blocks > meta.blocks) {
+      this.cache = { builtAtMs: meta.builtAtMs, rewrites, set: new CodeSet(words), blocks: 0 };
       this.cache.set.reserve(meta.vectors);
     }
     const cache = this.cache;
@@ -285,7 +288,8 @@ export class SqliteVectorCodes {
 /**
  * A privacy purge's part (sqlite-purge.ts): the codes of the purged events' vectors are zeroed in their blocks
  * (rowid 0, no bits, scale 0), so no fingerprint of purged content stays in the file. Reads every block (about
- * 58 MB at 1M vectors) and rewrites the ones that held a purged vector. Inside the purge's transaction.
+ * 58 MB at 1M vectors) and rewrites the ones that held a purged vector, counting the rewrite in the index's
+ * description (`rewrites`) so a process holding the codes in memory drops them. Inside the purge's transaction.
  */
 export function forgetVectorCodes(db: Db, rowids: readonly number[]): void {
   if (rowids.length === 0 || db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'vec_codes'").get() === undefined) return;
@@ -307,6 +311,13 @@ export function forgetVectorCodes(db: Db, rowids: readonly number[]): void {
     if (changed) pending.push([r.block, blockToBytes(block)]);
   }
   for (const [id, data] of pending) rewrite.run(data, id);
+  if (pending.length === 0) return;
+  // Counted in the index's description, so every process holding the codes in memory reads them again.
+  const row = db.prepare('SELECT value FROM store_meta WHERE key = ?').get(META_KEY) as { value: string } | undefined;
+  if (!row) return;
+  const meta = JSON.parse(row.value) as CodesMeta;
+  meta.rewrites = (meta.rewrites ?? 0) + 1;
+  db.prepare('UPDATE store_meta SET value = ? WHERE key = ?').run(JSON.stringify(meta), META_KEY);
 }
 
 function dot(a: Float32Array, b: Float32Array, offset: number): number {
