@@ -78,6 +78,35 @@ describe('PostgreSQL phrase pairs', () => {
     expect(found.every((id) => ids.includes(id))).toBe(true);
   });
 
+  it("the planner's capped counts: exact below the cap, the cap above it, with and without column statistics", async () => {
+    const counts = (terms: string[], cap: number): Promise<number[]> =>
+      (backend as unknown as { cappedCounts(q: string[], cap: number): Promise<number[]> }).cappedCounts(terms, cap);
+    const terms = ["'retry'", "'build' <-> 'deploy'", "'well' <-> 'known'", "'shouted'", "'nowhere'", "'buil':*"];
+    // The reference: every chunk matching each term, counted straight from event_text.
+    const expected = await withPgClient(async (c) => {
+      const out: number[] = [];
+      for (const t of terms) {
+        const r = await c.query<{ n: string }>(`SELECT count(*) AS n FROM "${schema}".event_text WHERE tsv @@ to_tsquery('"${schema}".engram_text'::regconfig, $1)`, [t]);
+        out.push(Number(r.rows[0]!.n));
+      }
+      return out;
+    });
+    expect(expected.filter((n) => n > 3).length).toBeGreaterThan(1);
+    expect(await counts(terms, 100)).toEqual(expected);
+    expect(await counts(terms, 3)).toEqual(expected.map((n) => Math.min(n, 3)));
+    // With statistics (ANALYZE): a common lexeme may be taken from them, never changing a count.
+    await withPgClient((c) => c.query(`ANALYZE "${schema}".event_text`));
+    const fresh = await PostgresBackend.open(testPgUrl(), { schema, maxConnections: 1 });
+    try {
+      const after = (terms2: string[], cap: number): Promise<number[]> =>
+        (fresh as unknown as { cappedCounts(q: string[], cap: number): Promise<number[]> }).cappedCounts(terms2, cap);
+      expect(await after(terms, 100)).toEqual(expected);
+      expect(await after(terms, 1)).toEqual(expected.map((n) => Math.min(n, 1)));
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it('uses the pairs for a chain of plain lexemes only', async () => {
     const pairsOf = (q: string): Promise<number[] | null> =>
       withPgClient(async (c) => (await c.query<{ p: number[] | null }>(`SELECT "${schema}".tsquery_pairs(to_tsquery('"${schema}".engram_text'::regconfig, $1)) AS p`, [q])).rows[0]!.p);

@@ -74,7 +74,8 @@ import type { SummaryStorage } from '../summary-storage.js';
 import type { GraphStorage } from '../graph-storage.js';
 import { PostgresArtifactTiers } from './postgres-artifact-tiers.js';
 import { PostgresPurge } from './postgres-purge.js';
-import { phrasePairs, phrasePairsCondition } from './postgres-phrase-pairs.js';
+import { phrasePairs, phrasePairsSource } from './postgres-phrase-pairs.js';
+import { cappedCountColumns, LexemeStatsCache } from './pg-lexeme-stats.js';
 import type { BusStorage } from '../bus-storage.js';
 
 
@@ -130,6 +131,8 @@ export class PostgresBackend implements StorageBackend {
   readonly displayUrl: string;
   private readonly sql: ReturnType<typeof buildStatements>;
   private readonly planner: TsqueryPlanner;
+  /** Common lexemes' estimated rows from the column statistics (pg-lexeme-stats.ts). */
+  private readonly lexemeStats: LexemeStatsCache;
   private readonly agents: PostgresAgents;
   private readonly sessions: PostgresSessions;
   private readonly vectors: PostgresVectors;
@@ -152,6 +155,7 @@ export class PostgresBackend implements StorageBackend {
     this.capabilities = { ...DEFAULT_CAPABILITIES, fullText: 'tsvector', supportsConcurrentWriters: true, isPowerLossDurable, vectorSearch: 'exact-scan' };
     this.sql = buildStatements(quoteIdent(location.schema));
     this.planner = new TsqueryPlanner((queries, cap) => this.cappedCounts(queries, cap));
+    this.lexemeStats = new LexemeStatsCache(this.sql.s, (sql, params) => this.query(sql, params, 'full-text search failed', 'search'));
     this.agents = new PostgresAgents(this.sql.s, <R>(sql: string, params: unknown[], context: string) => this.query<R>(sql, params, context));
     this.sessions = new PostgresSessions(this.sql.s, <R>(sql: string, params: unknown[], context: string) => this.query<R>(sql, params, context));
     this.vectors = new PostgresVectors(
@@ -192,10 +196,11 @@ export class PostgresBackend implements StorageBackend {
   /** Rows each tsquery matches, counted through the GIN index and capped (so a common word costs little). */
   private async cappedCounts(queries: string[], cap: number): Promise<number[]> {
     const s = this.sql.s;
-    const columns = queries.map(
-      (_, i) => `(SELECT count(*) FROM (SELECT 1 FROM ${s}.event_text WHERE tsv @@ to_tsquery(${this.sql.config}, $${i + 1}) LIMIT ${cap}) x) AS c${i}`,
-    );
-    const rows = await this.query<Record<string, string>>(`SELECT ${columns.join(', ')}`, queries, 'full-text search failed', 'search');
+    // A word PostgreSQL's column statistics already know to be common is not counted; a phrase is counted on the
+    // chunks holding its pairs of words (pg-lexeme-stats.ts).
+    const columns = cappedCountColumns(s, this.sql.config, queries.length, cap);
+    const stats = await this.lexemeStats.get();
+    const rows = await this.query<Record<string, string>>(`SELECT ${columns.join(', ')}`, [...queries, stats.lexemes, stats.rows], 'full-text search failed', 'search');
     return queries.map((_, i) => Number(rows[0]?.[`c${i}`] ?? 0));
   }
 
@@ -497,13 +502,15 @@ export class PostgresBackend implements StorageBackend {
           ) t) c, q`
       : byIdentifier !== null
         ? `(SELECT c.* FROM ${s}.event_text c WHERE c.event_pk = ANY(${byIdentifier}::bigint[])) c ${join}, q`
-        : `${s}.event_text c ${join}, q`;
+        : pairs !== null
+          ? `(${phrasePairsSource(s, param(pairs))}) c ${join}, q`
+          : `${s}.event_text c ${join}, q`;
     // ts_rank has no inverse document frequency: on the bounded path, chunks holding more of the rare terms come
     // first (what bm25's IDF does on SQLite), then ts_rank orders them.
     const rareHits = rareTerms.length > 0 ? `(${rareTerms.map((q) => `(c.tsv @@ ${q})::int`).join(' + ')})` : '0';
     const candidates = `SELECT c.event_pk, c.tsv, ts_rank(${weights}, c.tsv, q.q, 1) AS r, ${rareHits} AS rare
         FROM ${source}
-        WHERE c.tsv @@ q.q ${pairs !== null ? `AND ${phrasePairsCondition(s, param(pairs))}` : ''} ${isBounded ? '' : filters.map((w) => `AND ${w}`).join(' ')}
+        WHERE c.tsv @@ q.q ${isBounded ? '' : filters.map((w) => `AND ${w}`).join(' ')}
         ORDER BY rare DESC, r DESC, c.event_pk DESC
         LIMIT ${param(Math.max(query.limit * RERANK_CANDIDATES_PER_HIT, MIN_RERANK_CANDIDATES))}`;
     const sql = `WITH q AS (SELECT to_tsquery(${this.sql.config}, $1) AS q), cand AS (${candidates})
