@@ -108,8 +108,10 @@ interface CliResult {
   /** `engram recall <query>` as a user types it. */
   runs: number[];
   summary: Summary;
+  /** CPU time of each run's process (user + system, all threads), ms: comparable between loads where wall time is not. */
+  cpu?: Summary;
   /** The same with `--retriever fts`. */
-  fts: { runs: number[]; summary: Summary };
+  fts: { runs: number[]; summary: Summary; cpu?: Summary };
   /** `node -e 0`: Node's own start, before any of Engram's code (same machine, same moment). */
   nodeStart?: Summary;
   /** One more run of each under `node --cpu-prof`: its CPU profile by phase (lib/cli-start-profile.ts). */
@@ -428,22 +430,37 @@ async function timeClass(
 }
 
 /** Wall time from spawning `bin/engram.js recall` on the store to its first line of output (and to its exit). */
-async function timeCli(dbPath: string, extra: string[]): Promise<{ runs: number[]; summary: Summary }> {
+/**
+ * A preload that prints the process's CPU time (user + system, every thread) when it exits: unlike wall time, it
+ * hardly moves with the load other processes put on the machine, so runs at different loads can be compared.
+ */
+const CPU_AT_EXIT = '--import=data:text/javascript,process.on("exit",()=>{const u=process.cpuUsage();process.stderr.write("\\nengram-bench-cpu-us "+(u.user+u.system)+"\\n")})';
+
+async function timeCli(dbPath: string, extra: string[]): Promise<{ runs: number[]; summary: Summary; cpu: Summary }> {
   const queries = ['ECONNREFUSED in payments', 'src/auth/pool.ts:42', 'how did we fix the cache timeout', 'retry worker queue', 'ETIMEDOUT', 'deploy pipeline error'];
   const runs: number[] = [];
+  const cpu: number[] = [];
   for (const [i, q] of [...queries, ...queries].entries()) {
     const start = performance.now();
-    const firstOutput = await new Promise<number>((resolve, reject) => {
-      const child = spawn(process.execPath, ['bin/engram.js', '--db', dbPath, 'recall', q, ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const [firstOutput, cpuMs] = await new Promise<[number, number]>((resolve, reject) => {
+      const child = spawn(process.execPath, [CPU_AT_EXIT, 'bin/engram.js', '--db', dbPath, 'recall', q, ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
       let first: number | undefined;
       let err = '';
       child.stdout.on('data', () => (first ??= performance.now() - start));
       child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-      child.on('exit', (code) => (code === 0 ? resolve(first ?? performance.now() - start) : reject(new Error(`engram recall exited ${code}: ${err}`))));
+      child.on('close', (code) => {
+        const used = /engram-bench-cpu-us (\d+)/.exec(err);
+        if (code !== 0 || !used) reject(new Error(`engram recall exited ${code}: ${err}`));
+        else resolve([first ?? performance.now() - start, Number(used[1]) / 1000]);
+      });
     });
-    if (i > 0) runs.push(firstOutput); // the first run warms the page cache and the module cache
+    if (i > 0) {
+      // the first run warms the page cache and the module cache
+      runs.push(firstOutput);
+      cpu.push(cpuMs);
+    }
   }
-  return { runs: runs.map((r) => round(r, 1)), summary: roundSummary(runs) };
+  return { runs: runs.map((r) => round(r, 1)), summary: roundSummary(runs), cpu: roundSummary(cpu) };
 }
 
 /** Wall time of `node -e 0` (Node's start and exit, no Engram code), 7 runs after one warm-up. */
@@ -601,7 +618,7 @@ ${r.cli ? `## CLI start to first recall result
 
 \`node bin/engram.js --db <store> recall <query>\` (and with \`--retriever fts\`), spawned ${r.cli.runs.length} times each after one
 warm-up run; wall time from spawn to the first byte on stdout (Node start, module load, opening the store, the recall).
-Runs (ms): ${r.cli.runs.join(', ')}; with \`--retriever fts\`: ${r.cli.fts.runs.join(', ')}.${r.cli.loadAverage ? `\nLoad average (1, 5, 15 min) after the runs: ${r.cli.loadAverage.join(', ')}.` : ''}
+Runs (ms): ${r.cli.runs.join(', ')}; with \`--retriever fts\`: ${r.cli.fts.runs.join(', ')}.${r.cli.cpu && r.cli.fts.cpu ? `\nCPU time of the process (user + system, every thread; it varies far less with the load than wall time): p50 ${r.cli.cpu.p50} ms, p95 ${r.cli.cpu.p95} ms; with \`--retriever fts\`: p50 ${r.cli.fts.cpu.p50} ms, p95 ${r.cli.fts.cpu.p95} ms.` : ''}${r.cli.loadAverage ? `\nLoad average (1, 5, 15 min) after the runs: ${r.cli.loadAverage.join(', ')}.` : ''}
 ${cliBreakdown(r.cli)}` : ''}
 ## Hybrid / vectors
 
