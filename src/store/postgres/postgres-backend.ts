@@ -241,9 +241,13 @@ export class PostgresBackend implements StorageBackend {
         session = (await c.query<{ last_turn: number; project: string }>(s.lockSession, [sessionId])).rows[0]!;
       }
       if (options.requireProject !== undefined && session.project !== options.requireProject) throw sessionScopeDenied(sessionId, options.requireProject);
+      // Read after the session row's lock: a lease written by a concurrent delegation is seen here, and under READ
+      // COMMITTED every batch committed before ours. One round trip reads the batch's keys and the lease.
+      const keys = [...new Set(drafts.flatMap((d) => (d.key === undefined ? [] : [d.key])))];
+      const wanted = options.writer !== undefined && !keys.includes(HIERARCHY_LINK_KEY) ? [...keys, HIERARCHY_LINK_KEY] : keys;
+      const keyed = wanted.length > 0 ? (await c.query<EventRow>(s.eventsByKeys, [sessionId, wanted])).rows : [];
       if (options.writer !== undefined) {
-        // Read after the session row's lock: a lease written by a concurrent delegation is seen here.
-        const link = (await c.query<EventRow>(s.eventsByKeys, [sessionId, [HIERARCHY_LINK_KEY]])).rows[0];
+        const link = keyed.find((row) => row.event_key === HIERARCHY_LINK_KEY);
         checkWriterLease(sessionId, link ? rowToEvent(link).meta : null, options.writer);
       }
       for (const artifact of [...artifacts].sort((a, b) => (a.record.id < b.record.id ? -1 : 1))) {
@@ -252,13 +256,10 @@ export class PostgresBackend implements StorageBackend {
         await c.query(s.insertArtifact, [r.id, r.sha256, r.sizeBytes, r.storedBytes, r.encoding, r.mediaType, Date.parse(r.createdAt), data]);
       }
 
-      // Read after the lock: under READ COMMITTED this statement sees every batch committed before ours.
-      const keys = [...new Set(drafts.flatMap((d) => (d.key === undefined ? [] : [d.key])))];
       const byKey = new Map<string, { record: EventRecord; inputHash: string | null }>();
-      if (keys.length > 0) {
-        for (const row of (await c.query<EventRow>(s.eventsByKeys, [sessionId, keys])).rows) {
-          byKey.set(row.event_key!, { record: rowToEvent(row), inputHash: row.input_hash });
-        }
+      const keySet = new Set(keys);
+      for (const row of keyed) {
+        if (keySet.has(row.event_key!)) byKey.set(row.event_key!, { record: rowToEvent(row), inputHash: row.input_hash });
       }
 
       let turn = session.last_turn;
