@@ -12,7 +12,7 @@
  * - a phrase is counted on the chunks holding its pairs of words (postgres-phrase-pairs.ts), as its search is.
  * Counts are the same as before: exact below the cap, the cap above it.
  */
-export const STATS_MARGIN = 4;
+export const STATS_MARGIN = 2;
 const STATS_TTL_MS = 5 * 60_000;
 
 /** The column statistics of `event_text.tsv` as a lookup: lexeme to estimated rows. */
