@@ -42,9 +42,9 @@ const RECALL_STEPS: Array<[string, (f: Frame) => boolean]> = [
   ['full-text search (FTS5 matching, bm25, visibility)', (f) => f.fn === 'searchText'],
   ['token counting of the packed hits', (f) => f.url.includes('bpe-encoder') || f.url.includes('gpt-tokenizer')],
   ['novelty (MMR over excerpts)', (f) => f.fn === 'orderByNovelty'],
-  ['task card and key events', (f) => f.fn === 'withKeyEvents' || f.fn === 'recallOptions'],
+  ["reading the candidates' events, the task card", (f) => f.fn === 'withKeyEvents' || f.fn === 'recallOptions'],
   ['recall log write', (f) => f.fn === 'log' || f.fn === 'logRecall'],
-  ['reading events and excerpts', (f) => f.fn === 'getEvents' || f.fn === 'detailHead' || f.url.includes('excerpt')],
+  ['excerpts and event heads', (f) => f.fn === 'getEvents' || f.fn === 'detailHead' || f.url.includes('excerpt')],
 ];
 
 export function profileAreas(profile: CpuProfile): ProfileAreas {
