@@ -6,8 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openEngram, type Engram } from '../../src/engine.js';
 import { parseQuery } from '../../src/memory/query-terms.js';
 import { queryGrams } from '../../src/store/identifier-grams.js';
-import type { StorageBackend, TextIndexEntry } from '../../src/store/backend.js';
-import type { EventId } from '../../src/model/ids.js';
+import type { EventDraft, StorageBackend, TextIndexEntry } from '../../src/store/backend.js';
+import type { EventId, SessionId } from '../../src/model/ids.js';
 import { SqliteBackend } from '../../src/store/sqlite/sqlite-backend.js';
 import { gramPhrase } from '../../src/store/sqlite/sqlite-identifier-index.js';
 
@@ -143,6 +143,25 @@ describe('identifier index backfill (SQLite)', () => {
     const [fresh] = await mem.append('s9', [{ kind: 'tool_result', toolName: 'bash', content: `again at (${IDENTIFIER}:1)` }]);
     expect(await mem.store.identifierIndexStatus()).toEqual({ state: 'pending', cursor: '600', backlog: 1 });
     expect(await search(mem.store, 0)).toEqual([...expected, fresh!.record.id].sort());
+    expect(await mem.maintainTextIndex()).toMatchObject({ state: 'complete', events: 1 });
+    expect(await search(mem.store, 0)).toEqual([...expected, fresh!.record.id].sort());
+  });
+
+  it('a first append that rolls back does not leave later appends counted as indexed', async () => {
+    const { path, expected } = await upgradedStore(600);
+    const m = await openEngram({ backend: SqliteBackend.open(path) });
+    await m.maintainTextIndex();
+    await m.close();
+    const db = new Database(path);
+    db.exec("DELETE FROM text_index_state WHERE name = 'identifier_fts_watermark'; UPDATE text_index_state SET value = 'complete' WHERE name = 'identifier_fts'");
+    db.close();
+    const backend = SqliteBackend.open(path);
+    mem = await openEngram({ backend });
+    // The first append fails inside its transaction, after the watermark was written (a value of the wrong type).
+    const bad = { id: 'evt_bad', kind: 'note', tsMs: 'not a number', content: 'x', tags: [], searchText: 'x', searchMeta: 'note' } as unknown as EventDraft;
+    await expect(backend.appendEvents('s9' as SessionId, [bad], [])).rejects.toThrow();
+    const [fresh] = await mem.append('s9', [{ kind: 'tool_result', toolName: 'bash', content: `again at (${IDENTIFIER}:1)` }]);
+    expect(await mem.store.identifierIndexStatus()).toMatchObject({ state: 'pending', backlog: 1 });
     expect(await mem.maintainTextIndex()).toMatchObject({ state: 'complete', events: 1 });
     expect(await search(mem.store, 0)).toEqual([...expected, fresh!.record.id].sort());
   });

@@ -111,12 +111,13 @@ export class SqliteIdentifierIndex {
 
   /**
    * Called by every append before it inserts (its transaction): stores the watermark when the store has none yet,
-   * so events appended from now on are past it. One read per connection, then nothing.
+   * so events appended from now on are past it. Reads it until it is seen stored (an append that wrote it may still
+   * roll back), then nothing.
    */
   beforeAppend(): void {
     if (this.hasStoredWatermark) return;
-    if (!this.readState.get(WATERMARK)) this.writeState.run(WATERMARK, String(this.watermark()));
-    this.hasStoredWatermark = true;
+    if (this.readState.get(WATERMARK)) this.hasStoredWatermark = true;
+    else this.writeState.run(WATERMARK, String(this.watermark()));
   }
 
   /** Moves the watermark up to `rowid` (the catch-up, after it indexed every event up to it); the caller's transaction. */
