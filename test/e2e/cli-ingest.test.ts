@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openEngram } from '../../src/engine.js';
 import { runEngram } from '../fixtures/cli.js';
 import { dropSchema, testPgUrl, uniqueSchema } from '../fixtures/postgres.js';
 import { refuseEventsContaining } from '../fixtures/refuse-events.js';
@@ -118,5 +119,23 @@ describe('engram ingest: all or nothing on PostgreSQL', () => {
     expect(r.code).toBe(5);
     expect(r.stderr).toMatch(/transcript\.jsonl:901: key "k-901" was already stored with other content \(event evt_/);
     expect(storedEvents(['--pg', url])).toBe(1000);
+  });
+});
+
+describe('engram ingest: the identifier index', () => {
+  it('catches the identifier index up after an import (appends leave it to a catch-up), so nothing waits for the plain path', async () => {
+    engram(['init']);
+    const lines: Record<number, unknown> = {};
+    for (let i = 1; i <= 1000; i++) lines[i] = { kind: 'tool_result', content: `read src/orders/client-${i}.ts:${i} ok`, key: `k-${i}` };
+    expect(engram(['ingest', writeTranscript(lines), '--no-embed']).code).toBe(0);
+    const mem = await openEngram({ db: join(dir, '.engram/engram.db') });
+    try {
+      const status = await mem.store.identifierIndexStatus();
+      expect(status).toMatchObject({ state: 'complete', backlog: 0 });
+      const hits = await mem.recall('src/orders/client-417.ts:417', { retriever: 'fts', k: 3 });
+      expect(hits.hits[0]?.excerpt).toContain('client-417.ts:417');
+    } finally {
+      await mem.close();
+    }
   });
 });

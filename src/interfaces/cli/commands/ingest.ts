@@ -99,11 +99,14 @@ export function register(program: Command, context: CliContext): void {
     .option('-p, --project <name>', "the project new sessions belong to: its agents may read them (default: default; see docs/security.md)")
     .addOption(new Option('-f, --format <format>', 'input format (default: detected)').choices([...IMPORT_FORMATS]))
     .option('--skip-invalid', 'store the valid records and list invalid ones (default: reject the whole file)')
-    .option('--no-embed', 'do not embed the new events now (they stay queued for `engram reindex` or `engram serve`)')
+    .option('--no-embed', 'do not embed the new events now (they stay queued for `engram reindex` or `engram serve`); the identifier index is caught up either way')
     .action(
       context.withStore(
         async (m, args: IngestArgs & GlobalOptions & { embed?: boolean }) => {
           const code = await ingestCommand(m, args, io);
+          // Appends leave the identifier index to a catch-up (docs/recall.md, "Watermark and tail"); an import
+          // catches it up as it embeds, so a CLI-only store does not fall back to the plain path for identifiers.
+          await m.maintainTextIndex();
           if (args.embed !== false) await drainQueue(m, io);
           return code;
         },

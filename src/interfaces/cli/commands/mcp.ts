@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { CliContext, GlobalOptions } from '../cli-context.js';
 import type { Engram } from '../../../engine.js';
 import { EngramError } from '../../../errors.js';
+import { IdentifierCatchUpWorker } from '../../../memory/identifier-catch-up-worker.js';
 import { validateSessionId } from '../../../memory/ingest.js';
 import { agentPrincipal } from '../../../model/access.js';
 import { resolveRunId } from '../../shared/bus.js';
@@ -53,6 +54,11 @@ export async function mcpCommand(mem: Engram, args: McpArgs, io: Io, version: st
   process.once('SIGINT', onSigint);
   server.server.onclose = onEnd;
   transport.onerror = (err) => io.err(`engram mcp: transport error: ${err.message}`);
+  // Appends through append_events leave the identifier index to a catch-up, as in `engram serve`.
+  const identifierCatchUp = new IdentifierCatchUpWorker((p, o) => mem.maintainTextIndex(p, o), {
+    onError: (err) => io.err(`engram mcp: identifier index catch-up failed: ${err instanceof Error ? err.message : String(err)}`),
+  });
+  identifierCatchUp.start();
   try {
     await server.connect(transport);
     io.err(
@@ -64,6 +70,7 @@ export async function mcpCommand(mem: Engram, args: McpArgs, io: Io, version: st
     await server.close();
     return code;
   } finally {
+    await identifierCatchUp.stop();
     process.stdin.off('end', onEnd);
     process.stdin.off('close', onEnd);
     process.off('SIGTERM', onSigterm);
