@@ -39,7 +39,7 @@ import { Consolidator, type ConsolidatorOptions } from './consolidate/consolidat
 import { AgentRegistry } from './memory/agent-registry.js';
 import { ContextEngine } from './context/context-engine.js';
 import { createFormatterRegistry } from './context/assembly/formatters.js';
-import type { AppendOptions, AppendOutcome, ListEventsQuery, StorageBackend, StoreStats, VectorIndexStatus } from './store/backend.js';
+import type { AppendOptions, AppendOutcome, ListEventsQuery, StorageBackend, StoreStats, VectorIndexStatus, PhrasePairIndexReport } from './store/backend.js';
 import type { Principal } from './model/access.js';
 import { LOCAL_PRINCIPAL } from './model/access.js';
 import type { ReadScope } from './bus/resolvers/pointer-resolver.js';
@@ -352,6 +352,22 @@ export class Engram {
    */
   maintainVectorIndex(): Promise<VectorIndexStatus> {
     return this.store.maintainVectorIndex();
+  }
+
+  /**
+   * Builds (`true`) or drops (`false`) PostgreSQL's opt-in phrase-pair index (`engram reindex --phrase-pairs`;
+   * docs/recall.md, "Full-text at scale"). A backend without one (SQLite, whose FTS5 index keeps positions) fails
+   * with INVALID_INPUT naming the flag.
+   */
+  async setPhrasePairIndex(isOn: boolean): Promise<PhrasePairIndexReport> {
+    if (!this.store.setPhrasePairIndex) {
+      throw new EngramError(
+        'INVALID_INPUT',
+        `phrase-pairs: the phrase-pair index is PostgreSQL's only; this ${this.store.name} store does not need it (SQLite's full-text index keeps word positions, so phrases are checked there already)`,
+        { field: 'phrase-pairs' },
+      );
+    }
+    return this.store.setPhrasePairIndex(isOn);
   }
 
   /**

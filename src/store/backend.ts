@@ -84,6 +84,17 @@ export interface AppendOptions {
   writer?: WriterLease;
 }
 
+/** What {@link StorageBackend.setPhrasePairIndex} did (`engram reindex --phrase-pairs` / `--no-phrase-pairs`), and the index after it. */
+export interface PhrasePairIndexReport {
+  /** built: created now; rebuilt: an invalid leftover dropped, then created; present: it was there; dropped; absent: nothing to drop. */
+  action: 'built' | 'rebuilt' | 'present' | 'dropped' | 'absent';
+  /** The pair index's size on disk after the action (0 without it). */
+  indexBytes: number;
+  /** The full-text index's size, to compare. */
+  textIndexBytes: number;
+  ms: number;
+}
+
 /** What {@link StorageBackend.maintainVectorIndex} found or did. */
 export interface VectorIndexStatus {
   /**
@@ -678,5 +689,11 @@ export interface StorageBackend {
    * it exists. On SQLite the build is one write transaction (writers of other processes wait for it).
    */
   maintainVectorIndex(): Promise<VectorIndexStatus>;
+
+  /**
+   * Optional (PostgreSQL only; SQLite checks a phrase's positions in its own FTS5 index and omits it): builds or
+   * drops the opt-in phrase-pair index of full-text search (docs/recall.md, "Full-text at scale").
+   */
+  setPhrasePairIndex?(isOn: boolean): Promise<PhrasePairIndexReport>;
   close(): Promise<void>;
 }

@@ -6,7 +6,7 @@ import { compileTsQuery } from '../../src/store/postgres/tsquery.js';
 import { dropSchema, testPgUrl, uniqueSchema, withPgClient } from '../fixtures/postgres.js';
 
 /**
- * The phrase-pair index (postgres-phrase-pairs.ts) only narrows which chunks PostgreSQL checks a lone phrase on: a
+ * The opt-in phrase-pair index (postgres-phrase-pairs.ts), built here first, only narrows which chunks PostgreSQL checks a lone phrase on: a
  * phrase search finds exactly the events whose tsvector matches the phrase (checked here straight against
  * `event_text` without the index), across the tokens the parser splits or folds (hyphens, apostrophes, numbers,
  * paths, case, stems) and in long texts cut into several chunks.
@@ -50,6 +50,7 @@ describe('PostgreSQL phrase pairs', () => {
     schema = uniqueSchema();
     backend = await PostgresBackend.open(testPgUrl(), { schema, maxConnections: 2 });
     mem = await openEngram({ backend });
+    expect((await mem.setPhrasePairIndex(true)).action).toBe('built');
     const out = await mem.append(
       's1',
       TEXTS.map((content) => ({ kind: 'tool_result' as const, toolName: 'bash', content })),
@@ -119,5 +120,109 @@ describe('PostgreSQL phrase pairs', () => {
     // The long text's phrase sits in a later chunk: found all the same.
     const hits = await backend.searchText({ terms: parseQuery('"retry build deploy"').terms, limit: 100 });
     expect(hits.map((h) => String(h.eventId))).toContain(ids[9]);
+  });
+
+  it('building it again is a no-op; an invalid leftover of an interrupted concurrent build is dropped and rebuilt', async () => {
+    expect((await backend.setPhrasePairIndex(true)).action).toBe('present');
+    // An interrupted or failed CREATE INDEX CONCURRENTLY leaves the index, marked invalid: here one that fails (a
+    // unique index on a constant), left under the pair index's name.
+    await withPgClient((c) => c.query(`DROP INDEX "${schema}".event_text_pairs`));
+    await expect(withPgClient((c) => c.query(`CREATE UNIQUE INDEX CONCURRENTLY event_text_pairs ON "${schema}".event_text ((1))`))).rejects.toThrow();
+    const rebuilt = await backend.setPhrasePairIndex(true);
+    expect(rebuilt.action).toBe('rebuilt');
+    expect(rebuilt.indexBytes).toBeGreaterThan(0);
+    const valid = await withPgClient(async (c) => (await c.query<{ v: boolean }>(`SELECT indisvalid AS v FROM pg_index WHERE indexrelid = '"${schema}".event_text_pairs'::regclass`)).rows[0]!.v);
+    expect(valid).toBe(true);
+  });
+});
+
+describe('PostgreSQL phrase pairs, opt-in', () => {
+  let schema: string;
+  let backend: PostgresBackend;
+  let mem: Engram;
+
+  beforeAll(async () => {
+    schema = uniqueSchema();
+    // A short re-check window, so the test sees an index another connection builds.
+    backend = await PostgresBackend.open(testPgUrl(), { schema, maxConnections: 2, phrasePairsRecheckMs: 300 });
+    mem = await openEngram({ backend });
+    await mem.append(
+      's1',
+      TEXTS.map((content) => ({ kind: 'tool_result' as const, toolName: 'bash', content })),
+    );
+  });
+  afterAll(async () => {
+    await mem?.close();
+    await dropSchema(schema);
+  });
+
+  const hasIndex = (): Promise<boolean> =>
+    withPgClient(async (c) => (await c.query(`SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = 'event_text_pairs'`, [schema])).rows.length > 0);
+  /** Whether the backend's searches and counts take the pairs (its probe, as it last looked). */
+  const usesPairs = (): Promise<boolean> => (backend as unknown as { phrasePairIndex: { isReady(): Promise<boolean> } }).phrasePairIndex.isReady();
+  const reference = (tsquery: string): Promise<string[]> =>
+    withPgClient(async (c) =>
+      (
+        await c.query<{ id: string }>(
+          `SELECT DISTINCT e.id FROM "${schema}".event_text t JOIN "${schema}".events e ON e.pk = t.event_pk
+           WHERE t.tsv @@ to_tsquery('"${schema}".engram_text'::regconfig, $1)`,
+          [tsquery],
+        )
+      ).rows.map((r) => r.id),
+    );
+  const counts = (terms: string[], cap: number): Promise<number[]> =>
+    (backend as unknown as { cappedCounts(q: string[], cap: number): Promise<number[]> }).cappedCounts(terms, cap);
+  const PAIR_TERMS = ["'build' <-> 'deploy'", "'well' <-> 'known'", "'retry'"];
+  /** Every chunk matching each term, counted straight from event_text. */
+  const referenceCounts = (): Promise<number[]> =>
+    withPgClient(async (c) => {
+      const out: number[] = [];
+      for (const q of PAIR_TERMS) {
+        const r = await c.query<{ n: string }>(`SELECT count(*) AS n FROM "${schema}".event_text WHERE tsv @@ to_tsquery('"${schema}".engram_text'::regconfig, $1)`, [q]);
+        out.push(Number(r.rows[0]!.n));
+      }
+      return out;
+    });
+
+  it('a new store has no pair index (migration 20 makes its functions only); phrases and counts take the plain path, the same events', async () => {
+    expect(await hasIndex()).toBe(false);
+    expect(await usesPairs()).toBe(false);
+    for (const phrase of PHRASES) {
+      const terms = parseQuery(phrase).terms;
+      const found = (await backend.searchText({ terms, limit: 100 })).map((h) => String(h.eventId));
+      expect(found.sort()).toEqual((await reference(compileTsQuery(terms)!)).sort());
+    }
+    const expected = await referenceCounts();
+    expect(expected[0]).toBeGreaterThan(1);
+    expect(await counts(PAIR_TERMS, 100)).toEqual(expected);
+  });
+
+  it('uses the index within its re-check window once another connection builds it, and stops when it is dropped', async () => {
+    const terms = parseQuery('"retry build deploy"').terms;
+    const expected = (await reference(compileTsQuery(terms)!)).sort();
+    expect(await usesPairs()).toBe(false);
+    await withPgClient((c) => c.query(`CREATE INDEX event_text_pairs ON "${schema}".event_text USING gin ("${schema}".tsv_pairs(tsv))`));
+    // After the re-check window the backend has looked again.
+    await new Promise((r) => setTimeout(r, 400));
+    expect((await backend.searchText({ terms, limit: 100 })).map((h) => String(h.eventId)).sort()).toEqual(expected);
+    expect(await usesPairs()).toBe(true);
+    expect(await counts(PAIR_TERMS, 100)).toEqual(await referenceCounts());
+    // Dropped by another connection: the plain path again after the window.
+    await withPgClient((c) => c.query(`DROP INDEX "${schema}".event_text_pairs`));
+    await new Promise((r) => setTimeout(r, 400));
+    expect(await usesPairs()).toBe(false);
+    expect((await backend.searchText({ terms, limit: 100 })).map((h) => String(h.eventId)).sort()).toEqual(expected);
+  });
+
+  it('the library option phrasePairs: true builds it when the backend opens', async () => {
+    expect(await hasIndex()).toBe(false);
+    const other = await PostgresBackend.open(testPgUrl(), { schema, maxConnections: 1, phrasePairs: true });
+    try {
+      expect(await hasIndex()).toBe(true);
+      const terms = parseQuery('"build deploy"').terms;
+      expect((await other.searchText({ terms, limit: 100 })).map((h) => String(h.eventId)).sort()).toEqual((await reference(compileTsQuery(terms)!)).sort());
+    } finally {
+      await other.close();
+    }
   });
 });

@@ -593,7 +593,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   },
   {
     version: 20,
-    description: 'phrase pairs: a GIN index of the pairs of consecutive lexemes of each full-text chunk',
+    description: 'phrase pairs: the functions of the opt-in pair index (engram reindex --phrase-pairs builds it)',
     sql: (s) => postgresPhrasePairsMigrationSql(s),
   },
 ];

@@ -9,7 +9,8 @@
  *   share of the rows: a one-lexeme term whose estimated rows are at least {@link STATS_MARGIN} times the cap is
  *   counted as the cap without reading the index (the margin keeps a sampling error from making a term that matches
  *   fewer rows than the cap look common); every other term is counted;
- * - a phrase is counted on the chunks holding its pairs of words (postgres-phrase-pairs.ts), as its search is.
+ * - a phrase is counted on the chunks holding its pairs of words (postgres-phrase-pairs.ts), as its search is, when
+ *   the opt-in pair index exists; without it, on the chunks holding all its words, as before.
  * Counts are the same as before: exact below the cap, the cap above it.
  */
 export const STATS_MARGIN = 2;
@@ -54,9 +55,9 @@ export class LexemeStatsCache {
 /**
  * One SELECT column per term (`$1`..`$n`, tsquery text): the term's capped count, or `cap` when the statistics
  * (`$n+1` lexemes, `$n+2` their estimated rows) put its lexeme in at least {@link STATS_MARGIN} x `cap` rows; a phrase
- * counted on the chunks holding its pairs. `s` the quoted schema, `config` the regconfig literal.
+ * counted on the chunks holding its pairs when `hasPairIndex`. `s` the quoted schema, `config` the regconfig literal.
  */
-export function cappedCountColumns(s: string, config: string, terms: number, cap: number): string[] {
+export function cappedCountColumns(s: string, config: string, terms: number, cap: number, hasPairIndex: boolean): string[] {
   const lexemes = `$${terms + 1}::text[]`;
   const rows = `$${terms + 2}::int8[]`;
   return Array.from({ length: terms }, (_, i) => {
@@ -67,6 +68,6 @@ export function cappedCountColumns(s: string, config: string, terms: number, cap
     const byPairs = `(SELECT count(*) FROM (SELECT 1 FROM (SELECT tsv FROM ${s}.event_text WHERE ${s}.tsv_pairs(tsv) @> ${pairs} OFFSET 0) p
       WHERE p.tsv @@ ${q} LIMIT ${cap}) x)`;
     const counted = `(SELECT count(*) FROM (SELECT 1 FROM ${s}.event_text WHERE tsv @@ ${q} LIMIT ${cap}) x)`;
-    return `CASE WHEN coalesce(${estimate}, 0) >= ${STATS_MARGIN * cap} THEN ${cap} WHEN ${pairs} IS NOT NULL THEN ${byPairs} ELSE ${counted} END AS c${i}`;
+    return `CASE WHEN coalesce(${estimate}, 0) >= ${STATS_MARGIN * cap} THEN ${cap}${hasPairIndex ? ` WHEN ${pairs} IS NOT NULL THEN ${byPairs}` : ''} ELSE ${counted} END AS c${i}`;
   });
 }

@@ -35,6 +35,7 @@ import type {
   PurgeCounts,
   PurgeLogRecord,
   PurgePlan,
+  PhrasePairIndexReport,
 } from '../backend.js';
 import { checkWriterLease, contextWeightOf, DEFAULT_CAPABILITIES, isKeyedDuplicate, recallLogLimit, sessionScopeDenied } from '../backend.js';
 import { HIERARCHY_LINK_KEY } from '../../model/hierarchy.js';
@@ -74,7 +75,7 @@ import type { SummaryStorage } from '../summary-storage.js';
 import type { GraphStorage } from '../graph-storage.js';
 import { PostgresArtifactTiers } from './postgres-artifact-tiers.js';
 import { PostgresPurge } from './postgres-purge.js';
-import { phrasePairs, phrasePairsSource } from './postgres-phrase-pairs.js';
+import { buildPhrasePairIndex, dropPhrasePairIndex, phrasePairs, phrasePairsSource, PhrasePairIndexProbe } from './postgres-phrase-pairs.js';
 import { cappedCountColumns, LexemeStatsCache } from './pg-lexeme-stats.js';
 import type { BusStorage } from '../bus-storage.js';
 
@@ -133,6 +134,8 @@ export class PostgresBackend implements StorageBackend {
   private readonly planner: TsqueryPlanner;
   /** Common lexemes' estimated rows from the column statistics (pg-lexeme-stats.ts). */
   private readonly lexemeStats: LexemeStatsCache;
+  /** Whether the opt-in phrase-pair index exists, looked up every few minutes (postgres-phrase-pairs.ts). */
+  private readonly phrasePairIndex: PhrasePairIndexProbe;
   private readonly agents: PostgresAgents;
   private readonly sessions: PostgresSessions;
   private readonly vectors: PostgresVectors;
@@ -149,6 +152,7 @@ export class PostgresBackend implements StorageBackend {
     private readonly pool: PgPool,
     location: PgLocation,
     isPowerLossDurable: boolean,
+    phrasePairsRecheckMs?: number,
   ) {
     this.schema = location.schema;
     this.displayUrl = location.displayUrl;
@@ -156,6 +160,7 @@ export class PostgresBackend implements StorageBackend {
     this.sql = buildStatements(quoteIdent(location.schema));
     this.planner = new TsqueryPlanner((queries, cap) => this.cappedCounts(queries, cap));
     this.lexemeStats = new LexemeStatsCache(this.sql.s, (sql, params) => this.query(sql, params, 'full-text search failed', 'search'));
+    this.phrasePairIndex = new PhrasePairIndexProbe(location.schema, (sql, params) => this.query(sql, params, 'full-text search failed', 'search'), phrasePairsRecheckMs);
     this.agents = new PostgresAgents(this.sql.s, <R>(sql: string, params: unknown[], context: string) => this.query<R>(sql, params, context));
     this.sessions = new PostgresSessions(this.sql.s, <R>(sql: string, params: unknown[], context: string) => this.query<R>(sql, params, context));
     this.vectors = new PostgresVectors(
@@ -197,8 +202,8 @@ export class PostgresBackend implements StorageBackend {
   private async cappedCounts(queries: string[], cap: number): Promise<number[]> {
     const s = this.sql.s;
     // A word PostgreSQL's column statistics already know to be common is not counted; a phrase is counted on the
-    // chunks holding its pairs of words (pg-lexeme-stats.ts).
-    const columns = cappedCountColumns(s, this.sql.config, queries.length, cap);
+    // chunks holding its pairs of words when the opt-in pair index exists (pg-lexeme-stats.ts).
+    const columns = cappedCountColumns(s, this.sql.config, queries.length, cap, await this.phrasePairIndex.isReady());
     const stats = await this.lexemeStats.get();
     const rows = await this.query<Record<string, string>>(`SELECT ${columns.join(', ')}`, [...queries, stats.lexemes, stats.rows], 'full-text search failed', 'search');
     return queries.map((_, i) => Number(rows[0]?.[`c${i}`] ?? 0));
@@ -214,7 +219,8 @@ export class PostgresBackend implements StorageBackend {
     const pool = await createPgPool(location.connectionString, options);
     try {
       const isPowerLossDurable = await migrate(pool, location, options.create ?? true);
-      const backend = new PostgresBackend(pool, location, isPowerLossDurable);
+      const backend = new PostgresBackend(pool, location, isPowerLossDurable, options.phrasePairsRecheckMs);
+      if (options.phrasePairs === true) await backend.setPhrasePairIndex(true);
       backend.vectors.configureIndex(options.vectorIndex);
       const probe = await pool.query<{ available: boolean }>(`SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS available`);
       if (probe.rows[0]?.available) backend.capabilities.hasPgvector = true;
@@ -480,8 +486,9 @@ export class PostgresBackend implements StorageBackend {
     const byIdentifier = rareRows.length > 0 && rareRows.every((r) => r !== undefined) ? param([...new Set(rareRows.flatMap((r) => r!))]) : null;
     const isBounded = byIdentifier === null && !plan.isSinglePhrase && plan.estimate > (query.boundAbove ?? MAX_RANKED_ROWS);
     // A lone phrase of plain words: its chunks narrowed first to those holding each pair of its words (the phrase-pair
-    // index, postgres-phrase-pairs.ts), so the phrase is checked on those only; the same events are found.
-    const pairs = plan.isSinglePhrase && byIdentifier === null ? await phrasePairs((sql, p) => this.query(sql, p, 'full-text search failed', 'search'), this.sql.s, this.sql.config, plan.q) : null;
+    // index, postgres-phrase-pairs.ts), so the phrase is checked on those only; the same events are found. The index
+    // is opt-in: without it the phrase takes the plain path below.
+    const pairs = plan.isSinglePhrase && byIdentifier === null && (await this.phrasePairIndex.isReady()) ? await phrasePairs((sql, p) => this.query(sql, p, 'full-text search failed', 'search'), this.sql.s, this.sql.config, plan.q) : null;
     const join = filters.length > 0 ? `JOIN ${s}.events e ON e.pk = c.event_pk` : '';
     // Two newest-first scans, each stopping at the limit (a backward scan of the primary key while matches are
     // dense): chunks holding every term, then chunks matching the plan. The LIMIT stops the append after the
@@ -523,6 +530,21 @@ export class PostgresBackend implements StorageBackend {
     const rows = await this.query<{ id: string; rare: number; rank: number }>(sql, params, 'full-text search failed', 'search');
     // Bounded: the relevance follows the order (rare terms held, then ts_rank_cd squeezed below 1).
     return rows.map((r) => ({ eventId: r.id as EventId, relevance: isBounded ? Number(r.rare) + r.rank / (1 + r.rank) : r.rank }));
+  }
+
+  /**
+   * Builds (`true`) or drops (`false`) the opt-in phrase-pair index (postgres-phrase-pairs.ts), concurrently, so
+   * appends and searches go on meanwhile; this backend uses it from its next query, other processes within their
+   * re-check window (5 minutes). `engram reindex --phrase-pairs` / `--no-phrase-pairs`.
+   */
+  async setPhrasePairIndex(isOn: boolean): Promise<PhrasePairIndexReport> {
+    this.assertOpen();
+    const query = <R>(sql: string, params: unknown[]): Promise<R[]> => this.query<R>(sql, params, isOn ? 'building the phrase-pair index failed' : 'dropping the phrase-pair index failed');
+    try {
+      return isOn ? await buildPhrasePairIndex(query, this.sql.s, this.schema) : await dropPhrasePairIndex(query, this.sql.s, this.schema);
+    } finally {
+      this.phrasePairIndex.forget();
+    }
   }
 
   async identifierIndexStatus(): Promise<IdentifierIndexStatus> {

@@ -41,6 +41,8 @@ export interface ReindexArgs {
   retryFailed?: boolean;
   /** Rewrite the full-text index (context-aware units) instead of embedding. */
   text?: boolean;
+  /** Build (true, --phrase-pairs) or drop (false, --no-phrase-pairs) PostgreSQL's phrase-pair index, and nothing else. */
+  phrasePairs?: boolean;
   json?: boolean;
 }
 
@@ -50,6 +52,7 @@ export interface ReindexArgs {
  * (`--embedder none`) it rewrites the full-text index instead, as `--text` does, and says that vectors were skipped.
  */
 export async function reindexCommand(mem: Engram, args: ReindexArgs, io: Io): Promise<number> {
+  if (args.phrasePairs !== undefined) return phrasePairsCommand(mem, args.phrasePairs, args, io);
   // The identifier index's catch-up is maintenance: here (and in a server's worker), never at open or in a query.
   const identifierIndex = await catchUpIdentifiers(mem, io);
   if (args.text || !mem.indexer) return reindexTextCommand(mem, args, io, identifierIndex, !mem.indexer);
@@ -143,6 +146,29 @@ async function reindexTextCommand(mem: Engram, args: ReindexArgs, io: Io, identi
   }
 }
 
+/**
+ * `engram reindex --phrase-pairs` / `--no-phrase-pairs`: builds or drops PostgreSQL's opt-in phrase-pair index
+ * (concurrently: appends and recalls go on), alone. On SQLite, INVALID_INPUT (its full-text index needs none).
+ */
+async function phrasePairsCommand(mem: Engram, isOn: boolean, args: ReindexArgs, io: Io): Promise<number> {
+  if (isOn && !args.json) io.err('engram: building the phrase-pair index (appends and recalls go on meanwhile; minutes on a large store)...');
+  const report = await mem.setPhrasePairIndex(isOn);
+  if (args.json) printJson(io, { phrasePairs: report });
+  else {
+    const mb = (n: number): string => `${(n / 1048576).toFixed(1)} MB`;
+    const state =
+      report.action === 'dropped' ? 'dropped' : report.action === 'absent' ? 'absent (nothing to drop)' : `${report.action === 'present' ? 'already built' : report.action}: ${mb(report.indexBytes)}`;
+    io.out(
+      formatPairs([
+        ['phrase-pair index', state],
+        ['full-text index', mb(report.textIndexBytes)],
+        ['took', `${(report.ms / 1000).toFixed(1)} s`],
+      ]),
+    );
+  }
+  return EXIT.OK;
+}
+
 /** `engram reindex`. */
 export function register(program: Command, context: CliContext): void {
   const { io } = context;
@@ -151,5 +177,7 @@ export function register(program: Command, context: CliContext): void {
     .description("embed every event with the chosen embedder's model (a new model replaces the old vectors; events are untouched), then build the approximate vector index when the store is large enough; first, catch the full-text identifier index up. With --embedder none: rewrite the full-text index instead (as --text), vectors skipped")
     .option('--retry-failed', 'queue events whose embedding failed repeatedly again')
     .option('--text', 'rewrite the full-text index instead (each event with the context of the events before it; for stores indexed before that existed)')
+    .option('--phrase-pairs', 'PostgreSQL only: build the opt-in phrase-pair index (faster phrase queries, slower appends; docs/recall.md), and nothing else')
+    .option('--no-phrase-pairs', 'PostgreSQL only: drop the phrase-pair index, and nothing else')
     .action(context.withStore((m, args: ReindexArgs & GlobalOptions) => reindexCommand(m, args, io), false, 'foreground'));
 }
