@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openEngram } from '../../src/engine.js';
 import { runEngram } from '../fixtures/cli.js';
 
 /**
@@ -31,9 +32,20 @@ function ingest(): void {
   expect(engram(['ingest', path, '-s', 'demo', '--embedder', 'none']).code).toBe(0);
 }
 
+/** Appends through the library, which leaves the identifier index to a catch-up (`engram ingest` runs one itself). */
+async function appendWithoutCatchUp(): Promise<void> {
+  expect(engram(['init']).code).toBe(0);
+  const mem = await openEngram({ db: join(dir, '.engram/engram.db') });
+  try {
+    await mem.append('demo', EVENTS as Parameters<typeof mem.append>[1]);
+  } finally {
+    await mem.close();
+  }
+}
+
 describe('engram reindex --embedder none', () => {
-  it('catches the identifier index up and rewrites the full-text index, vectors skipped', () => {
-    ingest();
+  it('catches the identifier index up and rewrites the full-text index, vectors skipped', async () => {
+    await appendWithoutCatchUp();
     const r = engram(['reindex', '--embedder', 'none', '--json']);
     expect(r.stderr).not.toContain('needs an embedder');
     expect(r.code).toBe(0);
