@@ -10,7 +10,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openEngram } from '../../src/engine.js';
 import { runHttpLoad, HTTP_TARGETS, type HttpLoadReport } from '../http-load.js';
-import { cacheReadMean, loadTranscript, replaySynthetic, replayTranscript, type ContextBenchArgs, type ReplaySummary } from '../context.js';
+import { cacheReadMean, cacheReadTokenWeighted, loadTranscript, replaySynthetic, replayTranscript, type ContextBenchArgs, type ReplaySummary } from '../context.js';
 import type { BenchBackend } from './bench-stores.js';
 import { round } from './stats.js';
 
@@ -130,6 +130,8 @@ interface CacheRow {
   compactions: number;
   /** Mean over every compared pack (compaction turns included) of the modelled Anthropic cache read. */
   cacheReadAllTurns: number;
+  /** Read tokens over all tokens sent, summed over the same packs (what a bill shows); absent in older reports. */
+  cacheReadTokenWeighted?: number;
 }
 
 type CacheJson = { turns: number; seed: number; transcript: string; rows: CacheRow[] };
@@ -168,7 +170,7 @@ export async function runScaleCache(opts: ScaleCacheOptions): Promise<ScalePartS
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  const rows = replays.map((s) => ({ source: s.source, window: s.window, packs: s.packs, compactions: s.compactions, cacheReadAllTurns: round(cacheReadMean(s.turns), 4) }));
+  const rows = replays.map((s) => ({ source: s.source, window: s.window, packs: s.packs, compactions: s.compactions, cacheReadAllTurns: round(cacheReadMean(s.turns), 4), cacheReadTokenWeighted: round(cacheReadTokenWeighted(s.turns), 4) }));
   const json: CacheJson = { turns: opts.turns, seed: opts.seed, transcript: opts.transcript.replace(/^.*\//, ''), rows };
   return { markdown: cacheMarkdown(json), json };
 }
@@ -176,14 +178,14 @@ export async function runScaleCache(opts: ScaleCacheOptions): Promise<ScalePartS
 const pct = (x: number): string => (x * 100).toFixed(1);
 
 function cacheMarkdown(json: CacheJson): string {
-  const rows = json.rows.map((r) => `| ${r.source} | ${fmt(r.window)} | ${r.packs} | ${r.compactions} | ${pct(r.cacheReadAllTurns)} % |`);
+  const rows = json.rows.map((r) => `| ${r.source} | ${fmt(r.window)} | ${r.packs} | ${r.compactions} | ${pct(r.cacheReadAllTurns)} % | ${weighted(r)} |`);
   return `The replays of bench/context.ts (\`npm run bench -- context --parts prefix\` has their detail and the task-first order):
 the synthetic session (${json.turns} turns, seed ${json.seed}, default block order) and the model calls of the Claude Code transcript
 \`${json.transcript}\` replayed through \`pack()\`; modelled Anthropic prompt-cache read per pack, the mean over every pack compared, compaction
 turns included.
 
-| source | window | packs compared | compactions | modelled cache read over all turns |
-| --- | ---: | ---: | ---: | ---: |
+| source | window | packs compared | compactions | modelled cache read over all turns, mean per pack | token-weighted |
+| --- | ---: | ---: | ---: | ---: | ---: |
 ${rows.join('\n')}
 `;
 }
@@ -194,9 +196,12 @@ export function cacheTargetRows(json: unknown): string[] {
   return rows.flatMap((r) => {
     const t = CACHE_TARGETS.find((c) => c.window === r.window);
     if (!t) return [];
-    return [`| modelled prompt-cache read over all turns, ${fmt(r.window)} window (${r.source}) | >= ${pct(t.target)} % | ${pct(r.cacheReadAllTurns)} % | ${verdict(r.cacheReadAllTurns >= t.target)} |`];
+    // Judged on the mean per pack, the stricter of the two; the token-weighted share is beside it.
+    return [`| modelled prompt-cache read over all turns, ${fmt(r.window)} window (${r.source}) | >= ${pct(t.target)} % | ${pct(r.cacheReadAllTurns)} % per pack (token-weighted ${weighted(r)}) | ${verdict(r.cacheReadAllTurns >= t.target)} |`];
   });
 }
+
+const weighted = (r: CacheRow): string => (r.cacheReadTokenWeighted === undefined ? '-' : `${pct(r.cacheReadTokenWeighted)} %`);
 
 // --- hybrid ----------------------------------------------------------------------------------------------------
 
