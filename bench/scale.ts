@@ -163,6 +163,13 @@ export async function runScale(args: ScaleArgs): Promise<void> {
       const backendHandle = await openBackend(store.location);
       const mem = await openEngram({ backend: backendHandle });
       try {
+        // Appends leave the identifier index to a catch-up that a running server's worker does; a store built or
+        // reused without one would measure identifiers on the plain path, which no long-running store sees.
+        const catchUpStart = performance.now();
+        const caught = await mem.maintainTextIndex();
+        if (caught.events > 0) {
+          notes.push(`${backend}: the identifier index caught up on ${caught.events.toLocaleString('en')} events (${round((performance.now() - catchUpStart) / 1000, 1)} s) before the full-text queries, as \`engram serve\`'s worker would have.`);
+        }
         const queries = await pickQueries(backendHandle, events, args.queries, backend === 'sqlite' ? (store.location as { db: string }).db : undefined);
         for (const cls of QUERY_CLASSES) {
           const r = await timeClass(mem, backendHandle, queries[cls], rawPath);
