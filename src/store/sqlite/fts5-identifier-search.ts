@@ -23,6 +23,7 @@ export function searchWithIdentifiers(
   where: string[],
   params: unknown[],
   watermark: number,
+  tailSize: number,
 ): BoundedHit[] | null {
   const grams = plan.terms.map((t) => (t.isRare ? queryGrams(t.text) : null));
   if (!grams.some((g) => g !== null)) return null;
@@ -39,7 +40,7 @@ export function searchWithIdentifiers(
     if (!t.isRare) return;
     const g = grams[i];
     if (g) {
-      const rows = index.newest(g, want, accept, { watermark, match: t.match });
+      const rows = index.newest(g, want, accept, { watermark, match: t.match, size: tailSize });
       for (const r of rows) mark(r, i);
       // Every row holding it was read (and no filter hid any): its real document frequency.
       if (rows.length < want && where.length === 0) dfs[i] = Math.max(1, rows.length);
@@ -49,7 +50,7 @@ export function searchWithIdentifiers(
   plan.terms.forEach((t, i) => {
     const g = t.isRare ? grams[i] : queryGrams(t.text);
     if (g) {
-      for (const r of index.holding(g, candidates.filter((c) => !holds.get(c)!.has(i)), { watermark, match: t.match })) mark(r, i);
+      for (const r of index.holding(g, candidates.filter((c) => !holds.get(c)!.has(i)), { watermark, match: t.match, size: tailSize })) mark(r, i);
     } else if (!t.isRare) {
       // A common term: which candidates hold it, as far as its newest rows show (the bounded path's approximation).
       const have = new Set(candidates);

@@ -467,7 +467,7 @@ export class SqliteBackend implements StorageBackend {
         // through their full-text phrase; with a long tail (a bulk import not caught up yet), the plain path.
         const tail = this.identifiers.tailSize();
         const viaIdentifiers =
-          tail <= MAX_IDENTIFIER_TAIL_EVENTS ? searchWithIdentifiers(this.db, this.identifiers, this.bounded, plan, query.limit, where, params, this.identifiers.watermark()) : null;
+          tail <= MAX_IDENTIFIER_TAIL_EVENTS ? searchWithIdentifiers(this.db, this.identifiers, this.bounded, plan, query.limit, where, params, this.identifiers.watermark(), tail) : null;
         const hits = viaIdentifiers ?? this.bounded.search(plan, query.limit, where, params);
         const ids = this.db.prepare('SELECT rowid, id FROM events WHERE rowid IN (SELECT value FROM json_each(?))').all(JSON.stringify(hits.map((h) => h.rowid))) as Array<{ rowid: number; id: string }>;
         const idOf = new Map(ids.map((r) => [r.rowid, r.id]));
