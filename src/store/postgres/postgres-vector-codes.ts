@@ -5,6 +5,7 @@ import { blockFromBytes, blockToBytes, codeWords, encodeRotatedBlock, ROTATED_EN
 import { CodeSet } from '../vector-code-set.js';
 import { visibleSessionSql } from './postgres-sessions.js';
 import type { PgRunner } from './postgres-vectors.js';
+import { rankByDot } from './pg-vector-rank.js';
 
 /** store_meta key of the code index's description ({@link PgCodesMeta}); the mean is kept apart ({@link MEAN_KEY}). */
 export const PG_CODES_META_KEY = 'vector_codes';
@@ -172,7 +173,7 @@ export class PostgresVectorCodes {
        UNION ALL SELECT event_id, vector FROM ${this.s}.event_vectors WHERE ${tail.join(' AND ')}`,
       params,
     );
-    return rankExactly(q.vector, rows, q.limit);
+    return rankByDot(q.vector, rows, q.limit);
   }
 
   /** Vectors above the watermark (searched exactly until maintenance appends them). */
@@ -323,19 +324,6 @@ export async function forgetPgVectorCodes(c: PgRunner, s: string, seqs: readonly
       [PG_CODES_META_KEY],
     );
   }
-}
-
-/** The `limit` rows nearest to `query` by dot product, nearest first, ties by event id (the exact scan's order). */
-function rankExactly(query: Float32Array, rows: Array<{ event_id: string; vector: Buffer }>, limit: number): VectorHit[] {
-  const scored = rows.map((r) => {
-    const view = new DataView(r.vector.buffer, r.vector.byteOffset, r.vector.byteLength);
-    let dot = 0;
-    const n = Math.min(query.length, r.vector.byteLength / 4);
-    for (let i = 0; i < n; i++) dot += query[i]! * view.getFloat32(i * 4, true);
-    return { eventId: r.event_id as EventId, similarity: dot };
-  });
-  scored.sort((a, b) => b.similarity - a.similarity || (a.eventId < b.eventId ? -1 : 1));
-  return scored.slice(0, limit);
 }
 
 function fromBytea(b: Buffer): Float32Array {

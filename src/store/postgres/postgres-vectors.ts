@@ -5,6 +5,7 @@ import { visibleSessionSql } from './postgres-sessions.js';
 import { MAX_EMBEDDING_ATTEMPTS } from '../backend.js';
 import { DEFAULT_PG_IVF_MIN_VECTORS, PostgresVectorIndex, type PgVectorIndexOptions } from './postgres-vector-index.js';
 import { codesLockSql, PG_CODES_META_KEY, PostgresVectorCodes, type PgCodesMeta } from './postgres-vector-codes.js';
+import { rankByDot } from './pg-vector-rank.js';
 
 /** The slice of a pooled connection these statements use. */
 export interface PgRunner {
@@ -247,7 +248,7 @@ export class PostgresVectors {
         : `SELECT event_id, vector FROM ${this.s}.event_vectors WHERE ${where.join(' AND ')} ORDER BY ts_ms DESC LIMIT ${param(EXACT_SCAN_MAX_ROWS)}`,
       params,
     );
-    return topK(q.vector, rows, q.limit);
+    return rankByDot(q.vector, rows, q.limit);
   }
 
   async get(model: string, ids: EventId[]): Promise<Map<EventId, Float32Array>> {
@@ -260,20 +261,6 @@ export class PostgresVectors {
     for (const r of rows) out.set(r.event_id as EventId, fromBytea(r.vector));
     return out;
   }
-}
-
-/** The `limit` rows nearest to `query` by dot product (cosine for unit vectors), nearest first. */
-function topK(query: Float32Array, rows: Array<{ event_id: string; vector: Buffer }>, limit: number): VectorHit[] {
-  const scored = rows.map((r) => {
-    // Read the float32s in place: copying 50,000 buffers would double the scan's cost.
-    const view = new DataView(r.vector.buffer, r.vector.byteOffset, r.vector.byteLength);
-    let dot = 0;
-    const n = Math.min(query.length, r.vector.byteLength / 4);
-    for (let i = 0; i < n; i++) dot += query[i]! * view.getFloat32(i * 4, true);
-    return { eventId: r.event_id as EventId, similarity: dot };
-  });
-  scored.sort((a, b) => b.similarity - a.similarity || (a.eventId < b.eventId ? -1 : 1));
-  return scored.slice(0, limit);
 }
 
 function toBytea(v: Float32Array): Buffer {
