@@ -18,9 +18,11 @@ import { machineLine } from './lib/stats.js';
 export async function writeScaleVectors(opts: ScaleVectorsOptions): Promise<void> {
   const { markdown, json } = await runScaleVectors(opts);
   mkdirSync('bench/results', { recursive: true });
-  writeFileSync('bench/results/vectors-scale.json', JSON.stringify(json, null, 2) + '\n');
-  writeFileSync('bench/results/vectors-scale.md', `# Vectors at scale\n\n${markdown.replace(/^## Vectors at scale\n\n/, '')}\nThe LoCoMo check of the same index: [vectors-locomo.md](vectors-locomo.md).\n`);
-  console.error('wrote bench/results/vectors-scale.md');
+  // A PostgreSQL-only run has its own report, so it does not replace the SQLite run's.
+  const name = opts.backends.length === 1 && opts.backends[0] === 'postgres' ? 'vectors-scale-postgres' : 'vectors-scale';
+  writeFileSync(`bench/results/${name}.json`, JSON.stringify(json, null, 2) + '\n');
+  writeFileSync(`bench/results/${name}.md`, `# Vectors at scale\n\n${markdown.replace(/^## Vectors at scale\n\n/, '')}\nThe LoCoMo check of the same index: [vectors-locomo.md](vectors-locomo.md).\n`);
+  console.error(`wrote bench/results/${name}.md`);
 }
 
 type VectorIndexOptions = NonNullable<NonNullable<StoreLocation['sqlite']>['vectorIndex']>;
