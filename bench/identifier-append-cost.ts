@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { agentTrace, type TraceEvent } from './lib/agent-trace.js';
+import { agentTrace, appendTraceInBatches } from './lib/agent-trace.js';
 import { benchPgUrl } from './lib/bench-stores.js';
 import { machineLine, round } from './lib/stats.js';
 
@@ -85,19 +85,9 @@ async function child(tree: string, backend: 'sqlite' | 'postgres', events: numbe
   const location = backend === 'sqlite' ? { db: join(dir, 'engram.db') } : { pg: `${pgUrl}${pgUrl.includes('?') ? '&' : '?'}schema=${schema}` };
   const mem = await engine.openEngram(location);
   try {
-    const pending = new Map<string, Array<TraceEvent['event']>>();
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
-    for (const t of agentTrace(events, { seed: SEED })) {
-      const list = pending.get(t.sessionId) ?? [];
-      list.push(t.event);
-      pending.set(t.sessionId, list);
-      if (list.length >= BATCH) {
-        await mem.append(t.sessionId, list);
-        pending.set(t.sessionId, []);
-      }
-    }
-    for (const [s, list] of pending) if (list.length > 0) await mem.append(s, list);
+    await appendTraceInBatches((s, list) => mem.append(s, list), agentTrace(events, { seed: SEED }), BATCH);
     const appendWallS = (performance.now() - t0) / 1000;
     const cpu1 = process.cpuUsage(cpu0);
     const t1 = performance.now();

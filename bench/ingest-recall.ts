@@ -15,7 +15,7 @@ import { openEngram, type Engram } from '../src/engine.js';
 import { parseQuery } from '../src/memory/query-terms.js';
 import type { StoreLocation } from '../src/store/open-store.js';
 import { compileFts5Match } from '../src/store/sqlite/fts5-query.js';
-import { agentTrace, recallQueries, type TraceEvent } from './lib/agent-trace.js';
+import { agentTrace, appendTraceInBatches, recallQueries, type TraceEvent } from './lib/agent-trace.js';
 import { openRawFts5 } from './lib/raw-fts5.js';
 import { createBenchStore, type BenchBackend } from './lib/bench-stores.js';
 import { machineLine, round, summarize } from './lib/stats.js';
@@ -144,18 +144,8 @@ async function warmUp(backends: BenchBackend[]): Promise<void> {
 
 async function ingestOurs(location: StoreLocation, trace: TraceEvent[]): Promise<number> {
   const mem = await openEngram(location);
-  const pending = new Map<string, TraceEvent['event'][]>();
   const start = performance.now();
-  for (const t of trace) {
-    const list = pending.get(t.sessionId) ?? [];
-    list.push(t.event);
-    pending.set(t.sessionId, list);
-    if (list.length >= BATCH) {
-      await mem.append(t.sessionId, list);
-      pending.set(t.sessionId, []);
-    }
-  }
-  for (const [s, list] of pending) if (list.length > 0) await mem.append(s, list);
+  await appendTraceInBatches((s, list) => mem.append(s, list), trace, BATCH);
   const secs = (performance.now() - start) / 1000;
   await mem.close();
   return trace.length / secs;

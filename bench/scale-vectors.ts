@@ -12,12 +12,11 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { openEngram, type Engram } from '../src/engine.js';
-import type { EventInput } from '../src/model/event.js';
 import type { Embedder } from '../src/providers/embedder.js';
 import { createBuiltinEmbedder } from '../src/providers/builtin-embedder.js';
 import type { StorageBackend, VectorHit } from '../src/store/backend.js';
 import type { StoreLocation } from '../src/store/open-store.js';
-import { agentTrace, recallQueries } from './lib/agent-trace.js';
+import { agentTrace, appendTraceInBatches, recallQueries } from './lib/agent-trace.js';
 import { benchPgUrl, createBenchStore } from './lib/bench-stores.js';
 import { machineLine, round, summarize } from './lib/stats.js';
 
@@ -106,17 +105,7 @@ async function measure(
   let exactMem: Engram | undefined;
   try {
     const t0 = performance.now();
-    const pending = new Map<string, EventInput[]>();
-    for (const t of reused ? [] : agentTrace(events)) {
-      const list = pending.get(t.sessionId) ?? [];
-      list.push(t.event);
-      pending.set(t.sessionId, list);
-      if (list.length >= BATCH) {
-        await fastMem.append(t.sessionId, list);
-        pending.set(t.sessionId, []);
-      }
-    }
-    for (const [s, list] of pending) if (list.length > 0) await fastMem.append(s, list);
+    await appendTraceInBatches((s, list) => fastMem.append(s, list), reused ? [] : agentTrace(events), BATCH);
     const t1 = performance.now();
     const done = await fastMem.indexer!.drain();
     let embedPerSec = done.embedded / ((performance.now() - t1) / 1000);

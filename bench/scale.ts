@@ -25,7 +25,7 @@ import { parseQuery } from '../src/memory/query-terms.js';
 import type { StorageBackend } from '../src/store/backend.js';
 import { openStore, type StoreLocation } from '../src/store/open-store.js';
 import { compileFts5Match } from '../src/store/sqlite/fts5-query.js';
-import { agentTrace, type TraceEvent } from './lib/agent-trace.js';
+import { agentTrace, appendTraceInBatches, type TraceEvent } from './lib/agent-trace.js';
 import { openRawFts5 } from './lib/raw-fts5.js';
 import { benchPgUrl, type BenchBackend } from './lib/bench-stores.js';
 import { Prng } from './lib/prng.js';
@@ -232,20 +232,10 @@ async function openBackend(location: StoreLocation): Promise<StorageBackend> {
  */
 async function ingestOurs(location: StoreLocation, events: number): Promise<{ eventsPerSec: number; caughtUpEventsPerSec: number; catchUpSeconds: number }> {
   const mem = await openEngram(location);
-  const pending = new Map<string, TraceEvent['event'][]>();
   const start = performance.now();
-  let n = 0;
-  for (const t of agentTrace(events, { seed: SEED })) {
-    const list = pending.get(t.sessionId) ?? [];
-    list.push(t.event);
-    pending.set(t.sessionId, list);
-    if (list.length >= BATCH) {
-      await mem.append(t.sessionId, list);
-      pending.set(t.sessionId, []);
-    }
-    if (++n % 100_000 === 0) console.error(`  ${n} events, ${((performance.now() - start) / 1000).toFixed(0)} s`);
-  }
-  for (const [s, list] of pending) if (list.length > 0) await mem.append(s, list);
+  await appendTraceInBatches((s, list) => mem.append(s, list), agentTrace(events, { seed: SEED }), BATCH, (n) => {
+    if (n % 100_000 === 0) console.error(`  ${n} events, ${((performance.now() - start) / 1000).toFixed(0)} s`);
+  });
   const secs = (performance.now() - start) / 1000;
   const catchUpStart = performance.now();
   await mem.maintainTextIndex();

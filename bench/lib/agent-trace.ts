@@ -177,3 +177,29 @@ export function recallQueries(count: number, seed = 7): string[] {
   }
   return out;
 }
+
+/**
+ * Appends a trace as an agent's hooks do: each session's events in batches of `batch`, through `append` (an engine's
+ * `mem.append`, or an earlier tree's). `onEvent` sees the running count (progress lines). Returns the events appended.
+ */
+export async function appendTraceInBatches(
+  append: (sessionId: string, events: EventInput[]) => Promise<unknown>,
+  trace: Iterable<TraceEvent>,
+  batch: number,
+  onEvent?: (n: number) => void,
+): Promise<number> {
+  const pending = new Map<string, EventInput[]>();
+  let n = 0;
+  for (const t of trace) {
+    const list = pending.get(t.sessionId) ?? [];
+    list.push(t.event);
+    pending.set(t.sessionId, list);
+    if (list.length >= batch) {
+      await append(t.sessionId, list);
+      pending.set(t.sessionId, []);
+    }
+    onEvent?.(++n);
+  }
+  for (const [s, list] of pending) if (list.length > 0) await append(s, list);
+  return n;
+}
