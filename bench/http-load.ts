@@ -6,10 +6,14 @@
  * built-in embedder (hybrid recall, the embedding worker running in the server).
  *
  *   npm run bench -- http-load [--agents 8,32] [--backends sqlite,postgres] [--embedder none|builtin] [--seconds 20] [--warmup 2]
- *                              [--batch 4] [--retry-rate 0.05] [--profile] [--workers 1,2]
+ *                              [--batch 4] [--retry-rate 0.05] [--profile] [--workers 1,2] [--mode mixed,append,recall]
+ *                              [--prefill-events N]
  *
- * Each backend and agent count is its own run on a fresh store; the report puts them side by side with the
- * targets of issue #14, then gives each run's detail.
+ * Modes (issue #14 states its two targets separately): `mixed` alternates an append and a recall per agent;
+ * `append` is appends only (every agent appends turns); `recall` is recalls only, over a store first filled by the
+ * same agents' appends (not measured) to the size the mixed run of the same backend and agent count reached, or
+ * `--prefill-events`. Each backend, mode and agent count is its own run on a fresh store; the report puts them side
+ * by side with the targets of issue #14, then gives each run's detail.
  */
 import { spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -45,16 +49,34 @@ export interface HttpLoadArgs {
   writeReport?: boolean;
   /** `engram serve --workers N`: processes serving HTTP (node:cluster). Default 1. */
   workers?: number;
+  /** What each agent's closed loop sends: an append then a recall (default), appends only, or recalls only. */
+  mode?: HttpLoadMode;
+  /** Recall mode: events the agents append before the measured loop (default {@link DEFAULT_PREFILL_EVENTS}). */
+  prefillEvents?: number;
+  /** `prefillEvents` is the size the mixed run of the same backend and agent count reached (the suite sets it). */
+  prefillFromMixed?: boolean;
 }
+
+export type HttpLoadMode = 'mixed' | 'append' | 'recall';
+export const HTTP_LOAD_MODES: readonly HttpLoadMode[] = ['mixed', 'append', 'recall'];
+/**
+ * A recall-only run's store size when no mixed run of the same backend and agent count went before it: about what
+ * the 32-agent mixed run on SQLite reached (15,104 events in bench/results/http-load-profile.md, 2026-11-26).
+ */
+export const DEFAULT_PREFILL_EVENTS = 15_000;
+/** Events per append request while filling the store for a recall-only run (one request, one transaction). */
+const PREFILL_BATCH = 50;
 
 /** The targets of issue #14 for `engram serve` (32 agents, loopback). */
 export const HTTP_TARGETS = { appendPerSec: 2000, appendP95Ms: 20, recallPerSec: 500, recallP95Ms: 50 } as const;
 
-export interface HttpLoadSuiteArgs extends Omit<HttpLoadArgs, 'agents' | 'backend' | 'writeReport' | 'workers'> {
+export interface HttpLoadSuiteArgs extends Omit<HttpLoadArgs, 'agents' | 'backend' | 'writeReport' | 'workers' | 'mode'> {
   agents: number[];
   backends: BenchBackend[];
   /** Each count of serving processes in turn (`--workers 1,2`). Default [1]. */
   workers?: number[];
+  /** Each mode in turn (`--mode mixed,append,recall`). Default: mixed only. */
+  modes?: HttpLoadMode[];
 }
 
 type Op = 'append' | 'recall' | 'retry';
@@ -89,9 +111,20 @@ function reportName(embedder: HttpLoadArgs['embedder'], profile = false): string
 /** Every backend and agent count in turn, each on a fresh store; writes the combined report. */
 export async function runHttpLoadSuite(args: HttpLoadSuiteArgs): Promise<HttpLoadReport[]> {
   const runs: HttpLoadReport[] = [];
+  const modes = args.modes ?? ['mixed'];
   for (const backend of args.backends) {
     for (const workers of args.workers ?? [1]) {
-      for (const agents of args.agents) runs.push(await runHttpLoad({ ...args, agents, backend, workers, writeReport: false }));
+      for (const agents of args.agents) {
+        // Mixed first, so a recall-only run after it can fill its store to the size the mixed run reached.
+        let mixedEvents: number | undefined;
+        for (const mode of HTTP_LOAD_MODES.filter((m) => modes.includes(m))) {
+          const prefillEvents = args.prefillEvents ?? mixedEvents;
+          const prefillFromMixed = args.prefillEvents === undefined && mixedEvents !== undefined;
+          const run = await runHttpLoad({ ...args, agents, backend, workers, mode, writeReport: false, prefillFromMixed, ...(prefillEvents !== undefined ? { prefillEvents } : {}) });
+          if (mode === 'mixed') mixedEvents = run.verification.acknowledgedEvents;
+          runs.push(run);
+        }
+      }
     }
   }
   mkdirSync('bench/results', { recursive: true });
@@ -108,7 +141,8 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
   const backend = args.backend ?? 'sqlite';
   const store = backend === 'sqlite' ? { location: { db: join(dir, 'engram.db') } as StoreLocation, cleanup: async () => {} } : await createBenchStore(backend);
   try {
-    console.error(`== starting engram serve on ${backend} (${args.agents} agents)`);
+    const mode = args.mode ?? 'mixed';
+    console.error(`== starting engram serve on ${backend} (${args.agents} agents, ${mode})`);
     const profileDir = join(dir, 'profile');
     const server = await startServer(store.location, args.embedder ?? 'none', args.profile ? profileDir : undefined, args.workers ?? 1);
     const admin = server.info.admin!.token;
@@ -130,6 +164,41 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
     const samples: Sample[] = [];
     const errors = new Map<string, number>();
     const countError = (op: Op, what: string) => errors.set(`${op} ${what}`, (errors.get(`${op} ${what}`) ?? 0) + 1);
+    // Each agent's event source and turn counter, shared by the prefill and the loop.
+    const sources = agents.map((_, index) => ({ rng: new Prng(1000 + index), trace: agentTrace(1_000_000, { seed: 1 + index, sessions: 1 }), turn: 0 }));
+    const makeTurn = (index: number, size: number): { events: EventInput[]; needle: string } => {
+      const src = sources[index]!;
+      src.turn++;
+      const needle = `needle-${index}-${src.turn}-${src.rng.hex(8)}`;
+      const events: EventInput[] = [];
+      for (let j = 0; j < size; j++) {
+        const { event } = src.trace.next().value!;
+        events.push({ ...event, ts: Date.now(), key: `${agents[index]!.name}:${src.turn}:${j}`, ...(j === 0 ? { content: `${event.content}\n${needle}` } : {}) });
+      }
+      return { events, needle };
+    };
+    let prefill: HttpLoadReport['prefill'] | undefined;
+    if (mode === 'recall') {
+      // The store a recall-only run searches: the same agents append into their own sessions first (not measured).
+      const target = args.prefillEvents ?? DEFAULT_PREFILL_EVENTS;
+      const perAgent = Math.ceil(target / agents.length);
+      const start = performance.now();
+      await Promise.all(
+        agents.map(async (agent, index) => {
+          for (let done = 0; done < perAgent; ) {
+            const { events, needle } = makeTurn(index, Math.min(PREFILL_BATCH, perAgent - done));
+            const res = await post('/v1/events', agent.token, { sessionId: agent.sessionId, events });
+            if (!res.ok) throw new Error(`prefill append of ${agent.name}: ${res.status} ${await res.text()}`);
+            const out = ((await res.json()) as { events: Array<{ id: string }> }).events;
+            out.forEach((e, j) => agent.acked.set(events[j]!.key!, e.id));
+            agent.needles.push(needle);
+            done += events.length;
+          }
+        }),
+      );
+      prefill = { events: perAgent * agents.length, batch: PREFILL_BATCH, seconds: round((performance.now() - start) / 1000, 1) };
+      console.error(`== prefilled ${prefill.events} events in ${prefill.seconds} s`);
+    }
     const t0 = performance.now();
     const measureFrom = t0 + args.warmupSeconds * 1000;
     const endAt = measureFrom + args.seconds * 1000;
@@ -157,31 +226,34 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
       }
     };
 
+    /** One agent turn appended (and, at the retry rate, sent again); the answer, or null after an error. */
+    const appendTurn = async (index: number): Promise<{ res: Response; body: any } | null> => {
+      const agent = agents[index]!;
+      const { rng } = sources[index]!;
+      const { events, needle } = makeTurn(index, args.batch);
+      const appended = await timed('append', () => post('/v1/events', agent.token, { sessionId: agent.sessionId, events }));
+      if (appended) {
+        const out = appended.body.events as Array<{ id: string; isDuplicate: boolean }>;
+        out.forEach((e, j) => agent.acked.set(events[j]!.key!, e.id));
+        agent.needles.push(needle);
+        if (rng.next() < args.retryRate) {
+          const again = await timed('retry', () => post('/v1/events', agent.token, { sessionId: agent.sessionId, events }));
+          const ids = (again?.body.events ?? []) as Array<{ id: string; isDuplicate: boolean }>;
+          if (again && !ids.every((e, j) => e.isDuplicate && e.id === out[j]!.id)) agent.retryMismatches++;
+        }
+      }
+      return appended;
+    };
+
     await Promise.all(
       agents.map(async (agent, index) => {
-        const rng = new Prng(1000 + index);
-        const trace = agentTrace(1_000_000, { seed: 1 + index, sessions: 1 });
+        const { rng } = sources[index]!;
         const queries = recallQueries(10_000, 100 + index);
         let turn = 0;
         while (performance.now() < endAt) {
           turn++;
-          const needle = `needle-${index}-${turn}-${rng.hex(8)}`;
-          const events: EventInput[] = [];
-          for (let j = 0; j < args.batch; j++) {
-            const { event } = trace.next().value!;
-            events.push({ ...event, ts: Date.now(), key: `${agent.name}:${turn}:${j}`, ...(j === 0 ? { content: `${event.content}\n${needle}` } : {}) });
-          }
-          const appended = await timed('append', () => post('/v1/events', agent.token, { sessionId: agent.sessionId, events }));
-          if (appended) {
-            const out = appended.body.events as Array<{ id: string; isDuplicate: boolean }>;
-            out.forEach((e, j) => agent.acked.set(events[j]!.key!, e.id));
-            agent.needles.push(needle);
-            if (rng.next() < args.retryRate) {
-              const again = await timed('retry', () => post('/v1/events', agent.token, { sessionId: agent.sessionId, events }));
-              const ids = (again?.body.events ?? []) as Array<{ id: string; isDuplicate: boolean }>;
-              if (again && !ids.every((e, j) => e.isDuplicate && e.id === out[j]!.id)) agent.retryMismatches++;
-            }
-          }
+          if (mode !== 'recall') await appendTurn(index);
+          if (mode === 'append') continue;
           // Half the recalls look for an exact needle of an earlier acknowledged turn, half are ordinary queries.
           const isNeedle = rng.next() < 0.5 && agent.needles.length > 0;
           const query = isNeedle ? rng.pick(agent.needles) : queries[turn % queries.length]!;
@@ -249,7 +321,8 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
       machine: machineLine(),
       cpus: cpus().length,
       memGiB: round(totalmem() / 2 ** 30, 0),
-      config: { ...args, backend, embedder: args.embedder ?? 'none', transport: 'HTTP/1.1 keep-alive over loopback (Node fetch)' },
+      config: { ...args, backend, mode, embedder: args.embedder ?? 'none', transport: 'HTTP/1.1 keep-alive over loopback (Node fetch)' },
+      ...(prefill ? { prefill } : {}),
       ops: { append: opStats('append'), recall: opStats('recall'), retry: opStats('retry') },
       eventsPerSec: round((opStats('append').requests * args.batch) / loadSeconds, 0),
       errors: Object.fromEntries(errors),
@@ -386,7 +459,9 @@ export interface HttpLoadReport {
   machine: string;
   cpus: number;
   memGiB: number;
-  config: HttpLoadArgs & { backend: BenchBackend; embedder: string; transport: string };
+  config: HttpLoadArgs & { backend: BenchBackend; mode?: HttpLoadMode; embedder: string; transport: string };
+  /** Recall mode: the events the agents appended before the measured loop, in requests of `batch` events, and how long it took. */
+  prefill?: { events: number; batch: number; seconds: number };
   ops: Record<Op, { requests: number; perSec: number; p50Ms: number; p95Ms: number; p99Ms: number; meanMs: number }>;
   eventsPerSec: number;
   errors: Record<string, number>;
@@ -427,20 +502,18 @@ and the server share these cores). Code: \`bench/http-load.ts\`.
 
 **Setup.** \`engram serve${(c.workers ?? 1) > 1 ? ` --workers ${c.workers}` : ''}\` in its own process${(c.workers ?? 1) > 1 ? ` (${c.workers} worker processes serving HTTP, the primary keeping background work)` : ''} on a fresh ${c.backend === 'postgres' ? 'PostgreSQL schema (the local server, same machine)' : 'SQLite store (the embedded default)'}, bound to 127.0.0.1, embedder \`${c.embedder}\`.
 ${c.agents} agents, each added through \`POST /v1/agents\` with its own token and writing its own session, run a closed
-loop over ${c.transport}: append one turn of ${c.batch} events (\`POST /v1/events\`, every event keyed; synthetic
-coding-agent events of about 120 words, some tool outputs large enough to become artifacts), then one recall
-(\`POST /v1/recall\`, k 5, 1,000 tokens): half of them look for a needle written in an earlier acknowledged turn of the
-agent's session, half are ordinary queries over the whole store. ${round(c.retryRate * 100, 0)} % of acknowledged
-appends are sent again, as a client would retry after a lost response. ${c.warmupSeconds} s of warm-up, then
-${c.seconds} s measured; latency is from sending the request to having read the whole response.
+loop over ${c.transport}: ${modeText(r)}
+${c.warmupSeconds} s of warm-up, then ${c.seconds} s measured; latency is from sending the request to having read the whole response.
 
 | operation | requests (measured) | per second | p50 ms | p95 ms | p99 ms | mean ms |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: |
-${row('append', `append (${c.batch} events)`)}
-${row('recall', 'recall')}
-${row('retry', 'append retried (duplicates)')}
+${[
+  ...((c.mode ?? 'mixed') !== 'recall' ? [row('append', `append (${c.batch} events)`)] : []),
+  ...((c.mode ?? 'mixed') !== 'append' ? [row('recall', 'recall')] : []),
+  ...((c.mode ?? 'mixed') !== 'recall' ? [row('retry', 'append retried (duplicates)')] : []),
+].join('\n')}
 
-Ingest through the API: **${fmt(r.eventsPerSec)} events/s** (acknowledged, measured window). The server answered
+${(c.mode ?? 'mixed') === 'recall' ? 'Nothing was appended in the measured window.' : `Ingest through the API: **${fmt(r.eventsPerSec)} events/s** (acknowledged, measured window).`} The server answered
 ${fmt(round(totalPerSec, 0))} requests/s in all; with ${c.agents} agents in closed loops, Little's law puts the mean latency at
 ${c.agents} / ${fmt(round(totalPerSec, 0))} = ${round((c.agents / totalPerSec) * 1000, 1)} ms, close to the measured means: latency here is mostly waiting behind the
 other agents' requests on ${(c.workers ?? 1) > 1 ? `the server's ${c.workers} JavaScript threads` : "the server's one JavaScript thread"}, not the cost of one request (about
@@ -487,6 +560,27 @@ ${r.profile.functions.map((f) => `| \`${f.name}\` | ${fmt(f.selfMs)} | ${round(f
  * The profile by area (profile-areas.ts): each sample charged to the request step its stack is in, as a share of
  * the whole profile and of the busy time (without idle and start-up module loading); then recall by step.
  */
+/** What each agent's closed loop sends, in words, for the report's setup paragraph. */
+function modeText(r: HttpLoadReport): string {
+  const c = r.config;
+  const append = `one turn of ${c.batch} events (\`POST /v1/events\`, every event keyed; synthetic coding-agent events of about 120 words,
+some tool outputs large enough to become artifacts)`;
+  const recall = `(\`POST /v1/recall\`, k 5, 1,000 tokens): half of them look for a needle written in an earlier acknowledged turn of the
+agent's session, half are ordinary queries over the whole store`;
+  const retry = `${round(c.retryRate * 100, 0)} % of acknowledged appends are sent again, as a client would retry after a lost response.`;
+  switch (c.mode ?? 'mixed') {
+    case 'append':
+      return `**appends only** (mode \`append\`): append ${append}, again and again. ${retry}`;
+    case 'recall': {
+      const p = r.prefill;
+      return `**recalls only** (mode \`recall\`) ${recall}. Before the loop the same agents filled the store with
+${p ? `${p.events.toLocaleString('en')} events (appends of ${p.batch} events into their own sessions, ${p.seconds} s, not measured)` : 'events'}: ${c.prefillFromMixed ? 'the size the mixed run of this backend and agent count reached' : c.prefillEvents !== undefined ? 'the size `--prefill-events` asked for' : `the default size (${DEFAULT_PREFILL_EVENTS.toLocaleString('en')} events, about what the 32-agent mixed run on SQLite reaches)`}; nothing is appended while recalls are measured.`;
+    }
+    default:
+      return `append ${append}, then one recall ${recall}. ${retry}`;
+  }
+}
+
 function renderAreas(a: ProfileAreas): string {
   const quiet = new Set(['idle (waiting for requests or I/O)', 'module loading (start-up)']);
   const busy = a.areas.filter((x) => !quiet.has(x.area)).reduce((n, x) => n + x.ms, 0);
@@ -515,11 +609,11 @@ function verdicts(runs: readonly HttpLoadReport[]): string {
     .map((r) => {
       const a = r.ops.append;
       const q = r.ops.recall;
-      return (
-        `- ${r.config.backend}${(r.config.workers ?? 1) > 1 ? ` (${r.config.workers} workers)` : ''}, 32 agents: appends ${a.perSec}/s (>= ${t.appendPerSec}: ${mark(a.perSec >= t.appendPerSec)}), append p95 ${a.p95Ms} ms ` +
-        `(< ${t.appendP95Ms}: ${mark(a.p95Ms < t.appendP95Ms)}), recalls ${q.perSec}/s (>= ${t.recallPerSec}: ${mark(q.perSec >= t.recallPerSec)}), ` +
-        `recall p95 ${q.p95Ms} ms (< ${t.recallP95Ms}: ${mark(q.p95Ms < t.recallP95Ms)}).`
-      );
+      const mode = r.config.mode ?? 'mixed';
+      const appendPart = `appends ${a.perSec}/s (>= ${t.appendPerSec}: ${mark(a.perSec >= t.appendPerSec)}), append p95 ${a.p95Ms} ms (< ${t.appendP95Ms}: ${mark(a.p95Ms < t.appendP95Ms)})`;
+      const recallPart = `recalls ${q.perSec}/s (>= ${t.recallPerSec}: ${mark(q.perSec >= t.recallPerSec)}), recall p95 ${q.p95Ms} ms (< ${t.recallP95Ms}: ${mark(q.p95Ms < t.recallP95Ms)})`;
+      const parts = mode === 'append' ? [appendPart] : mode === 'recall' ? [recallPart] : [appendPart, recallPart];
+      return `- ${r.config.backend}${(r.config.workers ?? 1) > 1 ? ` (${r.config.workers} workers)` : ''}, ${mode}, 32 agents: ${parts.join(', ')}.`;
     });
   return lines.length > 0 ? `**Targets.**\n${lines.join('\n')}\n` : '';
 }
@@ -536,7 +630,11 @@ export function renderSuiteReport(runs: readonly HttpLoadReport[]): string {
     // What the server's one thread would answer with a whole core to itself, at the CPU each request took here.
     const perCore = r.cpu && r.cpu.serverMsPerRequest > 0 ? fmt(round(1000 / r.cpu.serverMsPerRequest, 0)) : '?';
     const cpu = r.cpu ? `${r.cpu.serverCores} / ${r.cpu.clientCores} | ${r.cpu.serverMsPerRequest} | ${perCore} | ${r.cpu.loadAverage}` : '? | ? | ? | ?';
-    return `| ${r.config.backend} | ${r.config.workers ?? 1} | ${r.config.agents} | ${fmt(a.perSec)} | ${a.p95Ms} | ${fmt(q.perSec)} | ${q.p95Ms} | ${fmt(r.eventsPerSec)} | ${errors} | ${verified ? 'yes' : 'NO'} | ${cpu} |`;
+    const mode = r.config.mode ?? 'mixed';
+    const appendCells = mode === 'recall' ? '- | -' : `${fmt(a.perSec)} | ${a.p95Ms}`;
+    const recallCells = mode === 'append' ? '- | -' : `${fmt(q.perSec)} | ${q.p95Ms}`;
+    const events = mode === 'recall' ? `(${fmt(r.verification.acknowledgedEvents)} stored)` : fmt(r.eventsPerSec);
+    return `| ${r.config.backend} | ${mode} | ${r.config.workers ?? 1} | ${r.config.agents} | ${appendCells} | ${recallCells} | ${events} | ${errors} | ${verified ? 'yes' : 'NO'} | ${cpu} |`;
   });
   const first = runs[0];
   return `# HTTP API under load
@@ -544,20 +642,22 @@ export function renderSuiteReport(runs: readonly HttpLoadReport[]): string {
 Generated by \`npm run bench -- http-load\` on ${first?.when ?? '?'} (${first?.machine ?? '?'}, ${first?.cpus ?? '?'} cores; the load
 generator and the server share these cores). Code: \`bench/http-load.ts\`. Embedder: \`${first?.config.embedder ?? 'none'}\`
 (\`none\`: recall is full-text). Each row is a fresh store; each agent appends a turn of ${first?.config.batch ?? 4} events, then recalls,
-in a closed loop (details per run below).
+in a closed loop (mode \`mixed\`), or only appends (\`append\`), or only recalls over a store the same agents filled first
+(\`recall\`; events/s gives the store's size instead); details per run below.
 
-| backend | workers | agents | appends/s | append p95 ms | recalls/s | recall p95 ms | events/s | errors | exactly once | cores: server / load generator | server CPU ms per request | requests/s per server core | load average |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |
+| backend | mode | workers | agents | appends/s | append p95 ms | recalls/s | recall p95 ms | events/s | errors | exactly once | cores: server / load generator | server CPU ms per request | requests/s per server core | load average |
+| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |
 ${rows.join('\n')}
-| **target (#14, 32 agents)** | | 32 | >= ${fmt(t.appendPerSec)} | < ${t.appendP95Ms} | >= ${t.recallPerSec} | < ${t.recallP95Ms} | | 0 | yes | | | | |
+| **target (#14, 32 agents)** | | | 32 | >= ${fmt(t.appendPerSec)} | < ${t.appendP95Ms} | >= ${t.recallPerSec} | < ${t.recallP95Ms} | | 0 | yes | | | | |
 
 Requests/s per server core: 1000 / the server's CPU ms per request, the rate its one JavaScript thread would keep
-with a core to itself (appends and recalls alternate, so half of it each). On a machine whose other processes
+with a core to itself (in mode \`mixed\` appends and recalls alternate, so half of it each; in \`append\` and \`recall\`
+it is that operation's own cost, the load generator's beside it). On a machine whose other processes
 keep the load average far above its cores, this and the CPU columns are the figures to compare between runs.
 With \`--workers N\` the server's CPU is summed over its processes. Where the server's time goes, by area and by
 function: \`npm run bench -- http-load --profile\` writes \`bench/results/http-load-profile.md\`.
 
 ${verdicts(runs)}
 
-${runs.map((r) => renderReport(r).replace(/^# HTTP API under load\n/, `## ${r.config.backend}, ${(r.config.workers ?? 1) > 1 ? `${r.config.workers} workers, ` : ''}${r.config.agents} agents\n`)).join('\n')}`;
+${runs.map((r) => renderReport(r).replace(/^# HTTP API under load\n/, `## ${r.config.backend}, ${r.config.mode ?? 'mixed'}, ${(r.config.workers ?? 1) > 1 ? `${r.config.workers} workers, ` : ''}${r.config.agents} agents\n`)).join('\n')}`;
 }

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CONTEXT_PARTS, runContextBench, type ContextPart } from './context.js';
 import { runEmbedderBench } from './embedder.js';
-import { runHttpLoadSuite } from './http-load.js';
+import { HTTP_LOAD_MODES, runHttpLoadSuite, type HttpLoadMode } from './http-load.js';
 import { runIngestRecall } from './ingest-recall.js';
 import { runAdversarialBench } from './adversarial.js';
 import { LOCOMO_RETRIEVERS, runLocomo, type LocomoRetriever } from './locomo.js';
@@ -22,6 +22,7 @@ const USAGE = `usage:
   npm run bench -- ingest-recall [--sizes 10000,100000] [--queries 300] [--single 3000] [--backends sqlite,postgres] [--writers 1,2,4] [--writer-events 5000]
   npm run bench -- embedder [--texts 20000] [--loads 5]
   npm run bench -- http-load [--agents 8,32] [--backends sqlite,postgres] [--embedder none|builtin] [--seconds 20] [--warmup 2] [--batch 4] [--retry-rate 0.05] [--profile] [--workers 1,2]
+                               [--mode mixed,append,recall] [--prefill-events N]
   npm run bench -- context [--parts prefix,sweep,latency,ablation] [--windows 8192,16384,32768] [--turns 300] [--transcript FILE] [--transcript-windows <--windows>]
                            [--low-water-sweep 0.2,0.3,0.4,0.5,0.6]
                            [--sizes 10000,100000] [--steady-turns 200] [--latency-window 32768] [--probes 14] [--seed 42] [--no-profile]
@@ -77,6 +78,8 @@ const { values } = parseArgs({
     'retry-rate': { type: 'string', default: '0.05' },
     profile: { type: 'boolean', default: false },
     workers: { type: 'string', default: '1' },
+    mode: { type: 'string', default: 'mixed,append,recall' },
+    'prefill-events': { type: 'string' },
     engrams: { type: 'string', default: '100000' },
     repeats: { type: 'string', default: '1' },
     'no-redact': { type: 'boolean', default: false },
@@ -102,6 +105,13 @@ const { values } = parseArgs({
     rounds: { type: 'string' },
   },
 });
+
+/** `--mode` of http-load: a comma-separated list of its modes, each run in turn. */
+function httpLoadModes(list: string): HttpLoadMode[] {
+  const modes = list.split(',');
+  for (const m of modes) if (!(HTTP_LOAD_MODES as readonly string[]).includes(m)) fail(`--mode: expected mixed, append and/or recall, found "${list}"`);
+  return modes as HttpLoadMode[];
+}
 
 function fail(message: string): never {
   console.error(`${message}\n${USAGE}`);
@@ -198,6 +208,8 @@ switch (name) {
       retryRate,
       profile: values.profile,
       workers: values.workers.split(',').map((w) => (Number.isInteger(Number(w)) && Number(w) >= 1 ? Number(w) : fail(`--workers: expected integers >= 1, found "${values.workers}"`))),
+      modes: httpLoadModes(values.mode),
+      ...(values['prefill-events'] !== undefined ? { prefillEvents: int('prefill-events', 1) } : {}),
     });
     break;
   }
