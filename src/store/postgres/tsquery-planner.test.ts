@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_RANKED_ROWS, TsqueryPlanner } from './tsquery-planner.js';
+import { MAX_RANKED_ROWS, NOT_COUNTED, TsqueryPlanner } from './tsquery-planner.js';
 
 /** A counter over a fixed table of frequencies, recording how often it is asked. */
 function counter(table: Record<string, number>) {
@@ -43,5 +43,22 @@ describe('TsqueryPlanner', () => {
     expect(await new TsqueryPlanner(count).planDetailed([{ text: 'solo' }])).toEqual({ q: "'solo'", estimate: 9, all: "('solo')", isSinglePhrase: false, terms: [{ q: "'solo'", df: 9, text: 'solo', isRare: true }] });
     expect(await new TsqueryPlanner(count).plan([{ text: '--' }])).toBeNull();
     expect(calls).toEqual([["'solo'"]]);
+  });
+
+  it('does not count a lone phrase (nothing reads its count), but counts a phrase among other terms', async () => {
+    const { count, calls } = counter({ "('or' <-> 'request' <-> 'worker')": 6, "'worker'": 50 });
+    const planner = new TsqueryPlanner(count);
+    expect(await planner.planDetailed([{ text: 'or request worker' }])).toEqual({
+      q: "('or' <-> 'request' <-> 'worker')",
+      estimate: NOT_COUNTED,
+      all: "(('or' <-> 'request' <-> 'worker'))",
+      isSinglePhrase: true,
+      terms: [{ q: "('or' <-> 'request' <-> 'worker')", df: NOT_COUNTED, text: 'or request worker', isRare: true }],
+    });
+    expect(calls).toEqual([]);
+    // A count the caller knows (an identifier's, from the identifier index) is still reported.
+    expect((await planner.planDetailed([{ text: 'or request worker' }], () => 4))?.estimate).toBe(4);
+    await planner.plan([{ text: 'or request worker' }, { text: 'worker' }]);
+    expect(calls).toEqual([["('or' <-> 'request' <-> 'worker')", "'worker'"]]);
   });
 });

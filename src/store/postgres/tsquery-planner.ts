@@ -10,6 +10,15 @@ import { compileTsQuery } from './tsquery.js';
 export const MAX_RANKED_ROWS = 5_000;
 const DF_CACHE_ENTRIES = 20_000;
 const DF_CACHE_TTL_MS = 60_000;
+/**
+ * The count of a lone phrase, which the planner does not take: nothing reads it (a lone phrase is never bounded in
+ * postgres-backend.ts, and it is the only term, so it is the rare one), and taking it cost as much as the search.
+ * PostgreSQL's GIN index has no positions: counting a phrase rechecks the positions of every chunk holding all its
+ * words, reading each chunk's tsvector out of TOAST. A phrase of three common words at 100K events ("or request
+ * worker": 15,704 such chunks, 6 phrase matches) took 82-98 ms to count and as long again to search (EXPLAIN ANALYZE
+ * in docs/recall.md, "Full-text at scale"); recall paid both.
+ */
+export const NOT_COUNTED = -1;
 
 /** Counts, capped at `cap`, of the rows each compiled term matches (one round trip for all of them). */
 export type CappedCounter = (termQueries: string[], cap: number) => Promise<number[]>;
@@ -43,7 +52,8 @@ export class TsqueryPlanner {
 
   /**
    * The plan and an estimate of the rows it matches: the rare terms' summed capped counts, so any estimate above
-   * {@link MAX_RANKED_ROWS} means "at least that many" (the bounded path in postgres-backend.ts uses it). `knownCount`
+   * {@link MAX_RANKED_ROWS} means "at least that many" (the bounded path in postgres-backend.ts uses it); a lone
+   * phrase is not counted ({@link NOT_COUNTED}, unless `knownCount` has it). `knownCount`
    * gives a term's count when the caller has it (an identifier's, from the identifier index).
    */
   async planDetailed(terms: SearchTerm[], knownCount?: (term: SearchTerm) => number | undefined): Promise<TsQueryPlan | null> {
@@ -52,6 +62,11 @@ export class TsqueryPlanner {
       return q === null ? [] : [{ term, q }];
     });
     if (compiled.length === 0) return null;
+    const lone = compiled.length === 1 ? compiled[0]! : undefined;
+    if (lone !== undefined && lone.q.includes('<->')) {
+      const df = knownCount?.(lone.term) ?? NOT_COUNTED;
+      return { q: lone.q, estimate: df, all: `(${lone.q})`, isSinglePhrase: true, terms: [{ q: lone.q, df, text: lone.term.text, isRare: true }] };
+    }
     // A term whose count is known (an identifier, from the identifier index) is not counted through the GIN index.
     const known = compiled.map((c) => knownCount?.(c.term));
     const counted = await this.frequencies(compiled.filter((_, i) => known[i] === undefined).map((c) => c.q));
