@@ -524,6 +524,7 @@ function writeReport(run: {
     },
     a.parts as ScalePartName[],
     readPreviousScaleReport('bench/results/scale.json', 'bench/results/scale.md'),
+    a.backends,
   );
   const r = { ...run, classes: merged.classes, ingest: merged.ingest, cli: merged.cli, hybrid: merged.hybrid, http: merged.http, cache: merged.cache, notes: Object.values(merged.notes).flat() };
   const provenance = SCALE_PART_NAMES

@@ -62,6 +62,35 @@ describe('scale report merge', () => {
     expect(merged.notes.ingest).toEqual(['Ingest was not measured: reused.']);
   });
 
+  it('keeps the full-text rows and notes of a backend the run left out, in their place, naming the run that measured them', () => {
+    const json = join(dir, 'scale.json');
+    const fts = { when: 'then', command: '--backends sqlite,postgres --parts fts', loadAverage: 1.1 };
+    const classes = [
+      { backend: 'sqlite', queryClass: 'phrase', p95: 40 },
+      { backend: 'postgres', queryClass: 'phrase', p95: 85 },
+    ];
+    writeFileSync(json, JSON.stringify({ when: 'then', args: { parts: ['fts'] }, classes, measured: { fts }, notes: { fts: ['sqlite: caught up 5 events.', 'postgres: caught up 2 events.'] } }));
+    const previous = readPreviousScaleReport(json, join(dir, 'none.md'));
+    const current: ScaleSections<unknown, unknown, unknown> = {
+      classes: [{ backend: 'postgres', queryClass: 'phrase', p95: 45 }],
+      ingest: undefined,
+      cli: undefined,
+      hybrid: undefined,
+      notes: { fts: ['PostgreSQL ran on 100,000 events.'] },
+      measured: { fts: { when: 'now', command: '--backends postgres --parts fts' } },
+    };
+    const merged = mergeScaleSections(current, ['fts'], previous, ['postgres']);
+    expect(merged.classes).toEqual([classes[0], { backend: 'postgres', queryClass: 'phrase', p95: 45 }]);
+    expect(merged.measured.fts).toEqual({ when: 'now', command: '--backends postgres --parts fts' });
+    expect(merged.notes.fts).toEqual([
+      'PostgreSQL ran on 100,000 events.',
+      'sqlite: caught up 5 events.',
+      'Full-text rows of sqlite kept from the run that measured them (then, `--backends sqlite,postgres --parts fts`, load average 1.1); this run measured postgres.',
+    ]);
+    // Every backend measured again: nothing kept.
+    expect(mergeScaleSections(current, ['fts'], previous, ['sqlite', 'postgres']).classes).toEqual(current.classes);
+  });
+
   it('replaces a part the run measured, even with nothing', () => {
     const { json, md } = writeLegacy();
     const merged = mergeScaleSections({ classes: [], ingest: undefined, cli: undefined, hybrid: undefined, notes: {}, measured: {} }, ['fts', 'cli', 'hybrid'], readPreviousScaleReport(json, md));

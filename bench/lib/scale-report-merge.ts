@@ -88,11 +88,16 @@ export function notesByPart(notes: unknown): Partial<Record<ScalePartName | 'gen
   return out;
 }
 
-/** This run's parts replace the previous report's; every part it did not run is kept as it was. */
+/**
+ * This run's parts replace the previous report's; every part it did not run is kept as it was. The full-text rows of
+ * a backend the run left out (`ranBackends`, e.g. `--backends postgres` re-measuring PostgreSQL only) are kept too,
+ * with their notes (those starting `<backend>:`) and a note naming the run that measured them.
+ */
 export function mergeScaleSections<C, I, L>(
   current: ScaleSections<C, I, L>,
   ran: readonly ScalePartName[],
   previous: ScaleSections<unknown, unknown, unknown> | undefined,
+  ranBackends?: readonly string[],
 ): ScaleSections<C, I, L> {
   if (!previous) return current;
   const keep = (p: ScalePartName): boolean => !ran.includes(p);
@@ -101,13 +106,26 @@ export function mergeScaleSections<C, I, L>(
     const n = keep(p) ? previous.notes[p] : current.notes[p];
     if (n && n.length > 0) notes[p] = n;
   }
+  let classes = keep('fts') ? (previous.classes as C[]) : current.classes;
+  const backendOf = (c: unknown): string | undefined => (c && typeof c === 'object' ? (c as { backend?: unknown }).backend : undefined) as string | undefined;
+  const keptBackends = !keep('fts') && ranBackends ? [...new Set(previous.classes.map(backendOf))].filter((b): b is string => b !== undefined && !ranBackends.includes(b)) : [];
+  if (keptBackends.length > 0) {
+    // In the previous report's order: each backend's rows where they were, this run's new backends after them.
+    const order = [...new Set([...previous.classes.map(backendOf), ...current.classes.map(backendOf)])];
+    const rows = [...(previous.classes as C[]).filter((c) => keptBackends.includes(backendOf(c)!)), ...current.classes];
+    classes = order.flatMap((b) => rows.filter((c) => backendOf(c) === b));
+    const by = previous.measured.fts;
+    const keptNotes = (previous.notes.fts ?? []).filter((n) => keptBackends.some((b) => n.startsWith(`${b}:`)));
+    const provenance = `Full-text rows of ${keptBackends.join(', ')} kept from the run that measured them${by ? ` (${by.when}, \`${by.command}\`${by.loadAverage !== undefined ? `, load average ${by.loadAverage}` : ''})` : ''}; this run measured ${ranBackends!.join(', ')}.`;
+    notes.fts = [...(notes.fts ?? []), ...keptNotes, provenance];
+  }
   const measured: Partial<Record<ScalePartName, PartProvenance>> = {};
   for (const p of SCALE_PART_NAMES) {
     const m = keep(p) ? previous.measured[p] : current.measured[p];
     if (m) measured[p] = m;
   }
   return {
-    classes: keep('fts') ? (previous.classes as C[]) : current.classes,
+    classes,
     ingest: keep('ingest') ? (previous.ingest as I | undefined) : current.ingest,
     cli: keep('cli') ? (previous.cli as L | undefined) : current.cli,
     hybrid: keep('hybrid') ? previous.hybrid : current.hybrid,
