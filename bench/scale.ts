@@ -12,7 +12,8 @@
  * Stores are kept in $TMPDIR/engram-scale/ (a 1M store takes minutes to build; `TMPDIR=/tmp/mine npm run bench -- scale`
  * builds and reuses its own); `--reuse` opens one built by an earlier run with the same size instead of building it
  * again (the ingest figures are then those measured when it was built). The report keeps the figures of the parts
- * a run leaves out (`--parts`) from the previous report, each with the run that measured it (lib/scale-report-merge.ts).
+ * a run leaves out (`--parts`) from the previous report, each with the run that measured it (lib/scale-report-merge.ts),
+ * and the full-text rows of a backend it leaves out (`--backends postgres --parts fts` re-measures PostgreSQL only).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
