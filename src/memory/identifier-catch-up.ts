@@ -55,10 +55,14 @@ export async function catchUpIdentifierIndex(
 
 /**
  * The index rows of a backlog page (store order: each session's events in turn order): every event but a purged
- * one, a dialogue turn with the context of the dialogue turns before it in its session (read from the store for the
+ * one, as the backend's appends wrote them when it holds them all, else built again: a dialogue turn with the context of the dialogue turns before it in its session (read from the store for the
  * first of each session in the page, then carried along).
  */
 async function entriesOf(store: StorageBackend, page: readonly EventRecord[], readArtifactText: ArtifactTextReader): Promise<TextIndexEntry[]> {
+  // The rows the backend's own appends wrote, when it holds the whole page: what FTS5 indexed, without building the
+  // text again (its context, relative dates, an artifact's text: most of the catch-up's work besides the keys).
+  const held = (await store.heldIndexTexts?.(page.map((e) => e.id as EventId))) ?? new Map<EventId, TextIndexEntry>();
+  if (held.size === page.length) return page.flatMap((e) => (e.meta?.[PURGED_META_KEY] !== undefined ? [] : [held.get(e.id as EventId)!]));
   const windows = new Map<SessionId, ContextSource[]>();
   const entries: TextIndexEntry[] = [];
   for (const e of page) {

@@ -259,7 +259,8 @@ export class Ingestor {
       content,
       tags,
       searchText,
-      searchMeta: searchMetaFor(v.kind, v.toolName, tags, this.datesOf(v.kind, '', searchText, toEpochMs(v.ts, nowMs))),
+      // A dialogue turn's context column is written by addTurnContext when context is on: its dates are resolved there, once.
+      searchMeta: searchMetaFor(v.kind, v.toolName, tags, this.opts.turnContextEvents > 0 ? '' : this.datesOf(v.kind, '', searchText, toEpochMs(v.ts, nowMs))),
     };
     if (artifact) draft.artifact = artifact;
     if (v.key !== undefined) draft.key = v.key;

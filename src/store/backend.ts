@@ -586,6 +586,12 @@ export interface StorageBackend {
    * transaction. Returns the rows written.
    */
   fillIdentifierIndex(entries: TextIndexEntry[], progress: { through: EventId[] }): Promise<number>;
+  /**
+   * The full-text rows (text and context column) this backend's own appends wrote for these waiting events, when it
+   * still holds them (SQLite: sqlite-appended-tail.ts); events not held are absent. The catch-up takes them instead
+   * of building each event's index text again. Optional: without it the catch-up builds them all.
+   */
+  heldIndexTexts?(ids: EventId[]): Promise<Map<EventId, TextIndexEntry>>;
 
   /**
    * Which of `ids` a stored event supersedes, mapped to the superseding event (one query, so recall can

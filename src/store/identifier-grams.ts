@@ -96,6 +96,37 @@ export function gramHash(a: string, b: string, c: string): number {
 export function identifierGrams(...texts: string[]): IdentifierGram[] {
   const out: IdentifierGram[] = [];
   let pos = 0;
+  forEachIdentifierWord(texts, (word) => {
+    const tokens = wordTokens(word);
+    if (tokens.length < 3) return true;
+    const hashes = tokens.map(tokenHashes);
+    for (let t = 0; t + 3 <= hashes.length; t++) {
+      out.push({ gram: combine(hashes[t]!, hashes[t + 1]!, hashes[t + 2]!), pos: pos + t });
+      if (out.length >= MAX_GRAMS_PER_EVENT) return false;
+    }
+    pos += tokens.length;
+    return true;
+  });
+  return out;
+}
+
+/** The trigram keys of one word (as {@link identifierGrams} reads it), in order; empty below three tokens. */
+export function wordGrams(word: string): number[] {
+  const tokens = wordTokens(word);
+  const grams: number[] = [];
+  if (tokens.length < 3) return grams;
+  const hashes = tokens.map(tokenHashes);
+  for (let t = 0; t + 3 <= hashes.length; t++) grams.push(combine(hashes[t]!, hashes[t + 1]!, hashes[t + 2]!));
+  return grams;
+}
+
+/**
+ * Calls `visit` with each whitespace-delimited word of the texts that may hold an identifier's trigrams, in order
+ * (shorter than 5 or longer than {@link MAX_WORD_CHARS} characters, or ASCII with fewer than three letter-or-digit
+ * runs, are skipped); stops when `visit` returns false. The words {@link identifierGrams} reads: a word's keys
+ * depend on the word alone, and two words' keys never stand at consecutive positions.
+ */
+export function forEachIdentifierWord(texts: readonly string[], visit: (word: string) => boolean): void {
   for (const text of texts) {
     // One pass over the characters (a regex over the words cost 10x more at ingest): each word, its ASCII
     // letter-or-digit runs counted; a word with three or more, or with other characters, is tokenized.
@@ -118,17 +149,9 @@ export function identifierGrams(...texts: string[]): IdentifierGram[] {
       }
       const length = i - start;
       if (length < 5 || length > MAX_WORD_CHARS || (isAscii && runs < 3)) continue;
-      const tokens = wordTokens(text.slice(start, i));
-      if (tokens.length < 3) continue;
-      const hashes = tokens.map(tokenHashes);
-      for (let t = 0; t + 3 <= hashes.length; t++) {
-        out.push({ gram: combine(hashes[t]!, hashes[t + 1]!, hashes[t + 2]!), pos: pos + t });
-        if (out.length >= MAX_GRAMS_PER_EVENT) return out;
-      }
-      pos += tokens.length;
+      if (!visit(text.slice(start, i))) return;
     }
   }
-  return out;
 }
 
 /** What `\s` matches (the words of a text are what lies between). */

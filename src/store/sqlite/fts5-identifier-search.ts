@@ -2,7 +2,8 @@ import type Database from 'better-sqlite3';
 import { queryGrams } from '../identifier-grams.js';
 import { BOUNDED_CANDIDATES, type BoundedHit, type Fts5BoundedSearch } from './fts5-bounded.js';
 import type { Fts5Plan } from './fts5-planner.js';
-import type { SqliteIdentifierIndex } from './sqlite-identifier-index.js';
+import type { AppendedTail } from './sqlite-appended-tail.js';
+import type { IdentifierTail, SqliteIdentifierIndex } from './sqlite-identifier-index.js';
 
 /**
  * The bounded path for a query whose rare terms include an identifier of three or more tokens (docs/recall.md,
@@ -12,7 +13,7 @@ import type { SqliteIdentifierIndex } from './sqlite-identifier-index.js';
  * candidate is then checked for the other identifiers in the index and marked with the common terms FTS5's newest
  * rows show it holds, and scored as the bounded path scores (bm25's formula; an identifier's document frequency is
  * its real row count when all its rows were read). Events past the index's `watermark` (not indexed yet) are
- * matched by the identifier's full-text phrase instead. Returns null when no rare term is such an identifier.
+ * matched by the identifier's full-text phrase instead, or on `held` (this connection's appends) when it holds them all. Returns null when no rare term is such an identifier.
  */
 export function searchWithIdentifiers(
   db: Database.Database,
@@ -24,6 +25,7 @@ export function searchWithIdentifiers(
   params: unknown[],
   watermark: number,
   tailSize: number,
+  held?: AppendedTail,
 ): BoundedHit[] | null {
   const grams = plan.terms.map((t) => (t.isRare ? queryGrams(t.text) : null));
   if (!grams.some((g) => g !== null)) return null;
@@ -36,11 +38,18 @@ export function searchWithIdentifiers(
     else holds.set(rowid, new Set([i]));
   };
   const dfs = plan.terms.map((t) => t.df);
+  // The tail matched on this connection's held appends when they are all of it (sqlite-appended-tail.ts), else by the phrase.
+  const tailOf = (match: string): IdentifierTail => ({
+    watermark,
+    match,
+    size: tailSize,
+    ...(held ? { held: (g: readonly number[]) => held.match(g, watermark, watermark + tailSize) } : {}),
+  });
   plan.terms.forEach((t, i) => {
     if (!t.isRare) return;
     const g = grams[i];
     if (g) {
-      const rows = index.newest(g, want, accept, { watermark, match: t.match, size: tailSize });
+      const rows = index.newest(g, want, accept, tailOf(t.match));
       for (const r of rows) mark(r, i);
       // Every row holding it was read (and no filter hid any): its real document frequency.
       if (rows.length < want && where.length === 0) dfs[i] = Math.max(1, rows.length);
@@ -50,7 +59,7 @@ export function searchWithIdentifiers(
   plan.terms.forEach((t, i) => {
     const g = t.isRare ? grams[i] : queryGrams(t.text);
     if (g) {
-      for (const r of index.holding(g, candidates.filter((c) => !holds.get(c)!.has(i)), { watermark, match: t.match, size: tailSize })) mark(r, i);
+      for (const r of index.holding(g, candidates.filter((c) => !holds.get(c)!.has(i)), tailOf(t.match))) mark(r, i);
     } else if (!t.isRare) {
       // A common term: which candidates hold it, as far as its newest rows show (the bounded path's approximation).
       const have = new Set(candidates);

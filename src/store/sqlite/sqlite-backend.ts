@@ -60,6 +60,7 @@ import { LatestOfKind, LATEST_OF_KIND_FIELDS } from './latest-of-kind.js';
 import { searchWithIdentifiers } from './fts5-identifier-search.js';
 import { MAX_IDENTIFIER_TAIL_EVENTS } from '../identifier-grams.js';
 import { fillIdentifierRows, SqliteIdentifierIndex } from './sqlite-identifier-index.js';
+import { AppendedTail, type AppendedRow } from './sqlite-appended-tail.js';
 import { chunks, translateSqliteError } from './sqlite-errors.js';
 import { SqliteArtifactTiers } from './sqlite-artifact-tiers.js';
 import { openSqliteConnection, readVersion, startWalCheckpointer, type SqliteBackendOptions } from './sqlite-connection.js';
@@ -107,6 +108,8 @@ export class SqliteBackend implements StorageBackend {
   private readonly visibleFirst: Fts5VisibleFirst;
   private readonly latestOfKind: LatestOfKind;
   private readonly identifiers: SqliteIdentifierIndex;
+  /** This connection's appends past the identifier watermark, with their index text (sqlite-appended-tail.ts). */
+  private readonly appendedTail: AppendedTail;
   private readonly vectors: SqliteVectors;
   private readonly agents: SqliteAgents;
   private readonly sessions: SqliteSessions;
@@ -144,6 +147,7 @@ export class SqliteBackend implements StorageBackend {
     this.visibleFirst = new Fts5VisibleFirst(db);
     this.latestOfKind = new LatestOfKind(db);
     this.identifiers = new SqliteIdentifierIndex(db);
+    this.appendedTail = new AppendedTail(db);
     this.vectors = new SqliteVectors(db);
     this.agents = new SqliteAgents(db);
     this.sessions = new SqliteSessions(db);
@@ -172,7 +176,12 @@ export class SqliteBackend implements StorageBackend {
   async appendEvents(sessionId: SessionId, drafts: EventDraft[], artifacts: ArtifactDraft[], options: AppendOptions = {}): Promise<AppendOutcome[]> {
     this.assertOpen();
     const s = this.stmts;
+    // The appended rows' index text, held once the append commits (sqlite-appended-tail.ts).
+    const held: AppendedRow[] = [];
+    let rewrites = '';
     const write = (): AppendOutcome[] => {
+      held.length = 0;
+      rewrites = this.appendedTail.rewriteCount();
       for (const artifact of artifacts) {
         const r = artifact.record;
         s.insertArtifact.run(r.id, r.sha256, r.sizeBytes, r.storedBytes, r.encoding, r.mediaType, Date.parse(r.createdAt), artifact.stored);
@@ -232,6 +241,7 @@ export class SqliteBackend implements StorageBackend {
         );
         s.insertFts.run(info.lastInsertRowid, d.searchText, d.searchMeta);
         rowids.push(info.lastInsertRowid);
+        held.push({ rowid: Number(info.lastInsertRowid), id: d.id, body: d.searchText, meta: d.searchMeta });
         outcomes.push({ record: eventFromDraft(d, sessionId, turn), isDuplicate: false });
       }
       if (added > 0) s.updateSession.run(turn, added, minMs, minMs, maxMs, maxMs, sessionId);
@@ -241,7 +251,10 @@ export class SqliteBackend implements StorageBackend {
     try {
       // Inside withTransaction the append joins that transaction; otherwise it is group-committed with the
       // appends that arrive alongside it (group-commit.ts), in a savepoint of its own.
-      return this.isTransactionView ? this.db.transaction(write).immediate() : await this.groupCommit.submit(write);
+      if (this.isTransactionView) return this.db.transaction(write).immediate();
+      const outcomes = await this.groupCommit.submit(write);
+      this.appendedTail.hold(held, rewrites);
+      return outcomes;
     } catch (err) {
       throw isEngramError(err) ? err : translateSqliteError(err, 'append failed');
     }
@@ -467,7 +480,7 @@ export class SqliteBackend implements StorageBackend {
         // through their full-text phrase; with a long tail (a bulk import not caught up yet), the plain path.
         const tail = this.identifiers.tailSize();
         const viaIdentifiers =
-          tail <= MAX_IDENTIFIER_TAIL_EVENTS ? searchWithIdentifiers(this.db, this.identifiers, this.bounded, plan, query.limit, where, params, this.identifiers.watermark(), tail) : null;
+          tail <= MAX_IDENTIFIER_TAIL_EVENTS ? searchWithIdentifiers(this.db, this.identifiers, this.bounded, plan, query.limit, where, params, this.identifiers.watermark(), tail, this.appendedTail) : null;
         const hits = viaIdentifiers ?? this.bounded.search(plan, query.limit, where, params);
         const ids = this.db.prepare('SELECT rowid, id FROM events WHERE rowid IN (SELECT value FROM json_each(?))').all(JSON.stringify(hits.map((h) => h.rowid))) as Array<{ rowid: number; id: string }>;
         const idOf = new Map(ids.map((r) => [r.rowid, r.id]));
@@ -567,6 +580,11 @@ export class SqliteBackend implements StorageBackend {
     this.assertOpen();
     const rows = this.stmts.eventsAfterRowid.all(this.identifiers.watermark(), limit) as EventRow[];
     return rows.map(rowToEvent);
+  }
+
+  async heldIndexTexts(ids: EventId[]): Promise<Map<EventId, TextIndexEntry>> {
+    this.assertOpen();
+    return this.appendedTail.textsOf(ids);
   }
 
   async fillIdentifierIndex(entries: TextIndexEntry[], progress: { through: EventId[] }): Promise<number> {

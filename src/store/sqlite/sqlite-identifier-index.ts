@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { TextIndexEntry } from '../backend.js';
-import { identifierGrams } from '../identifier-grams.js';
+import { forEachIdentifierWord, identifierGrams, MAX_GRAMS_PER_EVENT, wordGrams } from '../identifier-grams.js';
 
 /** The state row of the identifier index in `text_index_state` (migration 17): complete or pending (a backfill due). */
 const STATE = 'identifier_fts';
@@ -28,6 +28,11 @@ export interface IdentifierTail {
    * even when no row is past the watermark.
    */
   size: number;
+  /**
+   * The tail's rows holding the identifier (its trigram keys), newest first, from the appends this connection holds
+   * (sqlite-appended-tail.ts); undefined when it does not hold them all: then the phrase query.
+   */
+  held?: (grams: readonly number[]) => number[] | undefined;
 }
 
 /**
@@ -40,8 +45,39 @@ function gramToken(gram: number): string {
   return `g${hi.toString(36)}${(gram - hi * 0x1000000).toString(36).padStart(5, '0')}`;
 }
 
-/** The row an event gets: its trigram tokens in order, a word break between words (positions jump there). */
+/**
+ * The row an event gets: its trigram tokens in order, a word break between words (positions jump there). Built a
+ * word at a time: a word's tokens depend on the word alone and words repeat (paths, names), so each distinct word's
+ * tokens are made once ({@link WORD_TOKENS}); this was most of the catch-up's CPU.
+ */
 export function gramText(body: string, meta: string): string {
+  const parts: string[] = [];
+  let count = 0;
+  let isCapped = false;
+  forEachIdentifierWord([body, meta], (word) => {
+    let cached = WORD_TOKENS.get(word);
+    if (cached === undefined) {
+      const grams = wordGrams(word);
+      cached = { text: grams.map(gramToken).join(' '), grams: grams.length };
+      if (WORD_TOKENS.size >= MAX_CACHED_WORDS) WORD_TOKENS.clear();
+      WORD_TOKENS.set(word, cached);
+    }
+    if (cached.grams === 0) return true;
+    count += cached.grams;
+    if (count > MAX_GRAMS_PER_EVENT) return !(isCapped = true);
+    parts.push(cached.text);
+    return true;
+  });
+  // Past the cap the row ends inside a word: the gram-at-a-time form cuts it exactly there.
+  return isCapped ? gramTextOfGrams(body, meta) : parts.join(` ${WORD_BREAK} `);
+}
+
+/** A word's trigram tokens in order, by the word (see {@link gramText}). */
+const WORD_TOKENS = new Map<string, { text: string; grams: number }>();
+const MAX_CACHED_WORDS = 100_000;
+
+/** {@link gramText} a trigram at a time, from the (gram, position) keys: the definition, and the form past the cap. */
+export function gramTextOfGrams(body: string, meta: string): string {
   const grams = identifierGrams(body, meta);
   const parts: string[] = [];
   let last = Number.NaN;
@@ -143,7 +179,8 @@ export class SqliteIdentifierIndex {
    */
   newest(grams: readonly number[], want: number, accept: (rowids: number[]) => Set<number>, tail: IdentifierTail): number[] {
     const out: number[] = [];
-    const fresh = tail.size === 0 ? [] : (this.newestTailRows.all(tail.match, tail.watermark) as Array<{ rowid: number }>).map((r) => r.rowid);
+    const fresh =
+      tail.size === 0 ? [] : (tail.held?.(grams) ?? (this.newestTailRows.all(tail.match, tail.watermark) as Array<{ rowid: number }>).map((r) => r.rowid));
     if (fresh.length > 0) {
       const kept = accept(fresh);
       for (const r of fresh) if (kept.has(r) && out.length < want) out.push(r);

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { rewriteTextRows } from './sqlite-text-index.js';
 import { SqliteIdentifierIndex } from './sqlite-identifier-index.js';
+import { countTextRewrite } from './sqlite-appended-tail.js';
 import { forgetVectorCodes } from './sqlite-vector-codes.js';
 import { isEngramError } from '../../errors.js';
 import type { PurgeCounts, PurgeLogRecord, PurgePlan } from '../backend.js';
@@ -91,6 +92,8 @@ export class SqlitePurge {
       dropIvf?.run(BigInt(row.rowid));
       purgedRowids.push(row.rowid);
     }
+    // Connections holding their appends' index text (sqlite-appended-tail.ts) must not match on it any more.
+    if (purgedRowids.length > 0) countTextRewrite(db);
     // The one-bit code index (sqlite-vector-codes.ts) holds a fingerprint of each vector: zeroed too.
     forgetVectorCodes(db, purgedRowids);
 

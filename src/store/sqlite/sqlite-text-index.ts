@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { TextIndexEntry } from '../backend.js';
 import { SqliteIdentifierIndex } from './sqlite-identifier-index.js';
+import { countTextRewrite } from './sqlite-appended-tail.js';
 
 /**
  * Writes events' full-text rows again (a purge's neighbours, `replaceTextIndex`): the contentless FTS5 row is
@@ -21,5 +22,7 @@ export function rewriteTextRows(db: Database.Database, entries: readonly TextInd
     identifiers?.rewrite(row.rowid, e.searchText, e.searchMeta);
     written++;
   }
+  // Connections holding their appends' index text (sqlite-appended-tail.ts) must not match on it any more.
+  if (written > 0) countTextRewrite(db);
   return written;
 }
