@@ -6,7 +6,8 @@ import { pathToFileURL } from 'node:url';
 
 /**
  * Runs once before the test workers start (they inherit this process's environment):
- * - the CLI tests run the built `bin/engram.js`, as a user would after `npm ci`: build once, fresh;
+ * - the CLI tests run the built `bin/engram.js`, as a user would after `npm ci`: build once, fresh (dist/ and its
+ *   bundle, dist/cli-bundle/);
  * - the PostgreSQL tests need a server: unless ENGRAM_TEST_PG_URL names one, scripts/ensure-test-postgres.sh
  *   installs (apt), starts and prepares a local one and prints its URL. If that fails, the reason is passed on
  *   and every PostgreSQL test fails with it (test/fixtures/postgres.ts); the other tests still run;
@@ -16,6 +17,8 @@ import { pathToFileURL } from 'node:url';
  */
 export default async function setup(): Promise<() => void> {
   execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+  // bin/engram.js runs the bundle of dist/ when it is not older than dist/: rebuilt here, so the tests run what a user runs.
+  execFileSync(process.execPath, ['scripts/build-cli-bundle.mjs'], { stdio: 'inherit' });
 
   if (!process.env.ENGRAM_TEST_PG_URL) {
     const run = spawnSync('bash', ['scripts/ensure-test-postgres.sh'], {

@@ -1,0 +1,75 @@
+// Bundles the built CLI (dist/interfaces/cli/main.js and what it imports) into dist/cli-bundle/, which
+// bin/engram.js loads when it is present and not older than dist/. Why: a CLI recall loaded ~300 ES modules
+// (Engram's own ~190, zod's ~95), and resolving, reading, compiling and linking them one by one took about half of
+// its start on a 1M-event store (issue #14, bench/results/scale.md "CLI start to first recall result"); a few
+// files load in a fraction of that. Run by `npm run build` after tsc (and by test/global-setup.ts), from dist/'s
+// JavaScript, so the bundle runs the same code as dist/.
+//
+// - Packages with native code, optional drivers or large lazily loaded code stay external (loaded from
+//   node_modules as before); the small pure-JavaScript ones the CLI loads on most commands are bundled.
+// - Code splitting keeps each command's own modules (serve's HTTP stack, hooks, bench) in their own chunks, loaded
+//   only by that command, as the lazy command registry does for dist/.
+// - `import.meta.url` in a bundled module is rewritten to the URL that module has in dist/, so paths it resolves
+//   relative to itself (package.json, bin/engram.js, the dashboard's files, createRequire) are the same.
+import { build } from 'esbuild';
+import { existsSync, rmSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const dist = join(root, 'dist');
+const outdir = join(dist, 'cli-bundle');
+const entry = join(dist, 'interfaces', 'cli', 'main.js');
+
+/** Pure-JavaScript packages bundled into the CLI; every other package is loaded from node_modules at run time. */
+const BUNDLED_PACKAGES = new Set(['zod', 'commander', 'jsonrepair', 'ulid', 'stemmer']);
+
+const packageName = (spec) => (spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]);
+
+/** Bare imports of packages not in BUNDLED_PACKAGES stay imports. */
+const externalPackages = {
+  name: 'external-packages',
+  setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, (args) => {
+      if (args.path.startsWith('node:')) return { path: args.path, external: true };
+      return BUNDLED_PACKAGES.has(packageName(args.path)) ? undefined : { path: args.path, external: true };
+    });
+  },
+};
+
+/** `import.meta.url` of a dist/ module, as seen from a chunk in outdir. */
+const distImportMetaUrl = {
+  name: 'dist-import-meta-url',
+  setup(b) {
+    b.onLoad({ filter: /\.js$/ }, async (args) => {
+      if (!args.path.startsWith(dist + sep)) return undefined;
+      const source = await readFile(args.path, 'utf8');
+      if (!source.includes('import.meta.url')) return undefined;
+      const rel = relative(outdir, args.path).split(sep).join('/');
+      return { contents: source.replaceAll('import.meta.url', `new URL(${JSON.stringify(rel)}, import.meta.url).href`), loader: 'js' };
+    });
+  },
+};
+
+if (!existsSync(entry)) {
+  console.error(`build-cli-bundle: ${relative(root, entry)} is missing; run tsc -p tsconfig.build.json first`);
+  process.exit(1);
+}
+rmSync(outdir, { recursive: true, force: true });
+await build({
+  entryPoints: { main: entry },
+  outdir,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  chunkNames: 'chunk-[hash]',
+  sourcemap: 'linked',
+  legalComments: 'none',
+  // commander is CommonJS: its require() calls of Node's modules need a require in each chunk.
+  banner: { js: "import { createRequire as __engramCreateRequire } from 'node:module';\nconst require = __engramCreateRequire(import.meta.url);" },
+  logLevel: 'warning',
+  plugins: [externalPackages, distImportMetaUrl],
+});

@@ -1,0 +1,104 @@
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { cliEnv, ENGRAM_BIN } from '../fixtures/cli.js';
+
+/**
+ * bin/engram.js runs the CLI bundle (dist/cli-bundle/, scripts/build-cli-bundle.mjs; test/global-setup.ts builds
+ * it after dist/) when it is there and not older than dist/, else dist/'s modules. These tests check that choice
+ * on a copy of the launcher, and that the bundle prints, exits and fails exactly as dist/'s modules do.
+ */
+const BUNDLE_MAIN = resolve('dist/cli-bundle/main.js');
+const MODULES_MAIN = resolve('dist/interfaces/cli/main.js');
+const DEMO = resolve('examples/demo-session.jsonl');
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'engram-bundle-'));
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('bin/engram.js picks the bundle', () => {
+  /** A package layout with the real launcher and two fake entry points that say which one ran. */
+  function fakePackage(options: { bundle: boolean }): { bin: string; bundle: string; modules: string } {
+    mkdirSync(join(dir, 'bin'));
+    mkdirSync(join(dir, 'dist', 'interfaces', 'cli'), { recursive: true });
+    copyFileSync(ENGRAM_BIN, join(dir, 'bin', 'engram.js'));
+    writeFileSync(join(dir, 'package.json'), '{"type":"module"}');
+    const fake = (name: string) => `export async function main(argv) { console.log(${JSON.stringify(name)}, argv.slice(2).join(' ')); return 3; }\n`;
+    const modules = join(dir, 'dist', 'interfaces', 'cli', 'main.js');
+    writeFileSync(modules, fake('modules'));
+    const bundle = join(dir, 'dist', 'cli-bundle', 'main.js');
+    if (options.bundle) {
+      mkdirSync(join(dir, 'dist', 'cli-bundle'));
+      writeFileSync(bundle, fake('bundle'));
+    }
+    return { bin: join(dir, 'bin', 'engram.js'), bundle, modules };
+  }
+  const run = (bin: string) => spawnSync(process.execPath, [bin, 'recall', 'x'], { encoding: 'utf8' });
+  const at = (file: string, seconds: number) => utimesSync(file, seconds, seconds);
+
+  it('runs the bundle when it is newer than dist/ or as new (npm packs every file with one mtime)', () => {
+    const p = fakePackage({ bundle: true });
+    at(p.modules, 1_000_000);
+    at(p.bundle, 1_000_100);
+    let r = run(p.bin);
+    expect([r.stdout.trim(), r.status]).toEqual(['bundle recall x', 3]);
+    at(p.bundle, 1_000_000);
+    r = run(p.bin);
+    expect(r.stdout.trim()).toBe('bundle recall x');
+  });
+
+  it("runs dist/'s modules when the bundle is older (tsc rebuilt dist/ after it) or missing", () => {
+    const p = fakePackage({ bundle: true });
+    at(p.bundle, 1_000_000);
+    at(p.modules, 1_000_100);
+    let r = run(p.bin);
+    expect([r.stdout.trim(), r.status]).toEqual(['modules recall x', 3]);
+    rmSync(p.bundle);
+    r = run(p.bin);
+    expect(r.stdout.trim()).toBe('modules recall x');
+  });
+});
+
+describe('the bundle', () => {
+  it('is built and runs the same CLI as dist/ (output, errors, exit codes)', () => {
+    expect(existsSync(BUNDLE_MAIN)).toBe(true);
+    const db = join(dir, 'store.db');
+    const engram = (main: string, args: string[]) => {
+      // The same argv shape bin/engram.js passes: node, the script, then the user's words.
+      const script = `const { main } = await import(${JSON.stringify(pathToFileURL(main).href)}); process.exitCode = await main(['node', 'engram', ...JSON.parse(process.argv[1])]);`;
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', script, JSON.stringify(['--db', db, ...args])], { cwd: dir, encoding: 'utf8', env: cliEnv({ ENGRAM_EMBEDDER: 'none' }) });
+      // A recall is logged: its log id is the one thing two runs print differently.
+      return { code: r.status, stdout: r.stdout.replace(/"logId": \d+/g, '"logId": N'), stderr: r.stderr };
+    };
+    // Writes first, through dist/'s modules; then every read through both.
+    expect(engram(MODULES_MAIN, ['ingest', DEMO]).code).toBe(0);
+    const reads: string[][] = [
+      ['--version'],
+      ['recall', 'ECONNREFUSED'],
+      ['recall', 'ECONNREFUSED', '--json', '--retriever', 'fts'],
+      ['recall', '--k', 'many', 'x'],
+      ['stats', '--json'],
+      ['sessions'],
+      ['show', 'evt_00000000000000000000000000'],
+      ['show', 'evt_00000000000000000000000000', '--json'],
+      ['recall', 'x', '--kind', 'nonsense'],
+      ['no-such-command'],
+      ['hooks', 'install', '--help'],
+    ];
+    for (const args of reads) {
+      const viaModules = engram(MODULES_MAIN, args);
+      const viaBundle = engram(BUNDLE_MAIN, args);
+      expect({ args, ...viaBundle }).toEqual({ args, ...viaModules });
+    }
+    // Not vacuous: the recall found the demo's evidence, the bad option failed as invalid input.
+    expect(engram(BUNDLE_MAIN, ['recall', 'ECONNREFUSED']).stdout).toContain('ECONNREFUSED');
+    expect(engram(BUNDLE_MAIN, ['recall', '--k', 'many', 'x']).code).toBe(2);
+  }, 180_000);
+});
