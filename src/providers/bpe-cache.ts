@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { RankTable } from './bpe-encoder.js';
+import { readStamped, type StampedRead } from './cache-stamp.js';
 import { bytesOf, readSectionedFile, writeSectionedFile, type SectionedHeader } from './sectioned-file.js';
 
 /**
@@ -63,9 +64,13 @@ export function serializeRankTable(table: RankTable, source: BpeSource): Buffer 
   ]);
 }
 
-/** Parses and checks a cache file's bytes; any mismatch or damage is a reason, never an exception. */
-export function parseRankTable(file: Buffer, expected: BpeSource): BpeCacheReadResult {
+/**
+ * Parses and checks a cache file's bytes; any mismatch or damage is a reason, never an exception. `verifyChecksum:
+ * false` skips the payload's CRC-32 (cache-stamp.ts: the file was checked whole before and not written since).
+ */
+export function parseRankTable(file: Buffer, expected: BpeSource, options: { verifyChecksum?: boolean } = {}): BpeCacheReadResult {
   const read = readSectionedFile<BpeCacheHeader, SectionName>(file, {
+    ...options,
     magic: BPE_CACHE_MAGIC,
     what: 'token table',
     format: BPE_CACHE_FORMAT,
@@ -103,15 +108,19 @@ export function loadRankTable(options: { cacheDir: string; source: BpeSource; bu
   const started = performance.now();
   const path = join(options.cacheDir, bpeCacheFileName(options.source));
   let buildReason = 'no cache file yet';
-  let file: Buffer | undefined;
+  let stamped: StampedRead | undefined;
   try {
-    file = readFileSync(path);
+    stamped = readStamped(path);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') buildReason = `the cache file could not be read (${(err as Error).message})`;
   }
-  if (file) {
-    const read = parseRankTable(file, options.source);
-    if (read.ok) return { table: read.table, info: { path, isBuilt: false, ms: performance.now() - started } };
+  if (stamped) {
+    // A file checked whole before and not written since skips the payload's CRC (cache-stamp.ts).
+    const read = parseRankTable(stamped.file, options.source, { verifyChecksum: !stamped.isStamped });
+    if (read.ok) {
+      stamped.stamp();
+      return { table: read.table, info: { path, isBuilt: false, ms: performance.now() - started } };
+    }
     buildReason = read.reason;
   }
   const table = options.build();

@@ -57,11 +57,19 @@ export function writeSectionedFile<S extends string>(magic: string, fields: { fo
  * Parses and checks a file's bytes; any mismatch or damage is a reason, never an exception. `what` names the cache
  * in the bad-magic reason; `checkSource` compares the header's own fields with what is installed (null when they
  * match); `sizes` gives, from the header, the expected byte length of each section (undefined: any), checked
- * with its bounds.
+ * with its bounds; `verifyChecksum: false` skips the payload's CRC-32.
  */
 export function readSectionedFile<H extends SectionedHeader<S>, S extends string>(
   file: Buffer,
-  options: { magic: string; what: string; format: number; checkSource: (header: H) => string | null; sizes: (header: H) => Record<S, number | undefined> },
+  options: {
+    magic: string;
+    what: string;
+    format: number;
+    checkSource: (header: H) => string | null;
+    sizes: (header: H) => Record<S, number | undefined>;
+    /** False skips the payload's CRC-32 (every other check stays): for a file cache-stamp.ts says was checked whole before. */
+    verifyChecksum?: boolean;
+  },
 ): SectionedRead<H, S> {
   const fail = (reason: string): SectionedRead<H, S> => ({ ok: false, reason });
   if (file.length < 12 || file.toString('latin1', 0, 8) !== options.magic) return fail(`not an Engram ${options.what} cache (bad magic)`);
@@ -81,7 +89,7 @@ export function readSectionedFile<H extends SectionedHeader<S>, S extends string
   if (file.length !== start + header.payloadBytes) return fail(`truncated or extended: ${file.length} bytes, the header says ${start + header.payloadBytes}`);
   // A fresh read is 8-aligned; a view into a shared pool may not be, and typed arrays need alignment.
   const payload = file.byteOffset % 8 === 0 ? file.subarray(start) : Buffer.from(file.subarray(start));
-  if (crc32(payload) !== header.crc32) return fail('checksum mismatch: the file is damaged');
+  if (options.verifyChecksum !== false && crc32(payload) !== header.crc32) return fail('checksum mismatch: the file is damaged');
   for (const [name, bytes] of Object.entries(options.sizes(header)) as Array<[S, number | undefined]>) {
     const section = header.sections?.[name];
     if (!section || section.offset % 8 !== 0 || section.offset + section.bytes > payload.length) return fail(`section ${name} is out of bounds`);

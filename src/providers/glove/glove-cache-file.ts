@@ -52,9 +52,13 @@ export function serializeCache(tables: GloveTables): Buffer {
   );
 }
 
-/** Parses and checks a cache file's bytes; any mismatch or damage is a reason, never an exception. */
-export function parseCache(file: Buffer, expected: GloveSource): CacheReadResult {
+/**
+ * Parses and checks a cache file's bytes; any mismatch or damage is a reason, never an exception. `verifyChecksum:
+ * false` skips the payload's CRC-32 (../cache-stamp.ts: the file was checked whole before and not written since).
+ */
+export function parseCache(file: Buffer, expected: GloveSource, options: { verifyChecksum?: boolean } = {}): CacheReadResult {
   const read = readSectionedFile<CacheHeader, SectionName>(file, {
+    ...options,
     magic: CACHE_MAGIC,
     what: 'word-vector',
     format: CACHE_FORMAT,

@@ -56,7 +56,8 @@ export const DEFAULT_ENCODER_CONFIG: Readonly<EncoderConfig> = Object.freeze({
  */
 export class SentenceEncoder {
   readonly dimensions: number;
-  private readonly weights: Float32Array;
+  /** SIF weight of a vocabulary row ({@link sifWeight}); computed per word used, not for all 341K rows at start (~10 ms). */
+  private readonly weight: (row: number) => number;
   /** Scratch for the word part; {@link wordPart} returns it. */
   private readonly words: Float64Array;
   private readonly grams: Float64Array;
@@ -70,7 +71,8 @@ export class SentenceEncoder {
   ) {
     if (config.removeCommonComponent && !commonComponent) throw new Error('removeCommonComponent needs a common component');
     this.dimensions = tables.dimensions + config.ngramDims;
-    this.weights = sifWeights(tables.scales.length, config.sifA);
+    const harmonic = harmonicNumber(tables.scales.length);
+    this.weight = (row) => sifWeight(row, harmonic, config.sifA);
     this.words = new Float64Array(tables.dimensions);
     this.grams = new Float64Array(Math.max(1, config.ngramDims));
     this.wordScale = this.meanWordNorm();
@@ -129,7 +131,7 @@ export class SentenceEncoder {
     let total = 0;
     const { vocabulary, matrix, scales } = this.tables;
     const add = (r: number): void => {
-      const w = this.weights[r]!;
+      const w = this.weight(r);
       const f = w * scales[r]!;
       const base = r * dims;
       for (let d = 0; d < dims; d++) acc[d] = acc[d]! + f * matrix[base + d]!;
@@ -164,7 +166,7 @@ export class SentenceEncoder {
       const r = rows[i];
       if (token.isContraction && r === undefined) return;
       if (!isAll && !token.isIdentifier && r !== undefined) return;
-      addTokenNgrams(token.text, this.config.ngramLength, r === undefined ? 1 : this.weights[r]!, grams);
+      addTokenNgrams(token.text, this.config.ngramLength, r === undefined ? 1 : this.weight(r), grams);
       any = true;
     });
     return any;
@@ -178,13 +180,21 @@ export class SentenceEncoder {
  * 1,000 ~0.93 and rare words ~1.
  */
 export function sifWeights(vocabulary: number, a: number): Float32Array {
-  const harmonic = Math.log(vocabulary) + 0.5772156649 + 1 / (2 * vocabulary);
+  const harmonic = harmonicNumber(vocabulary);
   const weights = new Float32Array(vocabulary);
-  for (let r = 0; r < vocabulary; r++) {
-    const p = 1 / ((r + 1) * harmonic);
-    weights[r] = a / (a + p);
-  }
+  for (let r = 0; r < vocabulary; r++) weights[r] = sifWeight(r, harmonic, a);
   return weights;
+}
+
+/** The SIF weight of row `r` (from 0) of {@link sifWeights}, the same float32 value, for one row. */
+export function sifWeight(r: number, harmonic: number, a: number): number {
+  const p = 1 / ((r + 1) * harmonic);
+  return Math.fround(a / (a + p));
+}
+
+/** H_N, the harmonic number of a vocabulary of N words (Euler-Maclaurin, as {@link sifWeights} uses it). */
+export function harmonicNumber(vocabulary: number): number {
+  return Math.log(vocabulary) + 0.5772156649 + 1 / (2 * vocabulary);
 }
 
 /** Sentences in the generated reference corpus for the common component, and their lengths in words. */

@@ -1,0 +1,103 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { RACY_MS, readStamped, stampPath } from './cache-stamp.js';
+import { openGloveTables } from './glove/glove-cache.js';
+import { writeWinkFixture } from './glove/test-support.js';
+
+const root = mkdtempSync(join(tmpdir(), 'engram-cache-stamp-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+const fixture = writeWinkFixture(join(root, 'wink.json'), { words: 400, dimensions: 16 });
+let dirs = 0;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A built word-vector cache, checked whole once after the racy window so it carries a stamp. */
+async function stampedCache(): Promise<{ dir: string; path: string; good: Buffer }> {
+  const dir = join(root, `cache-${dirs++}`);
+  const built = await openGloveTables({ cacheDir: dir, source: fixture.source });
+  expect(built.info.isBuilt).toBe(true);
+  // A build writes no stamp; a file changed within RACY_MS of its check gets none either.
+  expect(existsSync(stampPath(built.info.path))).toBe(false);
+  await sleep(RACY_MS + 50);
+  const checked = await openGloveTables({ cacheDir: dir, source: fixture.source });
+  expect(checked.info.isBuilt).toBe(false);
+  expect(readStamped(built.info.path).isStamped).toBe(true);
+  return { dir, path: built.info.path, good: readFileSync(built.info.path) };
+}
+
+/** Rewrites `path` with `bytes` and sets its modification time back, as a tool that hides its write would. */
+function rewriteKeepingMtime(path: string, bytes: Buffer): void {
+  const { atime, mtime } = statSync(path);
+  writeFileSync(path, bytes);
+  utimesSync(path, atime, mtime);
+}
+
+describe('cache stamps (the CRC of a checked, unchanged cache is skipped)', () => {
+  it('stamps a cache once it passed the full check, and the stamp holds while the file is untouched', async () => {
+    const { dir, path } = await stampedCache();
+    const again = await openGloveTables({ cacheDir: dir, source: fixture.source });
+    expect(again.info.isBuilt).toBe(false);
+    expect(readStamped(path).isStamped).toBe(true);
+  });
+
+  it('detects a truncated cache after it was stamped and rebuilds it', async () => {
+    const { dir, path, good } = await stampedCache();
+    truncateSync(path, good.length - 8);
+    const r = await openGloveTables({ cacheDir: dir, source: fixture.source });
+    expect(r.info.isBuilt).toBe(true);
+    expect(r.info.buildReason).toMatch(/truncated/);
+    expect(readFileSync(path).equals(good)).toBe(true);
+  });
+
+  it('detects flipped header bytes even when the modification time is set back', async () => {
+    const { dir, path, good } = await stampedCache();
+    const headerLength = good.readUInt32LE(8);
+    // The payload's CRC field in the JSON header: a digit changed there makes the header lie about the payload.
+    const header = good.toString('utf8', 12, 12 + headerLength);
+    const at = 12 + header.indexOf('"crc32":') + '"crc32":'.length;
+    const damaged = Buffer.from(good);
+    damaged[at] = damaged[at] === 0x31 ? 0x32 : 0x31;
+    rewriteKeepingMtime(path, damaged);
+    expect(readStamped(path).isStamped).toBe(false);
+    const r = await openGloveTables({ cacheDir: dir, source: fixture.source });
+    expect(r.info.isBuilt).toBe(true);
+    expect(r.info.buildReason).toMatch(/checksum mismatch/);
+    expect(readFileSync(path).equals(good)).toBe(true);
+
+    // The magic itself.
+    const { path: path2, dir: dir2, good: good2 } = await stampedCache();
+    const badMagic = Buffer.from(good2);
+    badMagic[0] = badMagic[0]! ^ 0xff;
+    rewriteKeepingMtime(path2, badMagic);
+    const r2 = await openGloveTables({ cacheDir: dir2, source: fixture.source });
+    expect(r2.info).toMatchObject({ isBuilt: true, buildReason: expect.stringMatching(/bad magic/) });
+  });
+
+  it('detects a damaged payload byte when the size and modification time are kept (the status-change time moves)', async () => {
+    const { dir, path, good } = await stampedCache();
+    const mtimeMs = statSync(path).mtimeMs;
+    const damaged = Buffer.from(good);
+    damaged[damaged.length - 100] = damaged[damaged.length - 100]! ^ 0x5a;
+    rewriteKeepingMtime(path, damaged);
+    expect([statSync(path).mtimeMs, statSync(path).size]).toEqual([mtimeMs, good.length]);
+    const r = await openGloveTables({ cacheDir: dir, source: fixture.source });
+    expect(r.info.isBuilt).toBe(true);
+    expect(r.info.buildReason).toMatch(/checksum mismatch/);
+    expect(readFileSync(path).equals(good)).toBe(true);
+  });
+
+  it('ignores a stamp that is not one (garbage, another file) and checks the whole file', async () => {
+    const { dir, path } = await stampedCache();
+    writeFileSync(stampPath(path), '{not json');
+    expect(readStamped(path).isStamped).toBe(false);
+    const r = await openGloveTables({ cacheDir: dir, source: fixture.source });
+    expect(r.info.isBuilt).toBe(false);
+    // The full check passed, so the stamp is written again.
+    expect(readStamped(path).isStamped).toBe(true);
+    const other = JSON.parse(readFileSync(stampPath(path), 'utf8')) as Record<string, number>;
+    writeFileSync(stampPath(path), JSON.stringify({ ...other, ino: other.ino! + 1 }));
+    expect(readStamped(path).isStamped).toBe(false);
+  });
+});
