@@ -9,7 +9,8 @@ import { closeSync, existsSync, openSync, readFileSync, renameSync, writeFileSyn
 import { join } from 'node:path';
 import type { LocomoConversation } from '../src/eval/locomo-data.js';
 import { evaluateLocomo, type LocomoEvalOptions, type LocomoQuestionResult } from '../src/eval/locomo-eval.js';
-import { DATE_BOOST, HYBRID_VECTOR_WEIGHT, SECOND_HOP_WEIGHT, SPEAKER_BOOST, type Retriever } from '../src/memory/recall.js';
+import { DATE_BOOST, EXPANSION_WEIGHT, HYBRID_VECTOR_WEIGHT, SECOND_HOP_WEIGHT, SPEAKER_BOOST, type Retriever } from '../src/memory/recall.js';
+import { EXPANSION_MIN_SIMILARITY, EXPANSION_NEIGHBOURS } from '../src/memory/term-expansion.js';
 import { SECOND_HOP_SOURCES, SECOND_HOP_TERMS } from '../src/memory/second-hop.js';
 import { TURN_CONTEXT_EVENTS, TURN_CONTEXT_WORDS } from '../src/memory/turn-context.js';
 import { DEFAULT_CONTEXT_WEIGHT } from '../src/store/backend.js';
@@ -82,6 +83,10 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
     value,
     setting: value === DATE_BOOST ? hybrid('default') : hybrid(`date boost ${value}`, { recallOptions: { dateBoost: value } }),
   }));
+  const expansions = [0, 0.2, 0.5].map((value) => ({
+    value,
+    setting: value === EXPANSION_WEIGHT ? hybrid('default') : hybrid(`term expansion ${value}`, { recallOptions: { expansionWeight: value } }),
+  }));
   const before = {
     turnContextEvents: 0,
     recallOptions: { contextWeight: 0.25, recencyWeight: 0.15, speakerBoost: 0, vectorWeight: 0.5, secondHopWeight: 0, dateBoost: 0 },
@@ -93,7 +98,7 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
     hybrid('before #13', before),
     fts('no turn context', { turnContextEvents: 0 }),
     fts('no second hop', { recallOptions: { secondHopWeight: 0 } }),
-    ...[...contextEvents, ...contextWeights, ...speakerBoosts, ...vectorWeights, ...secondHops, ...dateBoosts].map((g) => g.setting),
+    ...[...contextEvents, ...contextWeights, ...speakerBoosts, ...vectorWeights, ...secondHops, ...dateBoosts, ...expansions].map((g) => g.setting),
     hybrid('second hop on every question', { recallOptions: { secondHopTrigger: 'always' } }),
     hybrid('vector feedback 0.3', { recallOptions: { vectorFeedbackWeight: 0.3 } }),
     hybrid('vector feedback 1', { recallOptions: { vectorFeedbackWeight: 1 } }),
@@ -118,6 +123,7 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
       { constant: 'TURN_CONTEXT_EVENTS (turn-context.ts)', defaultValue: TURN_CONTEXT_EVENTS, grid: contextEvents },
       { constant: 'SECOND_HOP_WEIGHT (recall.ts)', defaultValue: SECOND_HOP_WEIGHT, grid: secondHops },
       { constant: 'DATE_BOOST (recall.ts)', defaultValue: DATE_BOOST, grid: dateBoosts },
+      { constant: 'EXPANSION_WEIGHT (recall.ts)', defaultValue: EXPANSION_WEIGHT, grid: expansions },
     ],
   };
 }
@@ -298,6 +304,9 @@ The techniques, as built:
 - **RM3**: the words of the best 5 full-text hits, weighted by their share of each hit's words times its score and by
   their rarity among the first 40 candidates, the best 8 searched again with the question's terms and fused in at
   this weight, for every question (src/memory/rm3-feedback.ts; off by default).
+- **term expansion**: the question's content words (no names, identifiers or stop words) plus up to ${EXPANSION_NEIGHBOURS} nearest
+  words each in the built-in embedder's word vectors at cosine ${EXPANSION_MIN_SIMILARITY} or more (8 in all; none stemming like a query word),
+  searched again and fused into the full-text list at this weight (src/memory/term-expansion.ts).
 - **vector feedback**: the centroid of the best 3 fused hits' vectors blended into the query vector at this weight,
   then a second vector search (src/memory/vector-feedback.ts; off by default).
 - **before #13**: the previous defaults together (no turn context, context weight 0.25, recency 0.15, no speaker boost,

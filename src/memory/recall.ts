@@ -20,6 +20,7 @@ import { parseDateRanges } from './date-expressions.js';
 import { eventMeetsDates } from './relative-dates.js';
 import { VECTOR_SHARE_RULES, vectorShare, type VectorShareRule } from './vector-share.js';
 import { rm3Terms } from './rm3-feedback.js';
+import { expandHits } from './term-expansion.js';
 import type { ModifierFactor, ModifierFactors, ModifierOptions } from './task-modifier.js';
 import { MODIFIER_FACTORS, taskModifier } from './task-modifier.js';
 import type { TypeQuotas } from './type-quotas.js';
@@ -116,6 +117,12 @@ export interface RecallOptions {
    * again and fused in), 0..1, for every question. Default {@link RM3_WEIGHT} (off).
    */
   rm3Weight?: number;
+  /**
+   * Weight of query-term expansion with the embedder's word vectors (term-expansion.ts: the question's content words
+   * plus their nearest words searched again and fused in), 0..1. Needs an embedder with `similarTerms` (the built-in
+   * one): hybrid calls (a full-text call has no embedder). Default {@link EXPANSION_WEIGHT}; 0 switches it off.
+   */
+  expansionWeight?: number;
 }
 
 export const SECOND_HOP_TRIGGERS = ['multi-hop', 'always'] as const;
@@ -155,6 +162,11 @@ export const RELATIVE_DATE_BOOST = false;
  * hop (docs/recall.md).
  */
 export const RM3_WEIGHT = 0;
+/**
+ * Default of {@link RecallOptions.expansionWeight}: off. Measured on the development split (docs/recall.md,
+ * "Query-term expansion").
+ */
+export const EXPANSION_WEIGHT = 0;
 /**
  * Default of {@link RecallOptions.vectorShare}: the same weight for every question. Neither rule of vector-share.ts
  * kept hybrid at or above full-text at every k on the development split (bench/results/locomo.md, "vector share"
@@ -273,6 +285,7 @@ const DEFAULTS = {
   relativeDates: RELATIVE_DATE_BOOST as boolean,
   vectorShare: VECTOR_SHARE_RULE as VectorShareRule,
   rm3Weight: RM3_WEIGHT,
+  expansionWeight: EXPANSION_WEIGHT,
 };
 type ResolvedOptions = typeof DEFAULTS & RecallOptions;
 /** Full-text candidates examined per requested hit: enough for re-ranking, few enough to stay fast. */
@@ -412,6 +425,11 @@ export class Recaller {
       hits = await this.secondHop(query, parsed, hits, filter, candidateLimit, o);
     }
     if (o.rm3Weight > 0 && hits.length > 0 && !hasIdentifiers) hits = await this.rm3(parsed, hits, filter, candidateLimit, o);
+    if (o.expansionWeight > 0 && embedder?.similarTerms && retriever !== 'vector' && !hasIdentifiers && parsed.terms.length > 0) {
+      const similarTerms = embedder.similarTerms.bind(embedder);
+      const search = { filter, limit: candidateLimit, weight: o.expansionWeight, ...(o.contextWeight !== undefined ? { contextWeight: o.contextWeight } : {}) };
+      hits = await expandHits(this.store, query, parsed, hits, similarTerms, search);
+    }
     // A fixed vector depth, so an event's normalised similarity does not depend on k (bench/results/locomo.md:
     // depth max(40, 4k) cost 1.3 recall@10 and 3.6 @5 against depth 100).
     const vectorLimit = Math.max(MIN_VECTOR_CANDIDATES, candidateLimit);
@@ -917,6 +935,7 @@ function validateOptions(query: string, o: ResolvedOptions): void {
   if (!(o.secondHopWeight >= 0 && o.secondHopWeight <= 1)) bad('secondHopWeight', 'must be between 0 and 1');
   if (!(o.vectorFeedbackWeight >= 0 && o.vectorFeedbackWeight <= 1)) bad('vectorFeedbackWeight', 'must be between 0 and 1');
   if (!(o.rm3Weight >= 0 && o.rm3Weight <= 1)) bad('rm3Weight', 'must be between 0 and 1');
+  if (!(o.expansionWeight >= 0 && o.expansionWeight <= 1)) bad('expansionWeight', 'must be between 0 and 1');
   if (!(VECTOR_SHARE_RULES as readonly string[]).includes(o.vectorShare)) {
     bad('vectorShare', `unknown rule "${String(o.vectorShare)}"; expected one of ${VECTOR_SHARE_RULES.join(', ')}`);
   }
