@@ -33,6 +33,7 @@ import { Prng } from './lib/prng.js';
 import { machineLine, round, summarize } from './lib/stats.js';
 import { mergeScaleSections, notesByPart, readPreviousScaleReport, SCALE_PART_NAMES, type ScalePartName } from './lib/scale-report-merge.js';
 import { cliPhases, type PhaseTime } from './lib/cli-start-profile.js';
+import { cliEntry, unbundleFrames } from './lib/bundle-frames.js';
 import type { CpuProfile } from './lib/cpu-profile.js';
 import { cacheTargetRows, httpTargetRows, hybridTargetRows, runScaleCache, runScaleHttp, type ScalePartSection } from './lib/scale-parts.js';
 
@@ -104,6 +105,8 @@ interface IngestResult {
 
 interface CliResult {
   events: number;
+  /** What bin/engram.js ran: the bundle (dist/cli-bundle/) or dist/'s modules (lib/bundle-frames.ts). */
+  entry?: 'bundle' | 'modules';
   /** 1-, 5- and 15-minute load averages after the runs (2 shared cores). */
   loadAverage?: number[];
   /** `engram recall <query>` as a user types it. */
@@ -183,7 +186,7 @@ export async function runScale(args: ScaleArgs): Promise<void> {
     }
     if (backend === 'sqlite' && args.parts.includes('cli')) {
       const db = (store.location as { db: string }).db;
-      cli = { events, ...(await timeCli(db, [])), fts: await timeCli(db, ['--retriever', 'fts']), loadAverage: loadavg().map((l) => round(l, 2)) };
+      cli = { events, entry: cliEntry(), ...(await timeCli(db, [])), fts: await timeCli(db, ['--retriever', 'fts']), loadAverage: loadavg().map((l) => round(l, 2)) };
       cli.nodeStart = await timeNodeStart();
       cli.profile = { default: await profileCli(db, []), fts: await profileCli(db, ['--retriever', 'fts']) };
       console.error(JSON.stringify(cli));
@@ -482,7 +485,8 @@ async function profileCli(dbPath: string, extra: string[]): Promise<{ totalMs: n
     });
     const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
     if (!file) throw new Error('node --cpu-prof wrote no profile');
-    return cliPhases(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile);
+    // A bundled run's frames are mapped back to their modules through the bundle's source maps (lib/bundle-frames.ts).
+    return cliPhases(unbundleFrames(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -616,7 +620,7 @@ ${r.ingest.loadAverage ? `\nLoad average (1, 5, 15 min) when the stores were bui
 ${r.cli ? `## CLI start to first recall result
 
 \`node bin/engram.js --db <store> recall <query>\` (and with \`--retriever fts\`), spawned ${r.cli.runs.length} times each after one
-warm-up run; wall time from spawn to the first byte on stdout (Node start, module load, opening the store, the recall).
+warm-up run; wall time from spawn to the first byte on stdout (Node start, module load, opening the store, the recall).${r.cli.entry ? `\nbin/engram.js ran ${r.cli.entry === 'bundle' ? 'the CLI bundle (dist/cli-bundle/, built by `npm run build`)' : "dist/'s modules (no CLI bundle, or one older than dist/)"}.` : ''}
 Runs (ms): ${r.cli.runs.join(', ')}; with \`--retriever fts\`: ${r.cli.fts.runs.join(', ')}.${r.cli.cpu && r.cli.fts.cpu ? `\nCPU time of the process (user + system, every thread; it varies far less with the load than wall time): p50 ${r.cli.cpu.p50} ms, p95 ${r.cli.cpu.p95} ms; with \`--retriever fts\`: p50 ${r.cli.fts.cpu.p50} ms, p95 ${r.cli.fts.cpu.p95} ms.` : ''}${r.cli.loadAverage ? `\nLoad average (1, 5, 15 min) after the runs: ${r.cli.loadAverage.join(', ')}.` : ''}
 ${cliBreakdown(r.cli)}` : ''}
 ## Hybrid / vectors
