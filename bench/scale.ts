@@ -317,6 +317,17 @@ function buildRaw(path: string, events: number, reuse: boolean): number | undefi
   return events / secs;
 }
 
+/** The trace events the queries are drawn from: `count * 40` of them, deterministic for the size. */
+function sampleTrace(events: number, count: number): TraceEvent[] {
+  const rng = new Prng(SEED + 1);
+  const sample: TraceEvent[] = [];
+  const wantRows = new Set<number>();
+  while (wantRows.size < Math.min(events, count * 40)) wantRows.add(rng.int(0, events - 1));
+  let i = 0;
+  for (const t of agentTrace(events, { seed: SEED })) if (wantRows.has(i++)) sample.push(t);
+  return sample;
+}
+
 /**
  * Query classes drawn from the trace the store holds (so every query has matches), deterministic for the size:
  * - rare term: a word of a sampled event found in under 0.2 % of events (the stemmed form, as the vocabulary holds it);
@@ -325,12 +336,7 @@ function buildRaw(path: string, events: number, reuse: boolean): number | undefi
  * - three common words: three of the most frequent domain words.
  */
 async function pickQueries(backend: StorageBackend, events: number, count: number, sqlitePath?: string): Promise<Record<QueryClass, string[]>> {
-  const rng = new Prng(SEED + 1);
-  const sample: TraceEvent[] = [];
-  const wantRows = new Set<number>();
-  while (wantRows.size < Math.min(events, count * 40)) wantRows.add(rng.int(0, events - 1));
-  let i = 0;
-  for (const t of agentTrace(events, { seed: SEED })) if (wantRows.has(i++)) sample.push(t);
+  const sample = sampleTrace(events, count);
   const words = sample.flatMap((t) => t.event.content.split(/\s+/));
   // Document frequency of a word: the SQLite store's vocabulary, else the events an exact search finds (capped).
   const rareCap = Math.max(2, Math.floor(events * 0.002));
@@ -359,17 +365,29 @@ async function pickQueries(backend: StorageBackend, events: number, count: numbe
       out.identifier.push(m[1]!);
     }
   }
-  for (const t of sample) {
-    if (out.phrase.length >= count) break;
-    if (t.event.kind !== 'user' && t.event.kind !== 'assistant') continue;
-    const ws = t.event.content.split(/\s+/);
-    const at = ws.findIndex((_, j) => j + 3 <= ws.length && ws.slice(j, j + 3).every((x) => /^[a-z]{2,}$/.test(x)));
-    if (at >= 0) out.phrase.push(`"${ws.slice(at, at + 3).join(' ')}"`);
-  }
+  out.phrase = phraseQueries(sample, count);
   vocab?.close();
   const common = ['config', 'service', 'request', 'response', 'handler', 'module', 'function', 'build', 'test', 'deploy', 'cache', 'queue'];
   for (let q = 0; q < count; q++) out['three common words'].push([0, 1, 2].map((j) => common[(q * 5 + j * 4) % common.length]).join(' '));
   return out;
+}
+
+/** The phrase class: three consecutive words of sampled dialogue events, quoted. */
+function phraseQueries(sample: readonly TraceEvent[], count: number): string[] {
+  const out: string[] = [];
+  for (const t of sample) {
+    if (out.length >= count) break;
+    if (t.event.kind !== 'user' && t.event.kind !== 'assistant') continue;
+    const ws = t.event.content.split(/\s+/);
+    const at = ws.findIndex((_, j) => j + 3 <= ws.length && ws.slice(j, j + 3).every((x) => /^[a-z]{2,}$/.test(x)));
+    if (at >= 0) out.push(`"${ws.slice(at, at + 3).join(' ')}"`);
+  }
+  return out;
+}
+
+/** The phrase queries `pickQueries` draws for a store of `events` (bench/pg-phrase-recall-ab.ts uses them). */
+export function scalePhraseQueries(events: number, count: number): string[] {
+  return phraseQueries(sampleTrace(events, count), count);
 }
 
 async function timeClass(
