@@ -9,7 +9,8 @@ import { closeSync, existsSync, openSync, readFileSync, renameSync, writeFileSyn
 import { join } from 'node:path';
 import type { LocomoConversation } from '../src/eval/locomo-data.js';
 import { evaluateLocomo, type LocomoEvalOptions, type LocomoQuestionResult } from '../src/eval/locomo-eval.js';
-import { DATE_BOOST, EXPANSION_WEIGHT, HYBRID_VECTOR_WEIGHT, SECOND_HOP_WEIGHT, SPEAKER_BOOST, type Retriever } from '../src/memory/recall.js';
+import { DATE_BOOST, EXPANSION_WEIGHT, FUSION_RULE, HYBRID_VECTOR_WEIGHT, SECOND_HOP_WEIGHT, SPEAKER_BOOST, type Retriever } from '../src/memory/recall.js';
+import type { FusionRule } from '../src/memory/fusion-rule.js';
 import { EXPANSION_MIN_SIMILARITY, EXPANSION_NEIGHBOURS } from '../src/memory/term-expansion.js';
 import { SECOND_HOP_SOURCES, SECOND_HOP_TERMS } from '../src/memory/second-hop.js';
 import { TURN_CONTEXT_EVENTS, TURN_CONTEXT_WORDS } from '../src/memory/turn-context.js';
@@ -35,6 +36,8 @@ export interface SettingResult {
   byCategoryAt10: Record<number, number>;
   /** Per question recall@10 (questions with evidence, in order): for paired differences. */
   at10: number[];
+  /** Recall call p50 and p95 in ms over every call of the setting (evaluateLocomo's timings; noisy under load). */
+  queryMs?: { p50: number; p95: number };
 }
 
 /** A tuned constant and the grid it is cross-validated over. */
@@ -42,11 +45,14 @@ export interface CrossValidated {
   constant: string;
   defaultValue: number;
   grid: Array<{ value: number; setting: TechniqueSetting }>;
+  /** Names of the grid's values, when they stand for settings rather than numbers. */
+  labels?: Record<number, string>;
 }
 
 export interface CrossValidationRow {
   constant: string;
   defaultValue: number;
+  labels?: Record<number, string>;
   /** Per held-out conversation: the value chosen on the others, and the held-out recall@10 at it and at the default. */
   folds: Array<{ sampleId: string; chosen: number; heldOut: number; atDefault: number }>;
   /** Mean over folds of held-out recall@10 at the chosen values. */
@@ -87,6 +93,19 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
     value,
     setting: value === EXPANSION_WEIGHT ? hybrid('default') : hybrid(`term expansion ${value}`, { recallOptions: { expansionWeight: value } }),
   }));
+  // The fusion rule and its vector weight as one grid (fusion-rule.ts); value 0 is the default, weighted at 0.2.
+  const fusionGrid: Array<{ label: string; fusion: FusionRule; vectorWeight: number }> = [
+    { label: `${FUSION_RULE} ${HYBRID_VECTOR_WEIGHT}`, fusion: FUSION_RULE, vectorWeight: HYBRID_VECTOR_WEIGHT },
+    { label: 'noisy-or 0.2', fusion: 'noisy-or', vectorWeight: 0.2 },
+    { label: 'noisy-or 0.3', fusion: 'noisy-or', vectorWeight: 0.3 },
+    { label: 'noisy-or 0.5', fusion: 'noisy-or', vectorWeight: 0.5 },
+    { label: 'fts-first 0.2', fusion: 'fts-first', vectorWeight: 0.2 },
+  ];
+  const fusions = fusionGrid.map((f, value) => ({
+    value,
+    label: f.label,
+    setting: value === 0 ? hybrid('default') : hybrid(`fusion ${f.label}`, { recallOptions: { fusion: f.fusion, vectorWeight: f.vectorWeight } }),
+  }));
   const before = {
     turnContextEvents: 0,
     recallOptions: { contextWeight: 0.25, recencyWeight: 0.15, speakerBoost: 0, vectorWeight: 0.5, secondHopWeight: 0, dateBoost: 0 },
@@ -112,6 +131,12 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
     hybrid('vector share by agreement', { recallOptions: { vectorShare: 'agreement' } }),
     hybrid('RM3 0.3 beside the second hop', { recallOptions: { rm3Weight: 0.3 } }),
     hybrid('RM3 0.3 instead of the second hop', { recallOptions: { rm3Weight: 0.3, secondHopWeight: 0 } }),
+    ...fusions.filter((f) => f.value > 0).map((f) => f.setting),
+    hybrid('MMR novelty on text', { recallOptions: { noveltyOn: 'text' } }),
+    hybrid('no MMR', { recallOptions: { useMmr: false } }),
+    fts('no MMR', { recallOptions: { useMmr: false } }),
+    hybrid('second hop distinctive terms', { recallOptions: { secondHopTerms: 'distinctive' } }),
+    fts('second hop distinctive terms', { recallOptions: { secondHopTerms: 'distinctive' } }),
   ];
   const unique = new Map(settings.map((s) => [key(s), s]));
   return {
@@ -123,6 +148,7 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
       { constant: 'TURN_CONTEXT_EVENTS (turn-context.ts)', defaultValue: TURN_CONTEXT_EVENTS, grid: contextEvents },
       { constant: 'SECOND_HOP_WEIGHT (recall.ts)', defaultValue: SECOND_HOP_WEIGHT, grid: secondHops },
       { constant: 'DATE_BOOST (recall.ts)', defaultValue: DATE_BOOST, grid: dateBoosts },
+      { constant: 'FUSION_RULE and vector weight (fusion-rule.ts)', defaultValue: 0, grid: fusions, labels: Object.fromEntries(fusions.map((f) => [f.value, f.label])) },
       { constant: 'EXPANSION_WEIGHT (recall.ts)', defaultValue: EXPANSION_WEIGHT, grid: expansions },
     ],
   };
@@ -166,7 +192,7 @@ export async function runTechniques(
       keepQuestions: true,
       ...s.options,
     });
-    const result = summarize(s, report.questionResults!, ks);
+    const result = { ...summarize(s, report.questionResults!, ks), queryMs: { p50: report.timingsMs.queryP50, p95: report.timingsMs.queryP95 } };
     out.set(key(s), result);
     if (shared) {
       writeFileSync(`${fileOf(s)}.tmp`, JSON.stringify(result));
@@ -221,6 +247,7 @@ export function crossValidate(cv: CrossValidated, results: ReadonlyMap<string, S
   return {
     constant: cv.constant,
     defaultValue: cv.defaultValue,
+    ...(cv.labels ? { labels: cv.labels } : {}),
     folds,
     meanHeldOut: heldOut.reduce((a, b) => a + b, 0) / heldOut.length,
     spread: [Math.min(...heldOut), Math.max(...heldOut)],
@@ -263,14 +290,15 @@ export function renderTechniques(
       const base = defaults[s.retriever === 'fts' ? 'fts' : 'hybrid'];
       const d = r === base ? '' : signed(pairedDifference(r.at10, base.at10));
       const perConv = conversations.map((c) => pct(r.byConversation[c]?.[10])).join(' / ');
-      return `| ${s.retriever} | ${s.name} | ${ks.map((k) => pct(r.all[k])).join(' | ')} | ${d} | ${perConv} | ${pct(r.byCategoryAt10[1])} | ${pct(r.byCategoryAt10[5])} |`;
+      const ms = r.queryMs ? `${r.queryMs.p50.toFixed(1)} / ${r.queryMs.p95.toFixed(1)}` : '-';
+      return `| ${s.retriever} | ${s.name} | ${ks.map((k) => pct(r.all[k])).join(' | ')} | ${d} | ${perConv} | ${pct(r.byCategoryAt10[1])} | ${pct(r.byCategoryAt10[5])} | ${ms} |`;
     })
     .join('\n');
 
   const cvRows = cv
     .map(
       (row) =>
-        `| ${row.constant} | ${row.defaultValue} | ${row.folds.map((f) => `${f.sampleId}: ${f.chosen} → ${pct(f.heldOut)} (default ${pct(f.atDefault)})`).join('; ')} | ${pct(row.meanHeldOut)} | ${pct(row.spread[0])}-${pct(row.spread[1])} |`,
+        `| ${row.constant} | ${row.labels?.[row.defaultValue] ?? row.defaultValue} | ${row.folds.map((f) => `${f.sampleId}: ${row.labels?.[f.chosen] ?? f.chosen} → ${pct(f.heldOut)} (default ${pct(f.atDefault)})`).join('; ')} | ${pct(row.meanHeldOut)} | ${pct(row.spread[0])}-${pct(row.spread[1])} |`,
     )
     .join('\n');
 
@@ -279,6 +307,8 @@ export function renderTechniques(
 
 Each row is the full product pipeline (\`evaluateLocomo\`) with one thing changed, over all five categories.
 Δ@10: paired difference from the default of the same retriever over the same questions, ± one standard error.
+Recall p50 / p95: every recall call of the setting (all k), measured while other settings ran beside it: compare
+rows run together, not with a quiet machine's figure.
 These are **development figures**: the constants were chosen on these conversations (below, by cross-validation
 among them); held-out conversations are how the project is judged.
 
@@ -321,8 +351,8 @@ ${beforeRows}
 
 ### Ablation
 
-| retriever | setting | ${ks.map((k) => `@${k}`).join(' | ')} | Δ@10 | @10 per conversation (${conversations.join(' / ')}) | multi-hop @10 | adversarial @10 |
-| --- | --- | ${ks.map(() => '---:').join(' | ')} | ---: | --- | ---: | ---: |
+| retriever | setting | ${ks.map((k) => `@${k}`).join(' | ')} | Δ@10 | @10 per conversation (${conversations.join(' / ')}) | multi-hop @10 | adversarial @10 | recall p50 / p95 ms |
+| --- | --- | ${ks.map(() => '---:').join(' | ')} | ---: | --- | ---: | ---: | ---: |
 ${ablation}
 
 ### Leave-one-conversation-out cross-validation (hybrid, recall@10, all five categories)
