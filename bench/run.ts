@@ -36,6 +36,7 @@ const USAGE = `usage:
   npm run bench -- scale [--events 1000000] [--backends sqlite,postgres] [--pg-events 100000] [--parts fts,ingest,cli,hybrid,http,cache] [--queries 25] [--reuse] [--seconds 20] [--turns 300] [--keep-store DIR]
   npm run bench -- knowledge [--seed 42] [--quick]
   npm run bench -- identifier-append-cost --baseline-tree DIR [--events 20000] [--backends sqlite,postgres] [--rounds 3]
+  npm run bench -- identifier-tail [--source /tmp/engram-scale/ours-1000000.db] [--keep-store DIR] [--waiting 3000] [--queries 25]
   npm run bench -- consolidation [--seed 42] [--quick]
   npm run bench -- granular [--seed 42] [--quick]
   npm run bench -- artifact-lifecycle [--backends sqlite,postgres] [--quick]
@@ -103,6 +104,9 @@ const { values } = parseArgs({
     // identifier-append-cost: the earlier tree to compare with, and runs per tree
     'baseline-tree': { type: 'string' },
     rounds: { type: 'string' },
+    // identifier-tail: the caught-up store copied, and the events appended to the copy without the catch-up
+    source: { type: 'string' },
+    waiting: { type: 'string' },
   },
 });
 
@@ -119,6 +123,16 @@ function fail(message: string): never {
 }
 
 switch (name) {
+  case 'identifier-tail': {
+    const { runIdentifierTail, IDENTIFIER_TAIL_DEFAULTS: d } = await import('./identifier-tail.js');
+    await runIdentifierTail({
+      source: values.source ?? d.source,
+      dir: values['keep-store'] ?? d.dir,
+      waiting: values.waiting !== undefined ? Number(values.waiting) : d.waiting,
+      queries: rest.includes('--queries') ? Number(values.queries) : d.queries,
+    });
+    break;
+  }
   case 'identifier-append-cost': {
     if (values['baseline-tree'] === undefined) fail('identifier-append-cost needs --baseline-tree DIR');
     const { runIdentifierAppendCost } = await import('./identifier-append-cost.js');

@@ -89,6 +89,15 @@ describe('identifier tail held by the appending connection', () => {
     expect(held[4]).toEqual([]);
   });
 
+  it('matches the tail as the index matches after the catch-up: an identifier spelled with spaces is the phrase query\'s only', async () => {
+    const [out] = await memA.append('work', [{ kind: 'tool_result', toolName: 'bash', content: 'see src/tail/spaced.ts 88 for it' }]);
+    const spaced = 'src/tail/spaced.ts:88';
+    const { out: held, answered } = await heldAnswers(() => search(a, spaced));
+    expect(answered).toBeGreaterThan(0);
+    expect(held).toEqual([]);
+    expect(await onFreshConnection((b) => search(b, spaced))).toEqual([out!.record.id]);
+  });
+
   it('no longer finds an event of its tail that another connection purged', async () => {
     const { out: before, answered } = await heldAnswers(() => search(a, IDS[1]!));
     expect(before).toHaveLength(1);
