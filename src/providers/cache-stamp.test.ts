@@ -2,8 +2,11 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { loadRankTable } from './bpe-cache.js';
+import { buildRankTable } from './bpe-encoder.js';
 import { RACY_MS, readStamped, stampPath } from './cache-stamp.js';
 import { openGloveTables } from './glove/glove-cache.js';
+import { parseCache } from './glove/glove-cache-file.js';
 import { writeWinkFixture } from './glove/test-support.js';
 
 const root = mkdtempSync(join(tmpdir(), 'engram-cache-stamp-'));
@@ -20,6 +23,8 @@ async function stampedCache(): Promise<{ dir: string; path: string; good: Buffer
   expect(built.info.isBuilt).toBe(true);
   // A build writes no stamp; a file changed within RACY_MS of its check gets none either.
   expect(existsSync(stampPath(built.info.path))).toBe(false);
+  // A whole-second modification time, which a test can set back exactly after a rewrite (utimes takes seconds).
+  utimesSync(built.info.path, MTIME_S, MTIME_S);
   await sleep(RACY_MS + 50);
   const checked = await openGloveTables({ cacheDir: dir, source: fixture.source });
   expect(checked.info.isBuilt).toBe(false);
@@ -27,11 +32,12 @@ async function stampedCache(): Promise<{ dir: string; path: string; good: Buffer
   return { dir, path: built.info.path, good: readFileSync(built.info.path) };
 }
 
-/** Rewrites `path` with `bytes` and sets its modification time back, as a tool that hides its write would. */
+const MTIME_S = 1_700_000_000;
+
+/** Rewrites `path` with `bytes` and sets its modification time back to {@link MTIME_S}, as a tool that hides its write would. */
 function rewriteKeepingMtime(path: string, bytes: Buffer): void {
-  const { atime, mtime } = statSync(path);
   writeFileSync(path, bytes);
-  utimesSync(path, atime, mtime);
+  utimesSync(path, MTIME_S, MTIME_S);
 }
 
 describe('cache stamps (the CRC of a checked, unchanged cache is skipped)', () => {
@@ -78,6 +84,7 @@ describe('cache stamps (the CRC of a checked, unchanged cache is skipped)', () =
   it('detects a damaged payload byte when the size and modification time are kept (the status-change time moves)', async () => {
     const { dir, path, good } = await stampedCache();
     const mtimeMs = statSync(path).mtimeMs;
+    expect(mtimeMs).toBe(MTIME_S * 1000);
     const damaged = Buffer.from(good);
     damaged[damaged.length - 100] = damaged[damaged.length - 100]! ^ 0x5a;
     rewriteKeepingMtime(path, damaged);
@@ -86,6 +93,18 @@ describe('cache stamps (the CRC of a checked, unchanged cache is skipped)', () =
     expect(r.info.isBuilt).toBe(true);
     expect(r.info.buildReason).toMatch(/checksum mismatch/);
     expect(readFileSync(path).equals(good)).toBe(true);
+  });
+
+  it('skips only the payload CRC for a stamped file: the header, the sizes and the bounds are still checked', async () => {
+    const { path, good } = await stampedCache();
+    const { path: _p, ...identity } = fixture.source;
+    const damaged = Buffer.from(good);
+    damaged[damaged.length - 100] = damaged[damaged.length - 100]! ^ 0x5a;
+    expect(parseCache(damaged, identity)).toMatchObject({ ok: false, reason: expect.stringMatching(/checksum mismatch/) });
+    expect(parseCache(damaged, identity, { verifyChecksum: false }).ok).toBe(true);
+    expect(parseCache(good.subarray(0, good.length - 8), identity, { verifyChecksum: false })).toMatchObject({ ok: false, reason: expect.stringMatching(/truncated/) });
+    expect(parseCache(good, { ...identity, version: '9.9.9' }, { verifyChecksum: false })).toMatchObject({ ok: false, reason: expect.stringMatching(/installed is wink-fixture@9\.9\.9/) });
+    expect(readStamped(path).isStamped).toBe(true);
   });
 
   it('ignores a stamp that is not one (garbage, another file) and checks the whole file', async () => {
@@ -99,5 +118,24 @@ describe('cache stamps (the CRC of a checked, unchanged cache is skipped)', () =
     const other = JSON.parse(readFileSync(stampPath(path), 'utf8')) as Record<string, number>;
     writeFileSync(stampPath(path), JSON.stringify({ ...other, ino: other.ino! + 1 }));
     expect(readStamped(path).isStamped).toBe(false);
+  });
+});
+
+describe('cache stamps on the token table cache', () => {
+  it('are written after a full check and do not hide a damaged payload byte', async () => {
+    const dir = join(root, 'bpe');
+    const source = { package: 'test-vocabulary', version: '1.0.0', encoding: 'tiny' };
+    const build = () => buildRankTable([...Array.from({ length: 256 }, (_, b) => [b]), 'th', 'he', 'the']);
+    const { path } = loadRankTable({ cacheDir: dir, source, build }).info;
+    utimesSync(path, MTIME_S, MTIME_S);
+    await sleep(RACY_MS + 50);
+    expect(loadRankTable({ cacheDir: dir, source, build }).info.isBuilt).toBe(false);
+    expect(readStamped(path).isStamped).toBe(true);
+    const good = readFileSync(path);
+    const damaged = Buffer.from(good);
+    damaged[damaged.length - 3] = damaged[damaged.length - 3]! ^ 0xff;
+    rewriteKeepingMtime(path, damaged);
+    expect(loadRankTable({ cacheDir: dir, source, build }).info).toMatchObject({ isBuilt: true, buildReason: 'checksum mismatch: the file is damaged' });
+    expect(readFileSync(path).equals(good)).toBe(true);
   });
 });
