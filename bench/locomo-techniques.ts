@@ -36,6 +36,8 @@ export interface SettingResult {
   byCategoryAt10: Record<number, number>;
   /** Per question recall@10 (questions with evidence, in order): for paired differences. */
   at10: number[];
+  /** sample id -> multi-hop recall@10 (absent in results written before it was measured). */
+  multiHopByConversation?: Record<string, number>;
   /** Recall call p50 and p95 in ms over every call of the setting (evaluateLocomo's timings; noisy under load). */
   queryMs?: { p50: number; p95: number };
 }
@@ -216,6 +218,8 @@ function summarize(s: TechniqueSetting, questions: readonly LocomoQuestionResult
     const mine = scored.filter((q) => q.sampleId === id);
     byConversation[id] = Object.fromEntries(ks.map((k) => [k, mean(mine, k)]));
   }
+  const multiHopByConversation: Record<string, number> = {};
+  for (const id of Object.keys(byConversation)) multiHopByConversation[id] = mean(scored.filter((q) => q.sampleId === id && q.category === 1), 10);
   const byCategoryAt10: Record<number, number> = {};
   for (const c of [1, 2, 3, 4, 5]) byCategoryAt10[c] = mean(scored.filter((q) => q.category === c), 10);
   return {
@@ -225,6 +229,7 @@ function summarize(s: TechniqueSetting, questions: readonly LocomoQuestionResult
     byConversation,
     byCategoryAt10,
     at10: scored.map((q) => q.recall[10] ?? 0),
+    multiHopByConversation,
   };
 }
 
@@ -302,6 +307,33 @@ export function renderTechniques(
     )
     .join('\n');
 
+  // Hybrid against full-text (issue #13: never below it at any k): every conversation and k, for the settings that
+  // change how the two are combined.
+  const combined = settings.filter((s) => s.retriever === 'hybrid' && /^(default|fusion |vector weight |MMR novelty|no MMR|second hop distinctive)/.test(s.name));
+  const margin = (r: SettingResult, c: string, k: number): number => (r.byConversation[c]?.[k] ?? NaN) - (defaults.fts.byConversation[c]?.[k] ?? NaN);
+  const margins = combined
+    .map((s) => {
+      const r = results.get(key(s))!;
+      const cells = conversations.map((c) => {
+        const worst = Math.min(...ks.map((k) => margin(r, c, k)));
+        return `${worst >= 0 ? '+' : ''}${(worst * 100).toFixed(1)} (@${ks.find((k) => margin(r, c, k) === worst)})`;
+      });
+      const below = conversations.reduce((n, c) => n + ks.filter((k) => margin(r, c, k) < 0).length, 0);
+      return `| ${s.name} | ${cells.join(' | ')} | ${below} of ${conversations.length * ks.length} |`;
+    })
+    .join('\n');
+  const multiHopSettings = [
+    ...settings.filter((s) => s.retriever === 'fts' && /^(default|second hop distinctive)/.test(s.name)),
+    ...combined,
+    ...settings.filter((s) => s.retriever === 'hybrid' && /^(second hop|term expansion)/.test(s.name) && !combined.includes(s)),
+  ];
+  const multiHop = multiHopSettings
+    .map((s) => {
+      const r = results.get(key(s))!;
+      return `| ${s.retriever} | ${s.name} | ${conversations.map((c) => pct(r.multiHopByConversation?.[c])).join(' | ')} | ${pct(r.byCategoryAt10[1])} |`;
+    })
+    .join('\n');
+
   return `
 ## Recall techniques (issue #13), development split
 
@@ -354,6 +386,24 @@ ${beforeRows}
 | retriever | setting | ${ks.map((k) => `@${k}`).join(' | ')} | Δ@10 | @10 per conversation (${conversations.join(' / ')}) | multi-hop @10 | adversarial @10 | recall p50 / p95 ms |
 | --- | --- | ${ks.map(() => '---:').join(' | ')} | ---: | --- | ---: | ---: | ---: |
 ${ablation}
+
+### Hybrid against full-text, every conversation and k
+
+Per conversation, the lowest difference from full-text (the \`fts\` default) over k = ${ks.join(', ')}, and the k where it
+falls; the last column counts the (conversation, k) cells where hybrid is below full-text. A conversation holds
+105-260 questions, so one question moves its figure by 0.4-1 point.
+
+| hybrid setting | ${conversations.join(' | ')} | cells below full-text |
+| --- | ${conversations.map(() => '---:').join(' | ')} | ---: |
+${margins}
+
+### Multi-hop recall@10 per conversation
+
+A dash: the setting's result was measured before this table existed (reused from a shared LOCOMO_TECHNIQUES_DIR).
+
+| retriever | setting | ${conversations.join(' | ')} | all |
+| --- | --- | ${conversations.map(() => '---:').join(' | ')} | ---: |
+${multiHop}
 
 ### Leave-one-conversation-out cross-validation (hybrid, recall@10, all five categories)
 

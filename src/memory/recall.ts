@@ -14,13 +14,14 @@ import type { RedactionPolicy } from './event-redaction.js';
 import { maskPrivate } from './private-spans.js';
 import { mmrSelect, MMR_DEFAULTS } from './mmr.js';
 import { MAX_QUERY_TERMS, parseQuery, type ParsedQuery } from './query-terms.js';
-import { fuseSecondHop, looksMultiHop, SECOND_HOP_SOURCES, secondHopTerms } from './second-hop.js';
+import { fuseSecondHop, looksMultiHop, SECOND_HOP_SOURCES, SECOND_HOP_TERM_RANKINGS, SECOND_HOP_TERMS, secondHopTerms, type SecondHopTermRanking } from './second-hop.js';
 import { feedbackVector, VECTOR_FEEDBACK_SOURCES } from './vector-feedback.js';
 import { parseDateRanges } from './date-expressions.js';
 import { eventMeetsDates } from './relative-dates.js';
 import { VECTOR_SHARE_RULES, vectorShare, type VectorShareRule } from './vector-share.js';
 import { rm3Terms } from './rm3-feedback.js';
 import { expandHits } from './term-expansion.js';
+import { FUSION_RULES, fuseByRule, type FusionRule } from './fusion-rule.js';
 import type { ModifierFactor, ModifierFactors, ModifierOptions } from './task-modifier.js';
 import { MODIFIER_FACTORS, taskModifier } from './task-modifier.js';
 import type { TypeQuotas } from './type-quotas.js';
@@ -123,7 +124,19 @@ export interface RecallOptions {
    * one): hybrid calls (a full-text call has no embedder). Default {@link EXPANSION_WEIGHT}; 0 switches it off.
    */
   expansionWeight?: number;
+  /** How hybrid fuses the full-text and vector rankings (fusion-rule.ts). Default {@link FUSION_RULE}. */
+  fusion?: FusionRule;
+  /**
+   * What MMR measures novelty on when the store has vectors: `vectors` (the events' embeddings) or `text` (the
+   * excerpts' words, as without vectors). Default {@link NOVELTY_ON}.
+   */
+  noveltyOn?: NoveltySource;
+  /** How the second hop ranks the first hits' words (second-hop.ts). Default {@link SECOND_HOP_TERM_RANKING}. */
+  secondHopTerms?: SecondHopTermRanking;
 }
+
+export const NOVELTY_SOURCES = ['vectors', 'text'] as const;
+export type NoveltySource = (typeof NOVELTY_SOURCES)[number];
 
 export const SECOND_HOP_TRIGGERS = ['multi-hop', 'always'] as const;
 export type SecondHopTrigger = (typeof SECOND_HOP_TRIGGERS)[number];
@@ -173,6 +186,12 @@ export const EXPANSION_WEIGHT = 0;
  * rows): half the weight for single-fact questions also lost temporal questions, which the vectors help.
  */
 export const VECTOR_SHARE_RULE: VectorShareRule = 'fixed';
+/** Default of {@link RecallOptions.fusion} (fusion-rule.ts); measured on the development split in docs/recall.md. */
+export const FUSION_RULE: FusionRule = 'weighted';
+/** Default of {@link RecallOptions.noveltyOn}; measured on the development split in docs/recall.md. */
+export const NOVELTY_ON: NoveltySource = 'vectors';
+/** Default of {@link RecallOptions.secondHopTerms}; measured on the development split in docs/recall.md. */
+export const SECOND_HOP_TERM_RANKING: SecondHopTermRanking = 'shared';
 
 export const RETRIEVERS = ['fts', 'vector', 'hybrid'] as const;
 export type Retriever = (typeof RETRIEVERS)[number];
@@ -286,6 +305,9 @@ const DEFAULTS = {
   vectorShare: VECTOR_SHARE_RULE as VectorShareRule,
   rm3Weight: RM3_WEIGHT,
   expansionWeight: EXPANSION_WEIGHT,
+  fusion: FUSION_RULE as FusionRule,
+  noveltyOn: NOVELTY_ON as NoveltySource,
+  secondHopTerms: SECOND_HOP_TERM_RANKING as SecondHopTermRanking,
 };
 type ResolvedOptions = typeof DEFAULTS & RecallOptions;
 /** Full-text candidates examined per requested hit: enough for re-ranking, few enough to stay fast. */
@@ -437,14 +459,14 @@ export class Recaller {
     let vectorHits = embedder && queryVector ? await this.store.searchVectors({ vector: queryVector, model: embedder.name, filter, limit: vectorLimit }) : [];
     // A query naming identifiers keeps its fixed, lower weight (fuseRelevance).
     const vectorWeight = o.vectorWeight ?? (hasIdentifiers ? undefined : vectorShare(o.vectorShare, HYBRID_VECTOR_WEIGHT, query, hits, vectorHits));
-    let fused = fuseRelevance(hits, admitVectorHits(vectorHits, hits, retriever, hasIdentifiers), retriever, hasIdentifiers, vectorWeight);
+    let fused = fuseRelevance(hits, admitVectorHits(vectorHits, hits, retriever, hasIdentifiers), retriever, hasIdentifiers, vectorWeight, o.fusion);
     if (embedder && queryVector && o.vectorFeedbackWeight > 0 && !hasIdentifiers && fused.size > 0) {
       const best = [...fused].sort((a, b) => b[1].relevance - a[1].relevance).slice(0, VECTOR_FEEDBACK_SOURCES).map(([id]) => id as EventId);
       const sources = [...(await this.store.getVectors(embedder.name, best)).values()];
       if (sources.length > 0) {
         const vector = feedbackVector(queryVector, sources, o.vectorFeedbackWeight);
         vectorHits = await this.store.searchVectors({ vector, model: embedder.name, filter, limit: vectorLimit });
-        fused = fuseRelevance(hits, admitVectorHits(vectorHits, hits, retriever, hasIdentifiers), retriever, hasIdentifiers, vectorWeight);
+        fused = fuseRelevance(hits, admitVectorHits(vectorHits, hits, retriever, hasIdentifiers), retriever, hasIdentifiers, vectorWeight, o.fusion);
       }
     }
     return fused;
@@ -455,11 +477,14 @@ export class Recaller {
    * and fused into the first list. Speakers' names are left out of the added words: every turn of theirs holds them.
    */
   private async secondHop(query: string, parsed: ParsedQuery, first: TextHit[], filter: EventFilter, limit: number, o: ResolvedOptions): Promise<TextHit[]> {
-    const sources = await this.store.getEvents(first.slice(0, SECOND_HOP_SOURCES).map((h) => h.eventId));
+    // `distinctive` reads the first pass's candidates too, to weigh each word by its rarity among them.
+    const read = o.secondHopTerms === 'distinctive' ? first.slice(0, MIN_CANDIDATES) : first.slice(0, SECOND_HOP_SOURCES);
+    const sources = await this.store.getEvents(read.map((h) => h.eventId));
     const byId = new Map(sources.map((e) => [e.id as string, e]));
     const ordered = first.slice(0, SECOND_HOP_SOURCES).flatMap((h) => byId.get(h.eventId) ?? []);
     const speakers = new Set(ordered.flatMap((e) => speakerOf(e)?.split(/\s+/) ?? []));
-    const added = secondHopTerms(parsed.terms, ordered.map((e) => maskPrivate(e.content)), speakers);
+    const candidates = o.secondHopTerms === 'distinctive' ? read.flatMap((h) => byId.get(h.eventId) ?? []).map((e) => maskPrivate(e.content)) : undefined;
+    const added = secondHopTerms(parsed.terms, ordered.map((e) => maskPrivate(e.content)), speakers, SECOND_HOP_TERMS, candidates);
     if (added.length === 0) return first;
     const terms = [...parsed.terms, ...added.map((text) => ({ text }))].slice(0, MAX_QUERY_TERMS);
     const second = await this.store.searchText({ terms, filter, limit, ...(o.contextWeight !== undefined ? { contextWeight: o.contextWeight } : {}) });
@@ -595,7 +620,7 @@ export class Recaller {
    * the store has them, else on the excerpts' words. Without MMR, the order is the score's.
    */
   private async orderByNovelty(detailed: Scored[], embedder: Embedder | null, o: ResolvedOptions): Promise<Scored[]> {
-    const vectors = o.useMmr && embedder ? await this.store.getVectors(embedder.name, detailed.map((d) => d.event.id)) : new Map<EventId, Float32Array>();
+    const vectors = o.useMmr && embedder && o.noveltyOn === 'vectors' ? await this.store.getVectors(embedder.name, detailed.map((d) => d.event.id)) : new Map<EventId, Float32Array>();
     return o.useMmr
       ? mmrSelect(
           detailed.map((d) => {
@@ -725,10 +750,11 @@ export function fuseRelevance(
   retriever: Retriever,
   hasIdentifiers: boolean,
   vectorWeight?: number,
+  rule: FusionRule = FUSION_RULE,
 ): Map<string, { relevance: number; similarity: number | undefined }> {
   const hybrid = vectorWeight ?? (hasIdentifiers ? HYBRID_VECTOR_WEIGHT_WITH_IDENTIFIERS : HYBRID_VECTOR_WEIGHT);
   const w = retriever === 'fts' ? 0 : retriever === 'vector' ? 1 : hybrid;
-  const out = fuseScores(text, vector, w);
+  const out = retriever === 'hybrid' ? fuseByRule(rule, text, vector, w) : fuseScores(text, vector, w);
   // The best candidate scores 1, as with full-text alone, so the recency weight means the same under every
   // retriever (a fused best of 0.7 would have let recency count for more).
   const best = Math.max(...[...out.values()].map((v) => v.relevance), Number.EPSILON);
@@ -746,19 +772,7 @@ export function fuseScores(
   vector: ReadonlyArray<{ eventId: string; similarity: number }>,
   w: number,
 ): Map<string, { relevance: number; similarity: number | undefined }> {
-  const maxText = Math.max(...text.map((h) => h.relevance), Number.EPSILON);
-  const sims = vector.map((h) => h.similarity);
-  const lo = Math.min(...sims);
-  const span = Math.max(...sims) - lo;
-  const out = new Map<string, { relevance: number; similarity: number | undefined }>();
-  for (const h of text) out.set(h.eventId, { relevance: (1 - w) * (Math.max(0, h.relevance) / maxText), similarity: undefined });
-  for (const h of vector) {
-    // One vector candidate (or all equal) gets full marks: nothing to normalise against.
-    const normalised = span > 0 ? (h.similarity - lo) / span : 1;
-    const prior = out.get(h.eventId);
-    out.set(h.eventId, { relevance: (prior?.relevance ?? 0) + w * normalised, similarity: h.similarity });
-  }
-  return out;
+  return fuseByRule('weighted', text, vector, w);
 }
 
 /**
@@ -936,6 +950,11 @@ function validateOptions(query: string, o: ResolvedOptions): void {
   if (!(o.vectorFeedbackWeight >= 0 && o.vectorFeedbackWeight <= 1)) bad('vectorFeedbackWeight', 'must be between 0 and 1');
   if (!(o.rm3Weight >= 0 && o.rm3Weight <= 1)) bad('rm3Weight', 'must be between 0 and 1');
   if (!(o.expansionWeight >= 0 && o.expansionWeight <= 1)) bad('expansionWeight', 'must be between 0 and 1');
+  if (!(SECOND_HOP_TERM_RANKINGS as readonly string[]).includes(o.secondHopTerms)) {
+    bad('secondHopTerms', `unknown ranking "${String(o.secondHopTerms)}"; expected one of ${SECOND_HOP_TERM_RANKINGS.join(', ')}`);
+  }
+  if (!(NOVELTY_SOURCES as readonly string[]).includes(o.noveltyOn)) bad('noveltyOn', `unknown source "${String(o.noveltyOn)}"; expected one of ${NOVELTY_SOURCES.join(', ')}`);
+  if (!(FUSION_RULES as readonly string[]).includes(o.fusion)) bad('fusion', `unknown rule "${String(o.fusion)}"; expected one of ${FUSION_RULES.join(', ')}`);
   if (!(VECTOR_SHARE_RULES as readonly string[]).includes(o.vectorShare)) {
     bad('vectorShare', `unknown rule "${String(o.vectorShare)}"; expected one of ${VECTOR_SHARE_RULES.join(', ')}`);
   }

@@ -16,6 +16,16 @@ export const SECOND_HOP_SOURCES = 3;
 /** Most words of the first hits added to the second query. */
 export const SECOND_HOP_TERMS = 8;
 
+/**
+ * How the second hop ranks the first hits' words: `shared` (by how many of the first hits hold the word) or
+ * `distinctive` (that count times log(1 + N / holders), where holders is how many of the first pass's N candidates
+ * hold it). Conversation filler ("great", "wow", "thanks") is shared by the first hits because it is shared by
+ * every turn; weighing by rarity among the candidates keeps the words that set the best hits apart (the store's own
+ * document frequencies are not read, so the candidates stand in, as in rm3-feedback.ts).
+ */
+export const SECOND_HOP_TERM_RANKINGS = ['shared', 'distinctive'] as const;
+export type SecondHopTermRanking = (typeof SECOND_HOP_TERM_RANKINGS)[number];
+
 /** Characters read from each first hit: a chat turn is shorter; a long log's head says what it is about. */
 const SOURCE_CHARS = 2000;
 const WORD = /[\p{L}][\p{L}\p{N}'-]*[\p{L}\p{N}]/gu;
@@ -26,7 +36,13 @@ const WORD = /[\p{L}][\p{L}\p{N}'-]*[\p{L}\p{N}]/gu;
  * what the hits have in common), then entities (a word capitalised inside a sentence), then by the rank of the
  * first hit holding it. `exclude` holds words never to add (lower-cased: the query's words, speaker names).
  */
-export function secondHopTerms(query: readonly SearchTerm[], texts: readonly string[], exclude: ReadonlySet<string> = new Set(), max = SECOND_HOP_TERMS): string[] {
+export function secondHopTerms(
+  query: readonly SearchTerm[],
+  texts: readonly string[],
+  exclude: ReadonlySet<string> = new Set(),
+  max = SECOND_HOP_TERMS,
+  candidates?: readonly string[],
+): string[] {
   const inQuery = new Set(query.flatMap((t) => t.text.toLowerCase().split(/[^\p{L}\p{N}]+/u)));
   const words = new Map<string, { hits: number; isEntity: boolean; first: number }>();
   texts.forEach((text, rank) => {
@@ -45,10 +61,24 @@ export function secondHopTerms(query: readonly SearchTerm[], texts: readonly str
       words.set(lower, entry);
     }
   });
+  // With the candidates' texts given (`distinctive`), a word's sharing is weighed by its rarity among them.
+  const rarity = candidates ? rarityAmong(candidates) : undefined;
+  const weight = (word: string, hits: number): number => (rarity ? hits * rarity(word) : hits);
   return [...words]
-    .sort(([, a], [, b]) => b.hits - a.hits || Number(b.isEntity) - Number(a.isEntity) || a.first - b.first)
+    .sort(([wa, a], [wb, b]) => weight(wb, b.hits) - weight(wa, a.hits) || Number(b.isEntity) - Number(a.isEntity) || a.first - b.first)
     .slice(0, max)
     .map(([w]) => w);
+}
+
+/** log(1 + N / holders) of a word among N texts (a word no text holds counts as held by one). */
+function rarityAmong(texts: readonly string[]): (word: string) => number {
+  const holders = new Map<string, number>();
+  for (const text of texts) {
+    const seen = new Set<string>();
+    for (const m of text.slice(0, SOURCE_CHARS).matchAll(WORD)) seen.add(m[0].replace(/'s$/i, '').toLowerCase());
+    for (const w of seen) holders.set(w, (holders.get(w) ?? 0) + 1);
+  }
+  return (word) => Math.log(1 + texts.length / Math.max(1, holders.get(word) ?? 0));
 }
 
 /**
