@@ -40,6 +40,8 @@ export interface CompactionDone {
   readonly markerCount: number;
   /** More than `maxMarkers` markers remain, because kept items stand between every pair (see `mergeAdjacentMarkers`). */
   readonly isOverMaxMarkers: boolean;
+  /** Leading items kept in place as the stable head (`keepHeadItems`), 0 when none was asked or it had to go. */
+  readonly keptHeadItems: number;
 }
 
 /** The outcome of `compact`: either it happened, or an expected reason why not. */
@@ -64,9 +66,15 @@ export function compact(
   tokenizer: Tokenizer,
   context: CompactionContext = {},
 ): CompactionResult {
-  const opts = resolveCompactionOptions(options);
+  let opts = resolveCompactionOptions(options);
   assertValidCache(items);
-  const plan = planEviction(items, opts);
+  let plan = planEviction(items, opts);
+  if (opts.keepHeadItems > 0 && (!plan.shouldCompact ? plan.reason === 'nothing_evictable' : !plan.isLowWaterReached)) {
+    // The stable head costs one prompt-cache read per compaction; a cache that cannot come down without it
+    // costs more. Evict as if there were none.
+    opts = { ...opts, keepHeadItems: 0 };
+    plan = planEviction(items, opts);
+  }
   if (!plan.shouldCompact) return plan;
 
   const background = computeTermStats(eventsOf(items));
@@ -95,7 +103,8 @@ export function compact(
   });
   closeRun();
 
-  const merge = mergeAdjacentMarkers(next, tokenizer, { maxMarkers: opts.maxMarkers });
+  // Head items are never victims, so they keep their positions in `next`.
+  const merge = mergeAdjacentMarkers(next, tokenizer, { maxMarkers: opts.maxMarkers, fromIndex: opts.keepHeadItems });
   const tokensAfter = cacheTokens(merge.items);
   return {
     shouldCompact: true,
@@ -108,6 +117,7 @@ export function compact(
     isLowWaterReached: tokensAfter <= opts.lowWaterTokens,
     markerCount: merge.markerCount,
     isOverMaxMarkers: merge.isOverMaxMarkers,
+    keptHeadItems: opts.keepHeadItems,
   };
 }
 

@@ -18,6 +18,8 @@ import { compact } from './compactor.js';
 import type { ContextStateRecord, StoredCacheEntry } from './context-state.js';
 import { buildMarker, createMarker, renderMarker } from './markers.js';
 import { computeTermStats, eventTerms } from './topic-terms.js';
+import { cacheHeadLength, MAX_HEAD_SHARE_OF_LOW_WATER } from './cache-head.js';
+import { markerWindowTokens, newMarkerWindowTokens, splitMarkers } from './inline-markers.js';
 import { maskPrivate } from '../memory/private-spans.js';
 import type { Marker } from '../model/marker.js';
 
@@ -40,6 +42,13 @@ export interface ContextOptions {
   keepLastTurns?: number;
   /** Most markers in the window before merging (K_max). Default 8. */
   maxMarkers?: number;
+  /**
+   * Compaction keeps the first items of the window in place until the prompt up to them holds this many tokens
+   * (the stable head, `cache-head.ts`), so a prompt cache still reads that prefix on a compacting turn. Default
+   * 1,024 (`DEFAULT_MIN_CACHEABLE_TOKENS`: Anthropic's minimum cacheable prefix for Sonnet and Opus, and OpenAI's);
+   * 2,048 suits Anthropic's Haiku models; 0 turns the head off.
+   */
+  minCacheableTokens?: number;
 }
 
 export interface PackOptions extends ContextOptions {
@@ -139,7 +148,8 @@ export class ContextEngine {
       const events = new Map((await this.store.getEvents(ids)).map((e) => [e.id, e]));
       for (const entry of state.entries) {
         if (entry.t === 'm') {
-          items.push({ type: 'marker', marker: entry.marker, tokens: entry.tokens });
+          // A marker may be shown in the history (in its run's place), where it costs a label and separators too.
+          items.push({ type: 'marker', marker: entry.marker, tokens: Math.max(entry.tokens, markerWindowTokens(entry.marker, this.tokenizer)) });
           continue;
         }
         const event = events.get(entry.id);
@@ -180,20 +190,27 @@ export class ContextEngine {
    */
   async compact(sessionIdInput: string, options: PackOptions): Promise<CompactionResult & { cacheVersion: number }> {
     const sessionId = sessionIdInput as SessionId;
-    return this.compactWithin(sessionId, options, this.budgetsFor(options, await this.karmaFor(sessionId, options)));
+    const karma = await this.karmaFor(sessionId, options);
+    const budgets = this.budgetsFor(options, karma);
+    return this.compactWithin(sessionId, options, budgets, this.prefixTokens(options, karma, budgets));
   }
 
-  private async compactWithin(sessionId: SessionId, options: ContextOptions, budgets: PackBudgets): Promise<CompactionResult & { cacheVersion: number }> {
+  private async compactWithin(
+    sessionId: SessionId,
+    options: ContextOptions,
+    budgets: PackBudgets,
+    prefixTokens: number,
+  ): Promise<CompactionResult & { cacheVersion: number }> {
     const highWaterTokens = cacheBudget(budgets);
     const lowWater = lowWaterTokens(highWaterTokens, options.lowWaterFraction ?? DEFAULT_LOW_WATER_FRACTION);
-    const first = await this.compactTo(sessionId, options, highWaterTokens, lowWater);
+    const first = await this.compactTo(sessionId, options, highWaterTokens, lowWater, prefixTokens);
     const after = first.shouldCompact ? first.tokensAfter : first.tokensBefore;
     if (after <= highWaterTokens) return first;
     // The protected last turns alone exceed the budget (e.g. a few 1,000-token file writes): the pack could
     // not hold them all, and the assembler would drop older ones that no marker covers. Protect only the
     // newest event this once, so every event is either in the window or behind a marker. (Found by the
     // context benchmark replaying a Claude Code transcript at an 8K window.)
-    const second = await this.compactTo(sessionId, { ...options, keepLastTurns: 1 }, highWaterTokens, lowWater);
+    const second = await this.compactTo(sessionId, { ...options, keepLastTurns: 1 }, highWaterTokens, lowWater, prefixTokens);
     return second.shouldCompact ? second : first;
   }
 
@@ -202,6 +219,7 @@ export class ContextEngine {
     options: ContextOptions,
     highWaterTokens: number,
     lowWaterTokens: number,
+    prefixTokens?: number,
   ): Promise<CompactionResult & { cacheVersion: number }> {
     for (let attempt = 1; ; attempt++) {
       const taskState = await this.taskState(sessionId);
@@ -213,17 +231,21 @@ export class ContextEngine {
       }
       const { items, state } = await this.loadCache(sessionId);
       if (items.reduce((sum, i) => sum + i.tokens, 0) > highWaterTokens) await this.extractTopicTerms(items.flatMap((i) => (i.type === 'event' ? [i.event] : [])));
-      const result = compact(
+      const keepHeadItems = prefixTokens === undefined ? 0 : this.headLength(items, options, prefixTokens, lowWaterTokens);
+      const compacted = compact(
         items,
         {
           highWaterTokens,
           lowWaterTokens,
+          keepHeadItems,
+          markerTokens: newMarkerWindowTokens(this.tokenizer),
           ...(options.keepLastTurns !== undefined ? { keepLastTurns: options.keepLastTurns } : {}),
           ...(options.maxMarkers !== undefined ? { maxMarkers: options.maxMarkers } : {}),
         },
         this.tokenizer,
         { taskTerms: taskTerms(taskState) },
       );
+      const result = compacted.shouldCompact ? withWindowMarkerTokens(compacted, this.tokenizer, lowWaterTokens) : compacted;
       const version = state?.version ?? 0;
       if (!result.shouldCompact) return { ...result, cacheVersion: version };
       try {
@@ -266,12 +288,21 @@ export class ContextEngine {
   private async packOnce(sessionId: SessionId, options: PackOptions, condenseTokens: number | undefined): Promise<SessionPack> {
     const karma = await this.karmaFor(sessionId, options);
     const budgets = this.budgetsFor(options, karma);
+    const prefixTokens = this.prefixTokens(options, karma, budgets);
     const compaction =
-      condenseTokens === undefined ? await this.compactWithin(sessionId, options, budgets) : await this.condense(sessionId, options, condenseTokens);
+      condenseTokens === undefined
+        ? await this.compactWithin(sessionId, options, budgets, prefixTokens)
+        : await this.condense(sessionId, options, condenseTokens);
     if (options.codex && options.codex.length > 0) await this.indexCodexIfNeeded(options.codex, budgets, options);
     const { items, state } = await this.loadCache(sessionId);
-    const markers = items.flatMap((i) => (i.type === 'marker' ? [i] : []));
-    const allHistory = items.flatMap((i) => (i.type === 'event' ? [toHistoryItem(i.event, i.isPinned === true)] : []));
+    // Markers before every kept event form the markers block; later ones stay in their runs' places in the
+    // history, so a compaction that keeps the stable head adds its markers after the head, not before it.
+    const { leading: markers, history: inPlace } = splitMarkers(items, (i) => toHistoryItem(i.event, i.isPinned === true));
+    const highWater = cacheBudget(budgets);
+    const head = this.headLength(items, options, prefixTokens, lowWaterTokens(highWater, options.lowWaterFraction ?? DEFAULT_LOW_WATER_FRACTION));
+    const headEnd = head > 0 && items[head - 1]?.type === 'event' ? head - 1 - markers.length : -1;
+    // The formatters put the prompt-cache breakpoint that survives compactions at the head's end.
+    const allHistory = headEnd >= 0 ? inPlace.map((h, i) => (i === headEnd ? { ...h, isCacheHeadEnd: true } : h)) : inPlace;
     const governed =
       options.maxHistoryMessages !== undefined || options.maxTotalChars !== undefined
         ? governHistory(allHistory, {
@@ -473,6 +504,32 @@ export class ContextEngine {
     return this.formatters.get(name)(pack);
   }
 
+  /**
+   * Tokens of the prompt before the cache, as a prompt cache sees them: the identity, the karma block and an
+   * inlined codex (one the CAG/RAG decision keeps in the window). Only compared with the minimum cacheable prefix.
+   */
+  private prefixTokens(options: PackOptions, karma: readonly KarmaItem[], budgets: PackBudgets): number {
+    let tokens = this.tokenizer.count(options.identity ?? '') + karmaBlockTokens(karma, this.tokenizer);
+    if (options.codex && options.codex.length > 0) {
+      const codexTokens = options.codex.reduce((sum, d) => sum + this.tokenizer.count(d.text), 0);
+      const decision = decideCodexMode(codexTokens, options.windowTokens, {
+        codexBudgetTokens: budgets.codex,
+        ...(options.maxCodexFraction !== undefined ? { maxFraction: options.maxCodexFraction } : {}),
+      });
+      if (decision.mode === 'cag') tokens += codexTokens;
+    }
+    return tokens;
+  }
+
+  /** The stable head of `items` (`cacheHeadLength`) under these options and this low-water mark. */
+  private headLength(items: readonly CacheItem[], options: ContextOptions, prefixTokens: number, lowWater: number): number {
+    return cacheHeadLength(items, {
+      prefixTokens,
+      ...(options.minCacheableTokens !== undefined ? { minCacheableTokens: options.minCacheableTokens } : {}),
+      maxHeadTokens: Math.floor(lowWater * MAX_HEAD_SHARE_OF_LOW_WATER),
+    });
+  }
+
   /** Verified facts of this session and the store-wide ones, unless the caller gives its own list. */
   private async karmaFor(sessionId: SessionId, options: PackOptions): Promise<KarmaItem[]> {
     return options.karma ?? (await this.store.listKarma({ sessionId })).map((k) => ({ id: k.id, text: k.text, verifiedAt: k.verifiedAt }));
@@ -500,6 +557,10 @@ export class ContextEngine {
     const f = options.lowWaterFraction;
     if (f !== undefined && !(f > 0 && f < 1)) {
       throw new EngramError('INVALID_INPUT', 'lowWaterFraction: must be between 0 and 1 (exclusive)', { field: 'lowWaterFraction' });
+    }
+    const m = options.minCacheableTokens;
+    if (m !== undefined && !(Number.isSafeInteger(m) && m >= 0)) {
+      throw new EngramError('INVALID_INPUT', 'minCacheableTokens: must be an integer >= 0', { field: 'minCacheableTokens' });
     }
     return options.budgets ?? defaultBudgets(options.windowTokens);
   }
@@ -639,4 +700,14 @@ export function cardForPack(state: TaskState): Record<string, unknown> {
 function taskTerms(state: TaskState | undefined): string[] {
   if (!state) return [];
   return [...state.goals, ...state.nextActions, ...state.openLoops];
+}
+
+/**
+ * The compaction's new and merged markers charged what they cost where the pack may show them (`markerWindowTokens`),
+ * as `loadCache` charges stored ones, so the cache is checked against high water with the same counts.
+ */
+function withWindowMarkerTokens(result: CompactionDone, tokenizer: Tokenizer, lowWaterTokens: number): CompactionDone {
+  const items = result.items.map((i) => (i.type === 'marker' ? { ...i, tokens: Math.max(i.tokens, markerWindowTokens(i.marker, tokenizer)) } : i));
+  const tokensAfter = items.reduce((sum, i) => sum + i.tokens, 0);
+  return { ...result, items, tokensAfter, isLowWaterReached: tokensAfter <= lowWaterTokens };
 }

@@ -60,6 +60,11 @@ export interface CompactionOptions {
    * estimate is an upper bound and reaching low water in the plan means reaching it in the cache.
    */
   markerTokens?: number;
+  /**
+   * The first this many items of the cache (the stable head, `cache-head.ts`) are never evicted, so the prompt up
+   * to their end stays the same across the compaction. Default 0.
+   */
+  keepHeadItems?: number;
 }
 
 /** `CompactionOptions` with every default filled in and every value checked. */
@@ -71,6 +76,7 @@ export interface ResolvedCompactionOptions {
   readonly tagWeights: Readonly<Record<string, number>>;
   readonly maxMarkers: number;
   readonly markerTokens: number;
+  readonly keepHeadItems: number;
 }
 
 /** Why no compaction happens: an expected outcome, not an error. */
@@ -121,6 +127,8 @@ export function resolveCompactionOptions(options: CompactionOptions): ResolvedCo
   if (!Number.isSafeInteger(maxMarkers) || maxMarkers < 1) fail('maxMarkers', 'an integer >= 1');
   const markerTokens = options.markerTokens ?? MARKER_MAX_TOKENS;
   if (!Number.isFinite(markerTokens) || markerTokens < 0) fail('markerTokens', 'a finite number >= 0');
+  const keepHeadItems = options.keepHeadItems ?? 0;
+  if (!Number.isSafeInteger(keepHeadItems) || keepHeadItems < 0) fail('keepHeadItems', 'an integer >= 0');
 
   const kindWeights: Record<EventKind, number> = { ...DEFAULT_KIND_WEIGHTS };
   for (const [kind, weight] of Object.entries(options.kindWeights ?? {})) {
@@ -142,6 +150,7 @@ export function resolveCompactionOptions(options: CompactionOptions): ResolvedCo
     tagWeights: Object.freeze(tagWeights),
     maxMarkers,
     markerTokens,
+    keepHeadItems,
   };
 }
 
@@ -165,7 +174,7 @@ export function evictionWeight(event: EventRecord, options: ResolvedCompactionOp
  *
  * 1. At or below `highWaterTokens`: `{ shouldCompact: false, reason: 'below_high_water' }`.
  * 2. Candidates are events that are not pinned, are indexed, are not among the last `keepLastTurns` events
- *    by turn, and have a weight > 0. Markers are never candidates.
+ *    by turn nor the first `keepHeadItems` items, and have a weight > 0. Markers are never candidates.
  * 3. Candidates are taken in order of weight (highest first), then recency (least recent first, where
  *    recency is the later of the event's turn and `lastAccessTurn`), then turn, then position, until the
  *    estimate is at or below `lowWaterTokens`. The estimate charges `markerTokens` for every new run of
@@ -254,7 +263,7 @@ function candidateWeights(items: readonly CacheItem[], opts: ResolvedCompactionO
   byTurn.sort((a, b) => b.turn - a.turn || b.i - a.i);
   const tail = new Set(byTurn.slice(0, opts.keepLastTurns).map(({ i }) => i));
   items.forEach((item, i) => {
-    if (item.type !== 'event' || item.isPinned === true || !item.isIndexed || tail.has(i)) return;
+    if (item.type !== 'event' || item.isPinned === true || !item.isIndexed || tail.has(i) || i < opts.keepHeadItems) return;
     weights[i] = evictionWeight(item.event, opts);
   });
   return weights;

@@ -17,6 +17,11 @@ export const DEFAULT_MAX_MARKERS = 8;
 export interface MarkerMergeOptions {
   /** K_max; default 8 (`DEFAULT_MAX_MARKERS`). An integer >= 1. */
   maxMarkers?: number;
+  /**
+   * Merge pairs at or after this position first (the stable head, `cache-head.ts`, ends here); a pair before it
+   * merges only when no later pair can. Default 0.
+   */
+  fromIndex?: number;
 }
 
 export interface MarkerMergeResult {
@@ -97,8 +102,10 @@ export function mergeAdjacentMarkers(
   const out = [...items];
   let markerCount = out.filter((item) => item.type === 'marker').length;
   let mergeCount = 0;
+  const fromIndex = options.fromIndex ?? 0;
   while (markerCount > maxMarkers) {
-    const at = pairToMerge(out);
+    const later = fromIndex > 0 ? pairToMerge(out, fromIndex) : -1;
+    const at = later >= 0 ? later : pairToMerge(out);
     const a = out[at];
     const b = out[at + 1];
     if (a?.type !== 'marker' || b?.type !== 'marker') break;
@@ -114,12 +121,12 @@ export function mergeAdjacentMarkers(
  * markers are adjacent. Some pair always qualifies when two are adjacent: the first pair of a run of adjacent
  * markers has no marker right before it.
  */
-function pairToMerge(items: readonly CacheItem[]): number {
-  for (let i = items.length - 2; i >= 0; i--) {
+function pairToMerge(items: readonly CacheItem[], fromIndex = 0): number {
+  for (let i = items.length - 2; i >= fromIndex; i--) {
     const a = items[i];
     const b = items[i + 1];
     if (a?.type !== 'marker' || b?.type !== 'marker') continue;
-    const before = items[i - 1];
+    const before = i > fromIndex ? items[i - 1] : undefined;
     if (before?.type !== 'marker' || Math.max(a.marker.level, b.marker.level) + 1 <= before.marker.level) return i;
   }
   return -1;

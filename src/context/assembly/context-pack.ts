@@ -44,6 +44,11 @@ export interface HistoryItem {
   readonly ts: string | number;
   /** Pinned or verified: the governor never prunes it (`governHistory`). The token fit is by recency only. */
   readonly isPinned?: boolean;
+  /**
+   * The last item of the cache's stable head (`context/cache-head.ts`): the prompt up to here stays the same across
+   * compactions, so `formatAnthropic` puts its `markers` breakpoint here instead of after the markers block.
+   */
+  readonly isCacheHeadEnd?: boolean;
 }
 
 /** A history item as placed in a pack: `text` may end with a `[…truncated N tokens…]` notice. */

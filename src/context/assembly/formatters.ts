@@ -88,7 +88,7 @@ export function formatText(pack: ContextPack): string {
  * (the call fell out of the window, or the result is not recorded yet) become labelled text.
  */
 type ConversationStep =
-  | { type: 'text'; role: 'user' | 'assistant' | 'system'; text: string }
+  | { type: 'text'; role: 'user' | 'assistant' | 'system'; text: string; item: PackHistoryItem }
   | { type: 'tool_round'; calls: PackHistoryItem[]; results: PackHistoryItem[] };
 
 function planConversation(items: readonly PackHistoryItem[]): ConversationStep[] {
@@ -126,11 +126,11 @@ function planConversation(items: readonly PackHistoryItem[]): ConversationStep[]
       });
       steps.push({ type: 'tool_round', calls, results });
     } else if (isToolCall(item)) {
-      steps.push({ type: 'text', role: 'assistant', text: `[tool call ${toolRef(item)}] ${item.text}` });
+      steps.push({ type: 'text', role: 'assistant', text: `[tool call ${toolRef(item)}] ${item.text}`, item });
     } else if (item.role === 'tool') {
-      steps.push({ type: 'text', role: 'user', text: `[tool result ${toolRef(item)}] ${item.text}` });
+      steps.push({ type: 'text', role: 'user', text: `[tool result ${toolRef(item)}] ${item.text}`, item });
     } else {
-      steps.push({ type: 'text', role: item.role, text: item.text });
+      steps.push({ type: 'text', role: item.role, text: item.text, item });
     }
   }
   return steps;
@@ -312,10 +312,14 @@ export function formatAnthropic(pack: ContextPack, options: AnthropicFormatOptio
   const text = (kind: BlockKind, t: string): Tagged<AnthropicContentBlock>[] =>
     t.trim() === '' ? [] : [{ kind, block: { type: 'text', text: t } }];
 
+  // The last content block of the cache's stable head, if the pack has one (see `placeBreakpoints`).
+  let headEnd: Tagged<AnthropicContentBlock> | undefined;
+  const lastPushed = (): Tagged<AnthropicContentBlock> | undefined => messages.at(-1)?.content.at(-1);
   for (const step of planConversation(pack.history)) {
     if (step.type === 'text') {
       if (step.role === 'assistant') push('assistant', text('history', step.text));
       else push('user', text('history', step.role === 'system' ? `[system] ${step.text}` : step.text));
+      if (step.item.isCacheHeadEnd === true) headEnd = lastPushed();
       continue;
     }
     push(
@@ -337,21 +341,30 @@ export function formatAnthropic(pack: ContextPack, options: AnthropicFormatOptio
             : { type: 'tool_result', tool_use_id: anthropicId(r.toolCallId as string), content: r.text },
       })),
     );
+    if ([...step.calls, ...step.results].some((i) => i.isCacheHeadEnd === true)) headEnd = lastPushed();
   }
   if (messages[0]?.role === 'assistant') messages.unshift({ role: 'user', content: text('history', CONTINUATION_NOTE) });
   push('user', [...after.flatMap((b) => text(b.kind, renderSection(b))), ...(query ? text('query', query.text) : [])]);
 
-  placeBreakpoints(pack, breakpointAfter, [...system, ...messages.flatMap((m) => m.content)]);
+  placeBreakpoints(pack, breakpointAfter, [...system, ...messages.flatMap((m) => m.content)], headEnd);
   return {
     system: system.map((t) => t.block),
     messages: messages.map((m) => ({ role: m.role, content: m.content.map((t) => t.block) })),
   };
 }
 
-/** Marks the last content block at or before the end of each requested pack block; duplicates collapse. */
-function placeBreakpoints(pack: ContextPack, after: readonly BlockKind[], stream: Tagged<AnthropicContentBlock>[]): void {
+/**
+ * Marks the last content block at or before the end of each requested pack block; duplicates collapse. The
+ * `markers` breakpoint marks the prefix that survives compactions: when the history starts with the cache's stable
+ * head (`headEnd`, see `HistoryItem.isCacheHeadEnd`), that prefix ends with the head, so the breakpoint goes there.
+ */
+function placeBreakpoints(pack: ContextPack, after: readonly BlockKind[], stream: Tagged<AnthropicContentBlock>[], headEnd?: Tagged<AnthropicContentBlock>): void {
   const position = new Map(pack.blocks.map((b, i) => [b.kind, i]));
   for (const kind of after) {
+    if (kind === 'markers' && headEnd) {
+      headEnd.block.cache_control = { type: 'ephemeral' };
+      continue;
+    }
     const limit = position.get(kind) ?? -1;
     let target: Tagged<AnthropicContentBlock> | undefined;
     for (const tagged of stream) if ((position.get(tagged.kind) ?? Infinity) <= limit) target = tagged;
