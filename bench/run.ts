@@ -36,6 +36,7 @@ const USAGE = `usage:
   npm run bench -- scale [--events 1000000] [--backends sqlite,postgres] [--pg-events 100000] [--parts fts,ingest,cli,hybrid,http,cache] [--queries 25] [--reuse] [--seconds 20] [--turns 300] [--keep-store DIR]
   npm run bench -- knowledge [--seed 42] [--quick]
   npm run bench -- identifier-append-cost --baseline-tree DIR [--events 20000] [--backends sqlite,postgres] [--rounds 3]
+  npm run bench -- ingest-profile [--events 30000] [--rounds 3]
   npm run bench -- identifier-tail [--source /tmp/engram-scale/ours-1000000.db] [--keep-store DIR] [--waiting 3000] [--queries 25]
   npm run bench -- consolidation [--seed 42] [--quick]
   npm run bench -- granular [--seed 42] [--quick]
@@ -123,6 +124,11 @@ function fail(message: string): never {
 }
 
 switch (name) {
+  case 'ingest-profile': {
+    const { runIngestProfile } = await import('./ingest-profile.js');
+    await runIngestProfile({ events: rest.includes('--events') ? Number(values.events) : 30_000, rounds: Number(values.rounds ?? 3) });
+    break;
+  }
   case 'identifier-tail': {
     const { runIdentifierTail, IDENTIFIER_TAIL_DEFAULTS: d } = await import('./identifier-tail.js');
     await runIdentifierTail({

@@ -40,6 +40,16 @@ export async function catchUpIdentifierIndex(
   const maxEvents = options.maxEvents ?? Number.POSITIVE_INFINITY;
   const pageEvents = Math.max(1, Math.min(options.pageEvents ?? CATCH_UP_PAGE, CATCH_UP_PAGE));
   while (progress.events < maxEvents) {
+    // The rows the backend's own appends wrote, when it still holds them: what FTS5 indexed, without reading the
+    // events back and building their text again (context, relative dates, an artifact's text).
+    const held = await store.heldIdentifierPage?.(pageEvents);
+    if (held) {
+      await store.fillIdentifierIndex(held.entries, { through: held.through });
+      progress.events += held.through.length;
+      progress.total = Math.max(progress.total, progress.events);
+      onProgress?.({ ...progress });
+      continue;
+    }
     const page = await store.identifierBacklog(pageEvents);
     if (page.length === 0) break;
     const entries = await entriesOf(store, page, readArtifactText);
@@ -55,14 +65,10 @@ export async function catchUpIdentifierIndex(
 
 /**
  * The index rows of a backlog page (store order: each session's events in turn order): every event but a purged
- * one, as the backend's appends wrote them when it holds them all, else built again: a dialogue turn with the context of the dialogue turns before it in its session (read from the store for the
+ * one, a dialogue turn with the context of the dialogue turns before it in its session (read from the store for the
  * first of each session in the page, then carried along).
  */
 async function entriesOf(store: StorageBackend, page: readonly EventRecord[], readArtifactText: ArtifactTextReader): Promise<TextIndexEntry[]> {
-  // The rows the backend's own appends wrote, when it holds the whole page: what FTS5 indexed, without building the
-  // text again (its context, relative dates, an artifact's text: most of the catch-up's work besides the keys).
-  const held = (await store.heldIndexTexts?.(page.map((e) => e.id as EventId))) ?? new Map<EventId, TextIndexEntry>();
-  if (held.size === page.length) return page.flatMap((e) => (e.meta?.[PURGED_META_KEY] !== undefined ? [] : [held.get(e.id as EventId)!]));
   const windows = new Map<SessionId, ContextSource[]>();
   const entries: TextIndexEntry[] = [];
   for (const e of page) {

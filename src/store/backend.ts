@@ -587,11 +587,12 @@ export interface StorageBackend {
    */
   fillIdentifierIndex(entries: TextIndexEntry[], progress: { through: EventId[] }): Promise<number>;
   /**
-   * The full-text rows (text and context column) this backend's own appends wrote for these waiting events, when it
-   * still holds them (SQLite: sqlite-appended-tail.ts); events not held are absent. The catch-up takes them instead
-   * of building each event's index text again. Optional: without it the catch-up builds them all.
+   * The catch-up's next page when this backend's own appends wrote it and it still holds their full-text rows (text
+   * and context column; SQLite: sqlite-appended-tail.ts): the events next past the index's cursor, oldest first, at
+   * most `limit`, as {@link fillIdentifierIndex} takes them; undefined otherwise (then {@link identifierBacklog}).
+   * Optional: without it the catch-up reads every page back and builds its rows.
    */
-  heldIndexTexts?(ids: EventId[]): Promise<Map<EventId, TextIndexEntry>>;
+  heldIdentifierPage?(limit: number): Promise<{ entries: TextIndexEntry[]; through: EventId[] } | undefined>;
 
   /**
    * Which of `ids` a stored event supersedes, mapped to the superseding event (one query, so recall can

@@ -41,14 +41,13 @@ export interface AppendedRow {
  *   phrase over `events_fts` (which reads the phrase's whole postings before applying the rowid bound: ~100 ms at
  *   1M events however short the tail), when every event past the watermark is held and no full-text row was
  *   rewritten since they were appended (`text_rewrites`, counted by every connection's purge and rewrite);
- * - the catch-up takes these texts instead of building each event's index text again (its context, relative
- *   dates, an artifact's text).
+ * - the catch-up takes these texts, a page of the events next past the watermark at a time, instead of reading the
+ *   events back and building each one's index text again (its context, relative dates, an artifact's text).
  * Held only after the append's commit (a rolled-back append's rowid is used again), keyed by rowid and checked by
  * event id; dropped below the watermark, past {@link MAX_IDENTIFIER_TAIL_EVENTS} events or {@link MAX_HELD_CHARS}.
  */
 export class AppendedTail {
   private readonly rows = new Map<number, HeldRow>();
-  private readonly rowidOf = new Map<string, number>();
   private chars = 0;
   /** The rewrite count the held rows were appended under. */
   private rewrites: string | undefined;
@@ -74,7 +73,6 @@ export class AppendedTail {
     for (const r of rows) {
       if (this.rows.size >= MAX_IDENTIFIER_TAIL_EVENTS || this.chars + r.body.length + r.meta.length > MAX_HELD_CHARS) return;
       this.rows.set(r.rowid, { id: r.id, body: r.body, meta: r.meta });
-      this.rowidOf.set(r.id, r.rowid);
       this.chars += r.body.length + r.meta.length;
     }
   }
@@ -82,7 +80,6 @@ export class AppendedTail {
   /** Drops every held row (this connection rewrote full-text rows). */
   clear(): void {
     this.rows.clear();
-    this.rowidOf.clear();
     this.chars = 0;
   }
 
@@ -91,7 +88,6 @@ export class AppendedTail {
     for (const [rowid, row] of this.rows) {
       if (rowid > watermark) continue;
       this.rows.delete(rowid);
-      this.rowidOf.delete(row.id);
       this.chars -= row.body.length + row.meta.length;
     }
   }
@@ -119,22 +115,24 @@ export class AppendedTail {
   }
 
   /**
-   * The held full-text texts of these events (the catch-up's entries), by event id; events not held are absent, and
-   * none is answered once a full-text row was rewritten since they were appended.
+   * The catch-up's next page from the held rows: the events right past `watermark`, in rowid order, as far as they
+   * are held without a gap (at most `limit`), with their full-text texts; undefined when the first is not held, or a
+   * full-text row was rewritten since they were appended (a purged event is never in a page: its purge counts).
    */
-  textsOf(ids: readonly EventId[]): Map<EventId, TextIndexEntry> {
-    const out = new Map<EventId, TextIndexEntry>();
-    if (ids.length === 0 || this.rows.size === 0) return out;
+  page(watermark: number, limit: number): { entries: TextIndexEntry[]; through: EventId[] } | undefined {
+    this.prune(watermark);
+    if (this.rows.size === 0) return undefined;
     if (this.rewriteCount() !== this.rewrites) {
       this.clear();
-      return out;
+      return undefined;
     }
-    for (const id of ids) {
-      const rowid = this.rowidOf.get(id);
-      const row = rowid === undefined ? undefined : this.rows.get(rowid);
-      if (row) out.set(id, { eventId: id, searchText: row.body, searchMeta: row.meta });
+    const entries: TextIndexEntry[] = [];
+    for (let rowid = watermark + 1; entries.length < limit; rowid++) {
+      const row = this.rows.get(rowid);
+      if (!row) break;
+      entries.push({ eventId: row.id as EventId, searchText: row.body, searchMeta: row.meta });
     }
-    return out;
+    return entries.length > 0 ? { entries, through: entries.map((e) => e.eventId) } : undefined;
   }
 }
 

@@ -582,9 +582,9 @@ export class SqliteBackend implements StorageBackend {
     return rows.map(rowToEvent);
   }
 
-  async heldIndexTexts(ids: EventId[]): Promise<Map<EventId, TextIndexEntry>> {
+  async heldIdentifierPage(limit: number): Promise<{ entries: TextIndexEntry[]; through: EventId[] } | undefined> {
     this.assertOpen();
-    return this.appendedTail.textsOf(ids);
+    return this.appendedTail.page(this.identifiers.watermark(), limit);
   }
 
   async fillIdentifierIndex(entries: TextIndexEntry[], progress: { through: EventId[] }): Promise<number> {
