@@ -12,7 +12,7 @@
 // - `import.meta.url` in a bundled module is rewritten to the URL that module has in dist/, so paths it resolves
 //   relative to itself (package.json, bin/engram.js, the dashboard's files, createRequire) are the same.
 import { build } from 'esbuild';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, renameSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +20,9 @@ import { fileURLToPath } from 'node:url';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
 const outdir = join(dist, 'cli-bundle');
+// Built beside it (same depth, so every relative path is the same) and renamed into place: a CLI starting meanwhile
+// sees the old bundle or none (and then runs dist/'s modules), never a half-written one.
+const buildDir = join(dist, `.cli-bundle-${process.pid}`);
 const entry = join(dist, 'interfaces', 'cli', 'main.js');
 
 /** Pure-JavaScript packages bundled into the CLI; every other package is loaded from node_modules at run time. */
@@ -46,7 +49,7 @@ const distImportMetaUrl = {
       if (!args.path.startsWith(dist + sep)) return undefined;
       const source = await readFile(args.path, 'utf8');
       if (!source.includes('import.meta.url')) return undefined;
-      const rel = relative(outdir, args.path).split(sep).join('/');
+      const rel = relative(buildDir, args.path).split(sep).join('/');
       return { contents: source.replaceAll('import.meta.url', `new URL(${JSON.stringify(rel)}, import.meta.url).href`), loader: 'js' };
     });
   },
@@ -56,20 +59,26 @@ if (!existsSync(entry)) {
   console.error(`build-cli-bundle: ${relative(root, entry)} is missing; run tsc -p tsconfig.build.json first`);
   process.exit(1);
 }
-rmSync(outdir, { recursive: true, force: true });
-await build({
-  entryPoints: { main: entry },
-  outdir,
-  bundle: true,
-  splitting: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
-  chunkNames: 'chunk-[hash]',
-  sourcemap: 'linked',
-  legalComments: 'none',
-  // commander is CommonJS: its require() calls of Node's modules need a require in each chunk.
-  banner: { js: "import { createRequire as __engramCreateRequire } from 'node:module';\nconst require = __engramCreateRequire(import.meta.url);" },
-  logLevel: 'warning',
-  plugins: [externalPackages, distImportMetaUrl],
-});
+rmSync(buildDir, { recursive: true, force: true });
+try {
+  await build({
+    entryPoints: { main: entry },
+    outdir: buildDir,
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    chunkNames: 'chunk-[hash]',
+    sourcemap: 'linked',
+    legalComments: 'none',
+    // commander is CommonJS: its require() calls of Node's modules need a require in each chunk.
+    banner: { js: "import { createRequire as __engramCreateRequire } from 'node:module';\nconst require = __engramCreateRequire(import.meta.url);" },
+    logLevel: 'warning',
+    plugins: [externalPackages, distImportMetaUrl],
+  });
+  rmSync(outdir, { recursive: true, force: true });
+  renameSync(buildDir, outdir);
+} finally {
+  rmSync(buildDir, { recursive: true, force: true });
+}
