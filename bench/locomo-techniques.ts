@@ -9,7 +9,8 @@ import { closeSync, existsSync, openSync, readFileSync, renameSync, writeFileSyn
 import { join } from 'node:path';
 import type { LocomoConversation } from '../src/eval/locomo-data.js';
 import { evaluateLocomo, type LocomoEvalOptions, type LocomoQuestionResult } from '../src/eval/locomo-eval.js';
-import { DATE_BOOST, EXPANSION_WEIGHT, HYBRID_VECTOR_WEIGHT, SECOND_HOP_WEIGHT, SPEAKER_BOOST, type Retriever } from '../src/memory/recall.js';
+import { DATE_BOOST, EXPANSION_WEIGHT, FUSION_RULE, HYBRID_VECTOR_WEIGHT, SECOND_HOP_WEIGHT, SPEAKER_BOOST, type Retriever } from '../src/memory/recall.js';
+import type { FusionRule } from '../src/memory/fusion-rule.js';
 import { EXPANSION_MIN_SIMILARITY, EXPANSION_NEIGHBOURS } from '../src/memory/term-expansion.js';
 import { SECOND_HOP_SOURCES, SECOND_HOP_TERMS } from '../src/memory/second-hop.js';
 import { TURN_CONTEXT_EVENTS, TURN_CONTEXT_WORDS } from '../src/memory/turn-context.js';
@@ -35,6 +36,8 @@ export interface SettingResult {
   byCategoryAt10: Record<number, number>;
   /** Per question recall@10 (questions with evidence, in order): for paired differences. */
   at10: number[];
+  /** sample id -> multi-hop recall@10 (absent in results written before it was measured). */
+  multiHopByConversation?: Record<string, number>;
   /** Recall call p50 and p95 in ms over every call of the setting (evaluateLocomo's timings; noisy under load). */
   queryMs?: { p50: number; p95: number };
 }
@@ -44,11 +47,14 @@ export interface CrossValidated {
   constant: string;
   defaultValue: number;
   grid: Array<{ value: number; setting: TechniqueSetting }>;
+  /** Names of the grid's values, when they stand for settings rather than numbers. */
+  labels?: Record<number, string>;
 }
 
 export interface CrossValidationRow {
   constant: string;
   defaultValue: number;
+  labels?: Record<number, string>;
   /** Per held-out conversation: the value chosen on the others, and the held-out recall@10 at it and at the default. */
   folds: Array<{ sampleId: string; chosen: number; heldOut: number; atDefault: number }>;
   /** Mean over folds of held-out recall@10 at the chosen values. */
@@ -89,6 +95,19 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
     value,
     setting: value === EXPANSION_WEIGHT ? hybrid('default') : hybrid(`term expansion ${value}`, { recallOptions: { expansionWeight: value } }),
   }));
+  // The fusion rule and its vector weight as one grid (fusion-rule.ts); value 0 is the default, weighted at 0.2.
+  const fusionGrid: Array<{ label: string; fusion: FusionRule; vectorWeight: number }> = [
+    { label: `${FUSION_RULE} ${HYBRID_VECTOR_WEIGHT}`, fusion: FUSION_RULE, vectorWeight: HYBRID_VECTOR_WEIGHT },
+    { label: 'noisy-or 0.2', fusion: 'noisy-or', vectorWeight: 0.2 },
+    { label: 'noisy-or 0.3', fusion: 'noisy-or', vectorWeight: 0.3 },
+    { label: 'noisy-or 0.5', fusion: 'noisy-or', vectorWeight: 0.5 },
+    { label: 'fts-first 0.2', fusion: 'fts-first', vectorWeight: 0.2 },
+  ];
+  const fusions = fusionGrid.map((f, value) => ({
+    value,
+    label: f.label,
+    setting: value === 0 ? hybrid('default') : hybrid(`fusion ${f.label}`, { recallOptions: { fusion: f.fusion, vectorWeight: f.vectorWeight } }),
+  }));
   const before = {
     turnContextEvents: 0,
     recallOptions: { contextWeight: 0.25, recencyWeight: 0.15, speakerBoost: 0, vectorWeight: 0.5, secondHopWeight: 0, dateBoost: 0 },
@@ -114,6 +133,12 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
     hybrid('vector share by agreement', { recallOptions: { vectorShare: 'agreement' } }),
     hybrid('RM3 0.3 beside the second hop', { recallOptions: { rm3Weight: 0.3 } }),
     hybrid('RM3 0.3 instead of the second hop', { recallOptions: { rm3Weight: 0.3, secondHopWeight: 0 } }),
+    ...fusions.filter((f) => f.value > 0).map((f) => f.setting),
+    hybrid('MMR novelty on text', { recallOptions: { noveltyOn: 'text' } }),
+    hybrid('no MMR', { recallOptions: { useMmr: false } }),
+    fts('no MMR', { recallOptions: { useMmr: false } }),
+    hybrid('second hop distinctive terms', { recallOptions: { secondHopTerms: 'distinctive' } }),
+    fts('second hop distinctive terms', { recallOptions: { secondHopTerms: 'distinctive' } }),
   ];
   const unique = new Map(settings.map((s) => [key(s), s]));
   return {
@@ -125,6 +150,7 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
       { constant: 'TURN_CONTEXT_EVENTS (turn-context.ts)', defaultValue: TURN_CONTEXT_EVENTS, grid: contextEvents },
       { constant: 'SECOND_HOP_WEIGHT (recall.ts)', defaultValue: SECOND_HOP_WEIGHT, grid: secondHops },
       { constant: 'DATE_BOOST (recall.ts)', defaultValue: DATE_BOOST, grid: dateBoosts },
+      { constant: 'FUSION_RULE and vector weight (fusion-rule.ts)', defaultValue: 0, grid: fusions, labels: Object.fromEntries(fusions.map((f) => [f.value, f.label])) },
       { constant: 'EXPANSION_WEIGHT (recall.ts)', defaultValue: EXPANSION_WEIGHT, grid: expansions },
     ],
   };
@@ -192,6 +218,8 @@ function summarize(s: TechniqueSetting, questions: readonly LocomoQuestionResult
     const mine = scored.filter((q) => q.sampleId === id);
     byConversation[id] = Object.fromEntries(ks.map((k) => [k, mean(mine, k)]));
   }
+  const multiHopByConversation: Record<string, number> = {};
+  for (const id of Object.keys(byConversation)) multiHopByConversation[id] = mean(scored.filter((q) => q.sampleId === id && q.category === 1), 10);
   const byCategoryAt10: Record<number, number> = {};
   for (const c of [1, 2, 3, 4, 5]) byCategoryAt10[c] = mean(scored.filter((q) => q.category === c), 10);
   return {
@@ -201,6 +229,7 @@ function summarize(s: TechniqueSetting, questions: readonly LocomoQuestionResult
     byConversation,
     byCategoryAt10,
     at10: scored.map((q) => q.recall[10] ?? 0),
+    multiHopByConversation,
   };
 }
 
@@ -223,6 +252,7 @@ export function crossValidate(cv: CrossValidated, results: ReadonlyMap<string, S
   return {
     constant: cv.constant,
     defaultValue: cv.defaultValue,
+    ...(cv.labels ? { labels: cv.labels } : {}),
     folds,
     meanHeldOut: heldOut.reduce((a, b) => a + b, 0) / heldOut.length,
     spread: [Math.min(...heldOut), Math.max(...heldOut)],
@@ -273,8 +303,35 @@ export function renderTechniques(
   const cvRows = cv
     .map(
       (row) =>
-        `| ${row.constant} | ${row.defaultValue} | ${row.folds.map((f) => `${f.sampleId}: ${f.chosen} → ${pct(f.heldOut)} (default ${pct(f.atDefault)})`).join('; ')} | ${pct(row.meanHeldOut)} | ${pct(row.spread[0])}-${pct(row.spread[1])} |`,
+        `| ${row.constant} | ${row.labels?.[row.defaultValue] ?? row.defaultValue} | ${row.folds.map((f) => `${f.sampleId}: ${row.labels?.[f.chosen] ?? f.chosen} → ${pct(f.heldOut)} (default ${pct(f.atDefault)})`).join('; ')} | ${pct(row.meanHeldOut)} | ${pct(row.spread[0])}-${pct(row.spread[1])} |`,
     )
+    .join('\n');
+
+  // Hybrid against full-text (issue #13: never below it at any k): every conversation and k, for the settings that
+  // change how the two are combined.
+  const combined = settings.filter((s) => s.retriever === 'hybrid' && /^(default|fusion |vector weight |MMR novelty|no MMR|second hop distinctive)/.test(s.name));
+  const margin = (r: SettingResult, c: string, k: number): number => (r.byConversation[c]?.[k] ?? NaN) - (defaults.fts.byConversation[c]?.[k] ?? NaN);
+  const margins = combined
+    .map((s) => {
+      const r = results.get(key(s))!;
+      const cells = conversations.map((c) => {
+        const worst = Math.min(...ks.map((k) => margin(r, c, k)));
+        return `${worst >= 0 ? '+' : ''}${(worst * 100).toFixed(1)} (@${ks.find((k) => margin(r, c, k) === worst)})`;
+      });
+      const below = conversations.reduce((n, c) => n + ks.filter((k) => margin(r, c, k) < 0).length, 0);
+      return `| ${s.name} | ${cells.join(' | ')} | ${below} of ${conversations.length * ks.length} |`;
+    })
+    .join('\n');
+  const multiHopSettings = [
+    ...settings.filter((s) => s.retriever === 'fts' && /^(default|second hop distinctive)/.test(s.name)),
+    ...combined,
+    ...settings.filter((s) => s.retriever === 'hybrid' && /^(second hop|term expansion)/.test(s.name) && !combined.includes(s)),
+  ];
+  const multiHop = multiHopSettings
+    .map((s) => {
+      const r = results.get(key(s))!;
+      return `| ${s.retriever} | ${s.name} | ${conversations.map((c) => pct(r.multiHopByConversation?.[c])).join(' | ')} | ${pct(r.byCategoryAt10[1])} |`;
+    })
     .join('\n');
 
   return `
@@ -329,6 +386,24 @@ ${beforeRows}
 | retriever | setting | ${ks.map((k) => `@${k}`).join(' | ')} | Δ@10 | @10 per conversation (${conversations.join(' / ')}) | multi-hop @10 | adversarial @10 | recall p50 / p95 ms |
 | --- | --- | ${ks.map(() => '---:').join(' | ')} | ---: | --- | ---: | ---: | ---: |
 ${ablation}
+
+### Hybrid against full-text, every conversation and k
+
+Per conversation, the lowest difference from full-text (the \`fts\` default) over k = ${ks.join(', ')}, and the k where it
+falls; the last column counts the (conversation, k) cells where hybrid is below full-text. A conversation holds
+105-260 questions, so one question moves its figure by 0.4-1 point.
+
+| hybrid setting | ${conversations.join(' | ')} | cells below full-text |
+| --- | ${conversations.map(() => '---:').join(' | ')} | ---: |
+${margins}
+
+### Multi-hop recall@10 per conversation
+
+A dash: the setting's result was measured before this table existed (reused from a shared LOCOMO_TECHNIQUES_DIR).
+
+| retriever | setting | ${conversations.join(' | ')} | all |
+| --- | --- | ${conversations.map(() => '---:').join(' | ')} | ---: |
+${multiHop}
 
 ### Leave-one-conversation-out cross-validation (hybrid, recall@10, all five categories)
 
