@@ -67,7 +67,7 @@ import {
 import { compileTsQuery } from './tsquery.js';
 import { MAX_IDENTIFIER_TAIL_EVENTS } from '../identifier-grams.js';
 import { queryGrams } from '../identifier-grams.js';
-import { PostgresVectors } from './postgres-vectors.js';
+import { embeddingQueueCtes, PostgresVectors, VECTOR_MODEL_KEY } from './postgres-vectors.js';
 import { PostgresBus } from './postgres-bus.js';
 import { PostgresGraph } from './postgres-graph.js';
 import { PostgresSummaries } from './postgres-summaries.js';
@@ -287,8 +287,8 @@ export class PostgresBackend implements StorageBackend {
       });
       if (fresh.length > 0) {
         // Identifier keys are not computed here: the statement queues the events for the catch-up.
+        // One statement: the events, their index chunks, the session's counters and the catch-up and embedding queues.
         await c.query(s.insertEvents, insertEventsParams(sessionId, fresh));
-        await this.vectors.enqueue(c, fresh.map((f) => f.draft.id));
       }
       return outcomes;
     });
@@ -940,7 +940,7 @@ function buildStatements(s: string) {
       ), queued AS (
         -- The identifier index's catch-up queue (postgres-identifier-index.ts): the append writes no keys itself.
         INSERT INTO ${s}.event_idgrams_backlog (event_pk) SELECT pk FROM ins
-      )
+      ), ${embeddingQueueCtes(s, 'ins', '$29')}
       INSERT INTO ${s}.event_text (event_pk, chunk_no, tsv)
       SELECT ins.pk, c.chunk_no,
         CASE WHEN c.chunk_no = 0
@@ -1018,6 +1018,7 @@ function insertEventsParams(
     chunkNos,
     bodies,
     metas,
+    VECTOR_MODEL_KEY,
   ];
 }
 

@@ -14,6 +14,21 @@ export interface PgRunner {
 
 /** store_meta key holding the store's {@link VectorModel} as JSON (`null` until one is chosen). */
 export const VECTOR_MODEL_KEY = 'vector_model';
+
+/**
+ * The part of the append statement (postgres-backend.ts, `insertEvents`) that queues the appended events for their
+ * vectors, as two of its CTEs: the model row is read (locked FOR SHARE, as a model switch takes it FOR UPDATE) and
+ * the jobs queued only when a model is set. In the append's own statement it saves a round trip per append (it was a
+ * statement of its own, one of ten per append under bench/http-load.ts). `inserted` names the CTE with the events'
+ * `id`s; `keyParam` the parameter holding {@link VECTOR_MODEL_KEY}.
+ */
+export function embeddingQueueCtes(s: string, inserted: string, keyParam: string): string {
+  return `model AS (SELECT value FROM ${s}.store_meta WHERE key = ${keyParam} FOR SHARE),
+      jobs AS (
+        INSERT INTO ${s}.embedding_jobs (event_id) SELECT ${inserted}.id FROM ${inserted}, model WHERE model.value::jsonb <> 'null'::jsonb
+        ON CONFLICT DO NOTHING
+      )`;
+}
 /**
  * Without pgvector, a vector query reads the stored vectors that pass its filters and compares them in
  * Node. Bounded to the newest this-many, so a query over a whole large store stays under a second
@@ -82,17 +97,6 @@ export class PostgresVectors {
     return rows[0] ? (JSON.parse(rows[0].value) as VectorModel | null) : null;
   }
 
-  /** Queues appended events; runs inside the append transaction. */
-  async enqueue(c: PgRunner, ids: string[]): Promise<void> {
-    if (ids.length === 0) return;
-    // One round trip: the model row is read (and locked FOR SHARE) and the jobs queued only when a model is set.
-    await c.query(
-      `WITH model AS (SELECT value FROM ${this.s}.store_meta WHERE key = $2 FOR SHARE)
-       INSERT INTO ${this.s}.embedding_jobs (event_id) SELECT unnest($1::text[]) FROM model WHERE model.value::jsonb <> 'null'::jsonb
-       ON CONFLICT DO NOTHING`,
-      [ids, VECTOR_MODEL_KEY],
-    );
-  }
 
   async setModel(model: VectorModel): Promise<{ isChanged: boolean; queued: number }> {
     if (!Number.isInteger(model.dimensions) || model.dimensions < 1 || model.dimensions > 8192) {
