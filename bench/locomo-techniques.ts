@@ -106,7 +106,11 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
   const fusions = fusionGrid.map((f, value) => ({
     value,
     label: f.label,
-    setting: value === 0 ? hybrid('default') : hybrid(`fusion ${f.label}`, { recallOptions: { fusion: f.fusion, vectorWeight: f.vectorWeight } }),
+    // At the default weight the weight is left to the engine (a question naming identifiers keeps its lower one).
+    setting:
+      value === 0
+        ? hybrid('default')
+        : hybrid(`fusion ${f.label}`, { recallOptions: { fusion: f.fusion, ...(f.vectorWeight === HYBRID_VECTOR_WEIGHT ? {} : { vectorWeight: f.vectorWeight }) } }),
   }));
   const before = {
     turnContextEvents: 0,
