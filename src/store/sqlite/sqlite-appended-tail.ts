@@ -43,8 +43,9 @@ export interface AppendedRow {
  *   rewritten since they were appended (`text_rewrites`, counted by every connection's purge and rewrite);
  * - the catch-up takes these texts, a page of the events next past the watermark at a time, instead of reading the
  *   events back and building each one's index text again (its context, relative dates, an artifact's text).
- * Held only after the append's commit (a rolled-back append's rowid is used again), keyed by rowid and checked by
- * event id; dropped below the watermark, past {@link MAX_IDENTIFIER_TAIL_EVENTS} events or {@link MAX_HELD_CHARS}.
+ * Held by rowid, only after the append's commit (a rolled-back append's rowid is used again); dropped below the
+ * watermark. Past {@link MAX_IDENTIFIER_TAIL_EVENTS} events or {@link MAX_HELD_CHARS} an append's rows are not held,
+ * and the tail takes the phrase query until the catch-up has passed them.
  */
 export class AppendedTail {
   private readonly rows = new Map<number, HeldRow>();
