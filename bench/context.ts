@@ -4,7 +4,7 @@
  * state and the cold first pack), and an ablation of the task-conditioned recall modifier's factors.
  * Writes bench/results/context.{md,json}.
  *
- *   npm run bench -- context [--parts prefix,sweep,latency,ablation] [--windows 8192,16384,32768] [--turns 300]
+ *   npm run bench -- context [--parts prefix,sweep,latency,ablation] [--windows 8192,16384,32768] [--turns 300] [--seeds 7,1234]
  *                            [--transcript FILE] [--transcript-windows <--windows>] [--low-water-sweep 0.2,0.3,0.4,0.5,0.6]
  *                            [--sizes 10000,100000] [--steady-turns 200] [--latency-window 32768]
  *                            [--probes 14] [--seed 42] [--no-profile]
@@ -41,6 +41,8 @@ export interface ContextBenchArgs {
   windows: number[];
   turns: number;
   seed: number;
+  /** Further seeds of the synthetic session, replayed (default order) at every window by the `prefix` part. Default none. */
+  otherSeeds?: number[];
   /** The Claude Code transcript replayed at each of `transcriptWindows`. */
   transcript: string;
   transcriptWindows: number[];
@@ -217,7 +219,7 @@ function summarizeReplay(
 
 /** The synthetic session: pack for the user's message, then append the turn, then maybe update the card. */
 export async function replaySynthetic(mem: Engram, window: number, order: OrderName, args: ContextBenchArgs, lowWaterFraction?: number): Promise<ReplaySummary> {
-  const session = `prefix-${window}-${order}-${lowWaterFraction ?? 'default'}`;
+  const session = `prefix-${args.seed}-${window}-${order}-${lowWaterFraction ?? 'default'}`;
   await mem.taskStates.update(session, initialCard(args.seed));
   const records: TurnRecord[] = [];
   const blockTokens = new Map<BlockKind, number[]>();
@@ -242,7 +244,7 @@ export async function replaySynthetic(mem: Engram, window: number, order: OrderN
     cardChanged = turn.cardUpdate !== undefined;
     if (turn.cardUpdate) await mem.taskStates.update(session, turn.cardUpdate);
   }
-  return summarizeReplay('synthetic', window, order, lowWaterFraction, records, args.turns, compactions, blockTokens);
+  return summarizeReplay(args.seed === 42 ? 'synthetic' : `synthetic seed ${args.seed}`, window, order, lowWaterFraction, records, args.turns, compactions, blockTokens);
 }
 
 /** An imported event as an input again: artifacts by their full text, so ingest builds the same preview. */
@@ -316,7 +318,7 @@ export async function loadTranscript(mem: Engram, file: string): Promise<{ event
   return { events, info };
 }
 
-async function runPrefix(args: ContextBenchArgs): Promise<{ synthetic: ReplaySummary[]; transcript: ReplaySummary[]; transcriptInfo: TranscriptInfo }> {
+async function runPrefix(args: ContextBenchArgs): Promise<{ synthetic: ReplaySummary[]; otherSeeds: ReplaySummary[]; transcript: ReplaySummary[]; transcriptInfo: TranscriptInfo }> {
   const dir = mkdtempSync(join(tmpdir(), 'engram-ctx-prefix-'));
   try {
     const mem = await openEngram({ db: join(dir, 'prefix.db') });
@@ -328,13 +330,22 @@ async function runPrefix(args: ContextBenchArgs): Promise<{ synthetic: ReplaySum
         console.error(`prefix: synthetic ${window} ${order} in ${((performance.now() - t) / 1000).toFixed(1)} s`);
       }
     }
+    // The same session with other seeds, default order only: is what the first seed shows a property of the policy?
+    const otherSeeds: ReplaySummary[] = [];
+    for (const seed of args.otherSeeds ?? []) {
+      for (const window of args.windows) {
+        const t = performance.now();
+        otherSeeds.push(await replaySynthetic(mem, window, 'default', { ...args, seed }));
+        console.error(`prefix: synthetic seed ${seed} ${window} in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+      }
+    }
     const { events, info: transcriptInfo } = await loadTranscript(mem, args.transcript);
     const transcript: ReplaySummary[] = [];
     for (const window of args.transcriptWindows) {
       for (const mode of ['user-turns', 'model-calls'] as const) transcript.push(await replayTranscript(mem, events, window, mode));
     }
     await mem.close();
-    return { synthetic, transcript, transcriptInfo };
+    return { synthetic, otherSeeds, transcript, transcriptInfo };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

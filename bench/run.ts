@@ -23,7 +23,7 @@ const USAGE = `usage:
   npm run bench -- embedder [--texts 20000] [--loads 5]
   npm run bench -- http-load [--agents 8,32] [--backends sqlite,postgres] [--embedder none|builtin] [--seconds 20] [--warmup 2] [--batch 4] [--retry-rate 0.05] [--profile] [--workers 1,2]
                                [--mode mixed,append,recall] [--prefill-events N]
-  npm run bench -- context [--parts prefix,sweep,latency,ablation] [--windows 8192,16384,32768] [--turns 300] [--transcript FILE] [--transcript-windows <--windows>]
+  npm run bench -- context [--parts prefix,sweep,latency,ablation] [--windows 8192,16384,32768] [--turns 300] [--seeds 7,1234] [--transcript FILE] [--transcript-windows <--windows>]
                            [--low-water-sweep 0.2,0.3,0.4,0.5,0.6]
                            [--sizes 10000,100000] [--steady-turns 200] [--latency-window 32768] [--probes 14] [--seed 42] [--no-profile]
   npm run bench -- recall-vectors [--sizes 10000,100000] [--queries 300] [--backends sqlite,postgres]
@@ -72,6 +72,7 @@ const { values } = parseArgs({
     'latency-window': { type: 'string', default: '32768' },
     probes: { type: 'string', default: '14' },
     seed: { type: 'string', default: '42' },
+    seeds: { type: 'string' },
     'no-profile': { type: 'boolean', default: false },
     agents: { type: 'string', default: '8,32' },
     embedder: { type: 'string', default: 'none' },
@@ -195,6 +196,7 @@ switch (name) {
       windows,
       turns: ints('turns', values.turns, 2)[0]!,
       seed: ints('seed', values.seed, 0)[0]!,
+      otherSeeds: values.seeds === undefined ? [] : ints('seeds', values.seeds, 0),
       transcript: resolve(values.transcript),
       transcriptWindows: values['transcript-windows'] === undefined ? windows : ints('transcript-windows', values['transcript-windows'], 1024),
       lowWaterSweep: fractions,

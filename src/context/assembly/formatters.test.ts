@@ -267,6 +267,24 @@ describe('formatAnthropic', () => {
     );
   });
 
+  it('moves the markers breakpoint to the end of the stable head when the history has one', () => {
+    const history = sessionEvents(6);
+    // The head ends with the tool round of turn 3: its result is the last block of the head.
+    const headEnd = history.findIndex((h) => h.role === 'tool');
+    const flagged = history.map((h, i) => (i === headEnd ? { ...h, isCacheHeadEnd: true } : h));
+    const payload = formatAnthropic(assemblePack({ ...stableParts(), history: flagged, query: 'Next?' }, { tokenizer, windowTokens: WINDOW }));
+    const blocks = [...payload.system, ...payload.messages.flatMap((m) => m.content)];
+    const marked = blocks.flatMap((b, i) => (b.cache_control ? [i] : []));
+    expect(marked).toHaveLength(4);
+    // codex and karma keep theirs; the markers block has none, the head's last block (turn 3's tool result) has it.
+    expect(payload.system.map((b) => b.cache_control !== undefined)).toEqual([false, true, true, false]);
+    const at = blocks.findIndex((b) => b.type === 'tool_result' && b.tool_use_id === history[headEnd]!.toolCallId);
+    expect(marked[2]).toBe(at);
+    // Without the flag, the same pack puts it after the markers block as before.
+    const plain = formatAnthropic(assemblePack({ ...stableParts(), history, query: 'Next?' }, { tokenizer, windowTokens: WINDOW }));
+    expect(plain.system.map((b) => b.cache_control !== undefined)).toEqual([false, true, true, true]);
+  });
+
   it('produces valid Messages API turns with tool_use answered by tool_result', () => {
     const p = assemblePack({ ...stableParts(), history: trickyHistory(), query: 'Summarize.' }, { tokenizer, windowTokens: WINDOW });
     const payload = formatAnthropic(p);

@@ -259,8 +259,10 @@ export const ANTHROPIC_MAX_BREAKPOINTS = 4;
  * Default breakpoint positions: the end of each of these blocks (or, when one is empty, of the nearest
  * non-empty block before it). Each boundary separates content that changes at a different rate:
  * 1. `codex`: identity + codex, the large static floor; survives karma promotions and compactions.
- * 2. `karma`: survives compactions (which rewrite markers and the start of history).
- * 3. `markers`: survives every turn between compactions.
+ * 2. `karma`: survives compactions (which rewrite the history after the stable head, if any).
+ * 3. `markers`: survives every turn between compactions; when the history starts with the cache's stable head
+ *    (`HistoryItem.isCacheHeadEnd`, see `context/cache-head.ts`), it goes at the head's end instead, which a
+ *    compaction leaves unchanged too.
  * 4. `history`: the last history block; history only appends, so next turn's lookup finds this prefix
  *    (Anthropic looks back about 20 blocks from a breakpoint for an earlier cache entry).
  * Nothing after the history gets one: the task state and the query change too often to pay a cache write.
