@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fuseRrf, fuseWeighted, RRF_K } from './locomo.js';
+import { fuseRrf, fuseWeighted, questionOutcomes, RRF_K } from './locomo.js';
 
 const list = (...items: Array<[string, number]>) => items.map(([id, score]) => ({ id, score }));
 
@@ -21,5 +21,22 @@ describe('fusion', () => {
     ]);
     const [noText] = fuseWeighted([[]], [list(['x', 0.3], ['y', 0.1])], 0.5);
     expect(noText!.map((s) => s.id)).toEqual(['x', 'y']);
+  });
+});
+
+describe('questionOutcomes', () => {
+  it('gives each evidence turn its rank in every k list, null where the list missed it', () => {
+    const q = {
+      sampleId: 'conv-1',
+      question: 'What did she paint?',
+      category: 1 as const,
+      evidence: ['D1:2', 'D3:4'],
+      ranked: { 2: [{ diaId: 'D1:2', score: 1 }, { diaId: 'D9:9', score: 0.5 }], 3: [{ diaId: 'D9:9', score: 1 }, { diaId: 'D1:2', score: 0.9 }, { diaId: 'D3:4', score: 0.2 }] },
+      recall: { 2: 0.5, 3: 1 },
+    };
+    const out = questionOutcomes(new Map([['hybrid', [q]]]));
+    expect(out).toEqual({
+      hybrid: [{ sampleId: 'conv-1', question: 'What did she paint?', category: 1, evidence: ['D1:2', 'D3:4'], recall: { 2: 0.5, 3: 1 }, ranks: { 2: [1, null], 3: [2, 3] } }],
+    });
   });
 });

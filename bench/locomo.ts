@@ -6,7 +6,7 @@
  * full-text top 100 with the cosine top 100. Writes bench/results/<out>.{md,json}.
  *
  *   npm run bench -- locomo [--data FILE] [--k 5,10,25,50] [--retriever fts,vector,hybrid] [--json]
- *                           [--ablation] [--out locomo]
+ *                           [--ablation] [--out locomo] [--questions FILE]
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -14,7 +14,7 @@ import { cpus } from 'node:os';
 import { relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { LOCOMO_CATEGORIES, loadLocomo, turnText, type LocomoCategory, type LocomoConversation } from '../src/eval/locomo-data.js';
-import { evaluateLocomo, evidenceRecall, summarizeRecall, type LocomoReport, type RecallAtK } from '../src/eval/locomo-eval.js';
+import { evaluateLocomo, evidenceRecall, summarizeRecall, type LocomoQuestionResult, type LocomoReport, type RecallAtK } from '../src/eval/locomo-eval.js';
 import { fuseScores, HYBRID_VECTOR_WEIGHT, HYBRID_VECTOR_WEIGHT_WITH_IDENTIFIERS } from '../src/memory/recall.js';
 import { TURN_CONTEXT_EVENTS } from '../src/memory/turn-context.js';
 import { BUILTIN_EMBEDDER_NAME, createBuiltinEmbedder, type BuiltinEmbedder } from '../src/providers/builtin-embedder.js';
@@ -37,6 +37,12 @@ export interface LocomoArgs {
   ablation: boolean;
   /** Report name under bench/results/. */
   out: string;
+  /**
+   * Also write every question's outcome per engine retriever to this file (JSON): its recall per k and the rank of
+   * each evidence turn in each k's list, to see which questions a change wins or loses. It holds the dataset's
+   * questions, so it belongs outside the repository (the LoCoMo licence forbids copying it into the project).
+   */
+  questions?: string;
 }
 
 /** Reciprocal rank fusion constant (Cormack et al. 2009; the usual default, not tuned here). */
@@ -99,7 +105,9 @@ export async function runLocomo(args: LocomoArgs): Promise<LocomoResult[]> {
   const recallsOf = new Map<string, QuestionRecall[]>();
   const timings: Record<string, number> = {};
   const engineTimings: Record<string, LocomoReport['timingsMs']> = {};
+  const engineQuestions = new Map<string, LocomoQuestionResult[]>();
   const add = (retriever: string, source: LocomoResult['source'], label: string, recalls: QuestionRecall[]): void => {
+    if (source === 'engine') engineQuestions.set(retriever, recalls as LocomoQuestionResult[]);
     recallsOf.set(retriever, recalls);
     results.push(toResult(retriever, source, label, recalls, ks));
   };
@@ -200,9 +208,35 @@ export async function runLocomo(args: LocomoArgs): Promise<LocomoResult[]> {
   writeFileSync(`bench/results/${args.out}.json`, JSON.stringify(report, null, 2) + '\n');
   const md = renderMarkdown(report, args) + techniques;
   writeFileSync(`bench/results/${args.out}.md`, md);
+  if (args.questions) writeFileSync(args.questions, JSON.stringify(questionOutcomes(engineQuestions), null, 1) + '\n');
   if (args.json) process.stdout.write(JSON.stringify(results, null, 2) + '\n');
   else process.stdout.write(md);
   return results;
+}
+
+/**
+ * Per engine retriever, every question's outcome: recall per k, and per k the rank (from 1) of each evidence turn in
+ * the list that call returned, null when it was not there.
+ */
+export function questionOutcomes(runs: ReadonlyMap<string, readonly LocomoQuestionResult[]>): Record<string, unknown[]> {
+  return Object.fromEntries(
+    [...runs].map(([retriever, qs]) => [
+      retriever,
+      qs.map((q) => ({
+        sampleId: q.sampleId,
+        question: q.question,
+        category: q.category,
+        evidence: q.evidence,
+        recall: q.recall,
+        ranks: Object.fromEntries(
+          Object.entries(q.ranked).map(([k, list]) => {
+            const at = new Map(list.map((h, i) => [h.diaId, i + 1]));
+            return [k, q.evidence.map((e) => at.get(e) ?? null)];
+          }),
+        ),
+      })),
+    ]),
+  );
 }
 
 /** Logs an engine run's progress on stderr, every 400 steps (turns embedded, recall calls). */

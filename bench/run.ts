@@ -30,7 +30,7 @@ const USAGE = `usage:
   npm run bench -- scale-vectors [--events 100000] [--queries 300] [--backends sqlite,postgres] [--pg-events N] [--keep-store DIR]
   npm run bench -- vectors-locomo [--data FILE]
   npm run bench -- bus [--engrams 100000] [--queries 500] [--backends sqlite,postgres] [--pg-engrams 10000]
-  npm run bench -- locomo [--data FILE] [--k 5,10,25,50] [--retriever fts,vector,hybrid] [--json] [--ablation] [--out locomo]
+  npm run bench -- locomo [--data FILE] [--k 5,10,25,50] [--retriever fts,vector,hybrid] [--json] [--ablation] [--out locomo] [--questions FILE]
   npm run bench -- adversarial [--repeats 1] [--no-redact]
   npm run bench -- dashboard [--sizes 10000,100000] [--engrams 5000]
   npm run bench -- scale [--events 1000000] [--backends sqlite,postgres] [--pg-events 100000] [--parts fts,ingest,cli,hybrid,http,cache] [--queries 25] [--reuse] [--seconds 20] [--turns 300] [--keep-store DIR]
@@ -60,6 +60,7 @@ const { values } = parseArgs({
     json: { type: 'boolean', default: false },
     ablation: { type: 'boolean', default: false },
     out: { type: 'string', default: 'locomo' },
+    questions: { type: 'string' },
     texts: { type: 'string', default: '20000' },
     loads: { type: 'string', default: '5' },
     parts: { type: 'string', default: CONTEXT_PARTS.join(',') },
@@ -169,6 +170,9 @@ switch (name) {
     const unknown = retrievers.filter((r) => !(LOCOMO_RETRIEVERS as readonly string[]).includes(r));
     if (unknown.length > 0) fail(`--retriever: unknown "${unknown.join(', ')}"; expected ${LOCOMO_RETRIEVERS.join(', ')}`);
     if (!/^[\w.-]+$/.test(values.out)) fail('--out: a file name without directories, e.g. locomo-heldout');
+    const questions = values.questions === undefined ? undefined : resolve(values.questions);
+    // The per-question file holds the dataset's text, which must never be copied into the project (its licence).
+    if (questions !== undefined && questions.startsWith(REPO_ROOT)) fail('--questions: write it outside the repository, e.g. /tmp/locomo-questions.json');
     await runLocomo({
       data: resolve(values.data),
       ks: [...new Set(ks)].sort((a, b) => a - b),
@@ -176,6 +180,7 @@ switch (name) {
       json: values.json,
       ablation: values.ablation,
       out: values.out,
+      ...(questions !== undefined ? { questions } : {}),
     });
     break;
   }
