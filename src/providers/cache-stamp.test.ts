@@ -7,6 +7,7 @@ import { buildRankTable } from './bpe-encoder.js';
 import { RACY_MS, readStamped, stampPath } from './cache-stamp.js';
 import { openGloveTables } from './glove/glove-cache.js';
 import { parseCache } from './glove/glove-cache-file.js';
+import { DEFAULT_ENCODER_CONFIG, SentenceEncoder } from './glove/sentence-encoder.js';
 import { writeWinkFixture } from './glove/test-support.js';
 
 const root = mkdtempSync(join(tmpdir(), 'engram-cache-stamp-'));
@@ -105,6 +106,38 @@ describe('cache stamps (the CRC of a checked, unchanged cache is skipped)', () =
     expect(parseCache(good.subarray(0, good.length - 8), identity, { verifyChecksum: false })).toMatchObject({ ok: false, reason: expect.stringMatching(/truncated/) });
     expect(parseCache(good, { ...identity, version: '9.9.9' }, { verifyChecksum: false })).toMatchObject({ ok: false, reason: expect.stringMatching(/installed is wink-fixture@9\.9\.9/) });
     expect(readStamped(path).isStamped).toBe(true);
+  });
+
+  it('opens a stamped word-vector cache in part: the same vocabulary, rows, statistics and embeddings as a whole read', async () => {
+    const { dir, good } = await stampedCache();
+    const { path: _p, ...identity } = fixture.source;
+    const whole = parseCache(good, identity);
+    if (!whole.ok) throw new Error(whole.reason);
+    // 100 of the 400 rows read at start, the others when used.
+    const lazy = await openGloveTables({ cacheDir: dir, source: fixture.source, lazyPrefixRows: 100 });
+    expect(lazy.info.isBuilt).toBe(false);
+    const a = whole.tables;
+    const b = lazy.tables;
+    expect(b.row).toBeTypeOf('function');
+    expect(fixture.words.map((w) => b.vocabulary.get(w))).toEqual(fixture.words.map((w) => a.vocabulary.get(w)));
+    expect([...b.scales]).toEqual([...a.scales]);
+    expect([...b.mean]).toEqual([...a.mean]);
+    expect([...b.components]).toEqual([...a.components]);
+    const texts = ['the say "hi" word7 word350', 'café naïve word399 word12', 'word250 word251 word252', 'nothing known here'];
+    const [ea, eb] = [new SentenceEncoder(a, DEFAULT_ENCODER_CONFIG), new SentenceEncoder(b, DEFAULT_ENCODER_CONFIG)];
+    for (const t of texts) expect([...eb.embed(t)]).toEqual([...ea.embed(t)]);
+    for (let r = 0; r < 400; r++) expect([...b.row!(r)]).toEqual([...a.matrix.subarray(r * 16, (r + 1) * 16)]);
+    // The whole matrix when asked for, then every row from it.
+    expect(Buffer.from(b.matrix.buffer, b.matrix.byteOffset, b.matrix.byteLength).equals(Buffer.from(a.matrix.buffer, a.matrix.byteOffset, a.matrix.byteLength))).toBe(true);
+    expect([...b.row!(399)]).toEqual([...a.matrix.subarray(399 * 16, 400 * 16)]);
+  });
+
+  it('reads an unstamped cache whole (and checks its CRC)', async () => {
+    const dir = join(root, `cache-${dirs++}`);
+    await openGloveTables({ cacheDir: dir, source: fixture.source });
+    const r = await openGloveTables({ cacheDir: dir, source: fixture.source, lazyPrefixRows: 100 });
+    expect(r.info.isBuilt).toBe(false);
+    expect(r.tables.row).toBeUndefined();
   });
 
   it('ignores a stamp that is not one (garbage, another file) and checks the whole file', async () => {

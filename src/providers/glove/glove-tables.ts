@@ -22,10 +22,21 @@ export interface GloveTables {
   /** Row `i` is `matrix[i*dims .. (i+1)*dims] * scales[i]`. */
   scales: Float32Array;
   matrix: Int8Array;
+  /**
+   * Row `r` of {@link matrix} (`dimensions` int8 values), when the tables serve rows without the whole matrix in
+   * memory (a cache opened lazily, glove-cache-file.ts: the frequent words' rows read at start, others on first use;
+   * reading `matrix` then loads it all). Absent: rows are views of `matrix`. See {@link matrixRow}.
+   */
+  row?(r: number): Int8Array;
   /** Mean of the {@link PCA_WORDS} most frequent word vectors. */
   mean: Float32Array;
   /** The top {@link STORED_COMPONENTS} principal directions of those vectors, centred: rows of `dimensions`. */
   components: Float32Array;
+}
+
+/** Row `r` of the tables' matrix: {@link GloveTables.row} when they have it, else a view of the matrix. */
+export function matrixRow(tables: GloveTables, r: number): Int8Array {
+  return tables.row ? tables.row(r) : tables.matrix.subarray(r * tables.dimensions, (r + 1) * tables.dimensions);
 }
 
 /**

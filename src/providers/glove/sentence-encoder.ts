@@ -1,5 +1,5 @@
 import { addOuterUpper, mirrorUpper, symmetricEigen } from './linear-algebra.js';
-import { PCA_WORDS, type GloveTables } from './glove-tables.js';
+import { matrixRow, PCA_WORDS, type GloveTables } from './glove-tables.js';
 import { addTokenNgrams } from './ngram-hash.js';
 import { tokenizeForEmbedding, type EmbeddingToken } from './tokenize.js';
 
@@ -80,13 +80,14 @@ export class SentenceEncoder {
 
   /** Mean norm of every 10th of the {@link PCA_WORDS} most frequent words, centred and projected like the word part. */
   private meanWordNorm(): number {
-    const { dimensions: dims, scales, matrix, mean, components } = this.tables;
+    const { dimensions: dims, scales, mean, components } = this.tables;
     const k = this.config.removeWordComponents;
     const v = new Float64Array(dims);
     let sum = 0;
     let n = 0;
     for (let r = 0; r < Math.min(PCA_WORDS, scales.length); r += 10) {
-      for (let d = 0; d < dims; d++) v[d] = matrix[r * dims + d]! * scales[r]! - (k > 0 ? mean[d]! : 0);
+      const row = matrixRow(this.tables, r);
+      for (let d = 0; d < dims; d++) v[d] = row[d]! * scales[r]! - (k > 0 ? mean[d]! : 0);
       for (let c = 0; c < k; c++) project(v, components.subarray(c * dims, (c + 1) * dims));
       sum += norm(v);
       n++;
@@ -129,12 +130,12 @@ export class SentenceEncoder {
     const acc = this.words;
     acc.fill(0);
     let total = 0;
-    const { vocabulary, matrix, scales } = this.tables;
+    const { vocabulary, scales } = this.tables;
     const add = (r: number): void => {
       const w = this.weight(r);
       const f = w * scales[r]!;
-      const base = r * dims;
-      for (let d = 0; d < dims; d++) acc[d] = acc[d]! + f * matrix[base + d]!;
+      const row = matrixRow(this.tables, r);
+      for (let d = 0; d < dims; d++) acc[d] = acc[d]! + f * row[d]!;
       total += w;
     };
     tokens.forEach((token, i) => {
