@@ -9,7 +9,7 @@ import { closeSync, existsSync, openSync, readFileSync, renameSync, writeFileSyn
 import { join } from 'node:path';
 import type { LocomoConversation } from '../src/eval/locomo-data.js';
 import { evaluateLocomo, type LocomoEvalOptions, type LocomoQuestionResult } from '../src/eval/locomo-eval.js';
-import { DATE_BOOST, EXPANSION_WEIGHT, FUSION_RULE, HYBRID_VECTOR_WEIGHT, SECOND_HOP_WEIGHT, SPEAKER_BOOST, type Retriever } from '../src/memory/recall.js';
+import { DATE_BOOST, CATEGORY_WEIGHT, EXPANSION_WEIGHT, FUSION_RULE, HYBRID_VECTOR_WEIGHT, SECOND_HOP_WEIGHT, SPEAKER_BOOST, type Retriever } from '../src/memory/recall.js';
 import type { FusionRule } from '../src/memory/fusion-rule.js';
 import { EXPANSION_MIN_SIMILARITY, EXPANSION_NEIGHBOURS } from '../src/memory/term-expansion.js';
 import { SECOND_HOP_SOURCES, SECOND_HOP_TERMS } from '../src/memory/second-hop.js';
@@ -95,6 +95,10 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
     value,
     setting: value === EXPANSION_WEIGHT ? hybrid('default') : hybrid(`term expansion ${value}`, { recallOptions: { expansionWeight: value } }),
   }));
+  const categories = [0, 0.2, 0.5].map((value) => ({
+    value,
+    setting: value === CATEGORY_WEIGHT ? hybrid('default') : hybrid(`category members ${value}`, { recallOptions: { categoryWeight: value } }),
+  }));
   // The fusion rule and its vector weight as one grid (fusion-rule.ts); value 0 is the default, weighted at 0.2.
   const fusionGrid: Array<{ label: string; fusion: FusionRule; vectorWeight: number }> = [
     { label: `${FUSION_RULE} ${HYBRID_VECTOR_WEIGHT}`, fusion: FUSION_RULE, vectorWeight: HYBRID_VECTOR_WEIGHT },
@@ -123,7 +127,7 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
     hybrid('before #13', before),
     fts('no turn context', { turnContextEvents: 0 }),
     fts('no second hop', { recallOptions: { secondHopWeight: 0 } }),
-    ...[...contextEvents, ...contextWeights, ...speakerBoosts, ...vectorWeights, ...secondHops, ...dateBoosts, ...expansions].map((g) => g.setting),
+    ...[...contextEvents, ...contextWeights, ...speakerBoosts, ...vectorWeights, ...secondHops, ...dateBoosts, ...expansions, ...categories].map((g) => g.setting),
     hybrid('second hop on every question', { recallOptions: { secondHopTrigger: 'always' } }),
     hybrid('vector feedback 0.3', { recallOptions: { vectorFeedbackWeight: 0.3 } }),
     hybrid('vector feedback 1', { recallOptions: { vectorFeedbackWeight: 1 } }),
@@ -143,6 +147,7 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
     fts('no MMR', { recallOptions: { useMmr: false } }),
     hybrid('second hop distinctive terms', { recallOptions: { secondHopTerms: 'distinctive' } }),
     fts('second hop distinctive terms', { recallOptions: { secondHopTerms: 'distinctive' } }),
+    fts('category members 0.5', { recallOptions: { categoryWeight: 0.5 } }),
   ];
   const unique = new Map(settings.map((s) => [key(s), s]));
   return {
@@ -156,6 +161,7 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
       { constant: 'DATE_BOOST (recall.ts)', defaultValue: DATE_BOOST, grid: dateBoosts },
       { constant: 'FUSION_RULE and vector weight (fusion-rule.ts)', defaultValue: 0, grid: fusions, labels: Object.fromEntries(fusions.map((f) => [f.value, f.label])) },
       { constant: 'EXPANSION_WEIGHT (recall.ts)', defaultValue: EXPANSION_WEIGHT, grid: expansions },
+      { constant: 'CATEGORY_WEIGHT (recall.ts)', defaultValue: CATEGORY_WEIGHT, grid: categories },
     ],
   };
 }

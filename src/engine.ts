@@ -48,6 +48,7 @@ import type { HierarchyView } from './view/hierarchy-view.js';
 import type { StoreLocation } from './store/open-store.js';
 import { openStore } from './store/open-store.js';
 import { LruCache } from './util/lru-cache.js';
+import { wordnetCategoryMembers } from './providers/wordnet/category-members.js';
 import type { CopyOptions, CopyReport } from './memory/store-copy.js';
 
 export interface OpenEngramOptions extends StoreLocation {
@@ -182,6 +183,7 @@ export class Engram {
         };
       },
       this.ingestor.redaction,
+      wordnetCategoryMembers(),
     );
   }
 

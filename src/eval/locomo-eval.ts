@@ -47,7 +47,7 @@ export interface LocomoEvalOptions {
   /** Ranking options given to every recall call (an ablation's or a cross-validation's settings). Default none. */
   recallOptions?: Pick<
     RecallOptions,
-    'vectorWeight' | 'contextWeight' | 'speakerBoost' | 'recencyWeight' | 'useMmr' | 'secondHopWeight' | 'secondHopTrigger' | 'vectorFeedbackWeight' | 'dateBoost' | 'relativeDates' | 'vectorShare' | 'rm3Weight' | 'expansionWeight' | 'fusion' | 'noveltyOn' | 'secondHopTerms'
+    'vectorWeight' | 'contextWeight' | 'speakerBoost' | 'recencyWeight' | 'useMmr' | 'secondHopWeight' | 'secondHopTrigger' | 'vectorFeedbackWeight' | 'dateBoost' | 'relativeDates' | 'vectorShare' | 'rm3Weight' | 'expansionWeight' | 'categoryWeight' | 'fusion' | 'noveltyOn' | 'secondHopTerms'
   >;
   /** Earlier turns each turn is indexed with (IngestOptions.turnContextEvents). Default the engine's. */
   turnContextEvents?: number;

@@ -21,6 +21,7 @@ import { eventMeetsDates } from './relative-dates.js';
 import { VECTOR_SHARE_RULES, vectorShare, type VectorShareRule } from './vector-share.js';
 import { rm3Terms } from './rm3-feedback.js';
 import { expandHits } from './term-expansion.js';
+import { categoryHits, type CategoryMembers } from './category-expansion.js';
 import { FUSION_RULES, fuseByRule, type FusionRule } from './fusion-rule.js';
 import type { ModifierFactor, ModifierFactors, ModifierOptions } from './task-modifier.js';
 import { MODIFIER_FACTORS, taskModifier } from './task-modifier.js';
@@ -124,6 +125,12 @@ export interface RecallOptions {
    * one): hybrid calls (a full-text call has no embedder). Default {@link EXPANSION_WEIGHT}; 0 switches it off.
    */
   expansionWeight?: number;
+  /**
+   * Weight of category-member expansion (category-expansion.ts: for a question asking about a category, "what
+   * instruments...", the category's members from the engine's lexicon, WordNet, searched with the question's terms
+   * and fused in), 0..1. Default {@link CATEGORY_WEIGHT}; 0 switches it off.
+   */
+  categoryWeight?: number;
   /** How hybrid fuses the full-text and vector rankings (fusion-rule.ts). Default {@link FUSION_RULE}. */
   fusion?: FusionRule;
   /**
@@ -180,6 +187,11 @@ export const RM3_WEIGHT = 0;
  * "Query-term expansion").
  */
 export const EXPANSION_WEIGHT = 0;
+/**
+ * Default of {@link RecallOptions.categoryWeight}: off. Measured on the development split (docs/recall.md,
+ * "Category-member expansion").
+ */
+export const CATEGORY_WEIGHT = 0;
 /**
  * Default of {@link RecallOptions.vectorShare}: the same weight for every question. Neither rule of vector-share.ts
  * kept hybrid at or above full-text at every k on the development split (bench/results/locomo.md, "vector share"
@@ -305,6 +317,7 @@ const DEFAULTS = {
   vectorShare: VECTOR_SHARE_RULE as VectorShareRule,
   rm3Weight: RM3_WEIGHT,
   expansionWeight: EXPANSION_WEIGHT,
+  categoryWeight: CATEGORY_WEIGHT,
   fusion: FUSION_RULE as FusionRule,
   noveltyOn: NOVELTY_ON as NoveltySource,
   secondHopTerms: SECOND_HOP_TERM_RANKING as SecondHopTermRanking,
@@ -356,6 +369,8 @@ export class Recaller {
     private readonly vectorSource?: VectorSource,
     /** Redacts credentials in a query and its options before they are logged (the ingestor's policy). */
     private readonly logRedaction?: Pick<RedactionPolicy, 'redactText' | 'redactValue'>,
+    /** The lexicon of category members (category-expansion.ts); without it `categoryWeight` does nothing. */
+    private readonly categoryMembers?: CategoryMembers,
   ) {}
 
   async recall(query: string, options: RecallOptions = {}): Promise<RecallResult> {
@@ -451,6 +466,10 @@ export class Recaller {
       const similarTerms = embedder.similarTerms.bind(embedder);
       const search = { filter, limit: candidateLimit, weight: o.expansionWeight, ...(o.contextWeight !== undefined ? { contextWeight: o.contextWeight } : {}) };
       hits = await expandHits(this.store, query, parsed, hits, similarTerms, search);
+    }
+    if (o.categoryWeight > 0 && this.categoryMembers && retriever !== 'vector' && !hasIdentifiers && parsed.terms.length > 0) {
+      const search = { filter, limit: candidateLimit, weight: o.categoryWeight, ...(o.contextWeight !== undefined ? { contextWeight: o.contextWeight } : {}) };
+      hits = await categoryHits(this.store, query, parsed, hits, this.categoryMembers, search);
     }
     // A fixed vector depth, so an event's normalised similarity does not depend on k (bench/results/locomo.md:
     // depth max(40, 4k) cost 1.3 recall@10 and 3.6 @5 against depth 100).
@@ -950,6 +969,7 @@ function validateOptions(query: string, o: ResolvedOptions): void {
   if (!(o.vectorFeedbackWeight >= 0 && o.vectorFeedbackWeight <= 1)) bad('vectorFeedbackWeight', 'must be between 0 and 1');
   if (!(o.rm3Weight >= 0 && o.rm3Weight <= 1)) bad('rm3Weight', 'must be between 0 and 1');
   if (!(o.expansionWeight >= 0 && o.expansionWeight <= 1)) bad('expansionWeight', 'must be between 0 and 1');
+  if (!(o.categoryWeight >= 0 && o.categoryWeight <= 1)) bad('categoryWeight', 'must be between 0 and 1');
   if (!(SECOND_HOP_TERM_RANKINGS as readonly string[]).includes(o.secondHopTerms)) {
     bad('secondHopTerms', `unknown ranking "${String(o.secondHopTerms)}"; expected one of ${SECOND_HOP_TERM_RANKINGS.join(', ')}`);
   }
