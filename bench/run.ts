@@ -42,6 +42,7 @@ const USAGE = `usage:
   npm run bench -- granular [--seed 42] [--quick]
   npm run bench -- artifact-lifecycle [--backends sqlite,postgres] [--quick]
   npm run bench -- term-expansion [--data FILE]
+  npm run bench -- category-members [--data FILE]
   npm run bench -- needle [--quick] [--seed 1,2] [--window 32000] [--cycles 1,3,5] [--json] [--out DIR] [--replay FILE [--format F] [--session S]] [--consolidate]`;
 
 const [name, ...rest] = process.argv.slice(2);
@@ -243,6 +244,9 @@ switch (name) {
   }
   case 'term-expansion':
     await (await import('./term-expansion.js')).runTermExpansionBench({ data: resolve(values.data) });
+    break;
+  case 'category-members':
+    await (await import('./category-members.js')).runCategoryMembersBench({ data: resolve(values.data) });
     break;
   case 'needle':
     await (await import('./needle.js')).runNeedleCli(rest);
