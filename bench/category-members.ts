@@ -1,6 +1,6 @@
 /**
  * What category-member expansion's lexicon costs (issue #13, src/memory/category-expansion.ts with WordNet,
- * src/providers/wordnet/category-members.ts): the first call of a fresh provider (reads index.noun), a question's
+ * src/providers/wordnet/category-members.ts): the first call of a fresh provider (reads index.noun and index.sense), a question's
  * members the first time it is asked (binary searches in index.noun, data.noun lines read at their offsets), the
  * same question again (cached), and how many questions of the LoCoMo development split name a category and how many
  * words they add. The recall call's latency with the expansion on is in the `bench locomo --ablation` report (query
@@ -85,12 +85,12 @@ work, so these are figures **under load**.
 
 Data: the questions of the LoCoMo development split (${conversations.map((c) => c.sampleId).join(', ')}; ${questions.length} questions).
 For each question the category phrases are found (src/memory/category-expansion.ts) and their WordNet members
-(hyponyms and instance hyponyms, ${WORDNET_MEMBER_DEPTH} levels) taken, at most ${CATEGORY_MAX_TERMS} words per question. The recall
+(hyponyms and instance hyponyms, ${WORDNET_MEMBER_DEPTH} levels, most used first by their count in WordNet's sense-tagged corpus) taken, at most ${CATEGORY_MAX_TERMS} words per question. The recall
 call's own latency with the expansion on is in bench/results/locomo.md (query p50/p95 of the "category members" rows).
 
 | what | p50 ms | p95 ms | max ms | mean ms | n |
 | --- | ---: | ---: | ---: | ---: | ---: |
-| first call of a fresh provider (reads index.noun, 4.8 MB) | ${f(firstCallMs)} | | | | 1 |
+| first call of a fresh provider ("instruments": reads index.noun, 4.8 MB, and index.sense, 7.3 MB) | ${f(firstCallMs)} | | | | 1 |
 | a question's members, first time asked | ${f(result.uncachedMs.p50)} | ${f(result.uncachedMs.p95)} | ${f(result.uncachedMs.max)} | ${f(result.uncachedMs.mean)} | ${questions.length} |
 | the same question again (cached per phrase) | ${f(result.cachedMs.p50)} | ${f(result.cachedMs.p95)} | ${f(result.cachedMs.max)} | ${f(result.cachedMs.mean)} | ${questions.length} |
 

@@ -333,9 +333,9 @@ export function renderTechniques(
     })
     .join('\n');
   const multiHopSettings = [
-    ...settings.filter((s) => s.retriever === 'fts' && /^(default|second hop distinctive)/.test(s.name)),
+    ...settings.filter((s) => s.retriever === 'fts' && /^(default|second hop distinctive|category members)/.test(s.name)),
     ...combined,
-    ...settings.filter((s) => s.retriever === 'hybrid' && /^(second hop|term expansion)/.test(s.name) && !combined.includes(s)),
+    ...settings.filter((s) => s.retriever === 'hybrid' && /^(second hop|term expansion|category members)/.test(s.name) && !combined.includes(s)),
   ];
   const multiHop = multiHopSettings
     .map((s) => {

@@ -18,7 +18,7 @@ import { capitalisedWords } from './term-expansion.js';
  */
 
 /**
- * The lexicon seam: members of the category a phrase names (head noun last), most general first, at most `max`.
+ * The lexicon seam: members of the category a phrase names (head noun last), most used first, at most `max`.
  * Core code sees only this function; the engine passes WordNet's.
  */
 export type CategoryMembers = (phrase: readonly string[], max: number) => Promise<string[]>;

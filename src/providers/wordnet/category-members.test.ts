@@ -32,6 +32,16 @@ describe('WordNet category members', () => {
     expect(instruments.every((w) => !w.includes('_') && w === w.toLowerCase())).toBe(true);
   });
 
+  it('puts the members people use most first, by their sense’s count in WordNet’s sense-tagged corpus', () => {
+    expect(nouns.tagCount('camping', 1057089)).toBe(13);
+    expect(nouns.tagCount('camping', 1)).toBe(0);
+    expect(nouns.tagCount('qzxwvkj', 1057089)).toBe(0);
+    // Of 70-odd European countries, the first few are the familiar ones, not Liechtenstein or the Balkans.
+    const first = nouns.members(['european', 'countries'], 6);
+    expect(first).toEqual(expect.arrayContaining(['germany', 'france', 'italy']));
+    expect(first).not.toContain('liechtenstein');
+  });
+
   it('caps the list, returns nothing for a word WordNet lacks, and caches per phrase', async () => {
     expect(nouns.members(['activities'], 7)).toHaveLength(7);
     expect(nouns.members(['qzxwvkj'], 10)).toEqual([]);

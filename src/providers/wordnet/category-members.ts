@@ -10,7 +10,10 @@ import { dirname, join } from 'node:path';
  *
  * Nothing is parsed up front: the first call reads index.noun (4.8 MB, sorted by lemma) into memory and looks lemmas
  * up by binary search; data.noun (15 MB) is never read whole: a synset's line is read at its byte offset, which is
- * how WordNet addresses synsets. Results are cached per phrase.
+ * how WordNet addresses synsets. Members are ordered by how often their sense was tagged in WordNet's sense-tagged
+ * corpus (index.sense, 7.3 MB, read on the first ordering): a category has hundreds of members two levels down
+ * ("activity": over 1,000), and the ones people say ("work", "game", "recreation"; "Germany", "France" before
+ * "Liechtenstein") are the ones a conversation holds. Results are cached per phrase.
  */
 
 /** Hyponym levels followed below each sense of the category noun. */
@@ -33,8 +36,8 @@ const NOUN_SUFFIXES: ReadonlyArray<readonly [string, string]> = [
 export interface CategoryMembersProvider {
   /**
    * Members of the category that `phrase` names (its head noun last, e.g. ["european", "countries"]; a two-word
-   * phrase WordNet knows as one noun, "european_country", is used whole, else the head alone), breadth first: each
-   * sense's direct hyponyms in turn, then the next level. Single-word lemmas only, lower-case, without the
+   * phrase WordNet knows as one noun, "european_country", is used whole, else the head alone), two hyponym levels
+   * down, most used first (sense-tagged count; ties breadth first). Single-word lemmas only, lower-case, without the
    * category's own words; at most `max`. Empty when the head is not a WordNet noun.
    */
   categoryMembers(phrase: readonly string[], max: number): Promise<string[]>;
@@ -67,10 +70,11 @@ export function createWordNetCategoryMembers(dictDir?: string): CategoryMembersP
 export class WordNetNouns {
   private readonly index: Buffer;
   private readonly dataPath: string;
+  private senseIndex: Buffer | undefined;
   private fd: number | undefined;
   private chunk = Buffer.alloc(8192);
 
-  constructor(dictDir: string) {
+  constructor(private readonly dictDir: string) {
     this.index = readFileSync(join(dictDir, 'index.noun'));
     this.dataPath = join(dictDir, 'data.noun');
   }
@@ -107,14 +111,15 @@ export class WordNetNouns {
       if (this.indexLine(compound) !== undefined) lemma = compound;
     }
     const own = new Set([...words, head, ...lemma.split('_')]);
-    const out: string[] = [];
+    // Every single-word member two levels down (breadth first, each sense's children in turn), then the ones people
+    // use most: by their sense's count in WordNet's sense-tagged corpus (index.sense), ties in breadth-first order.
+    const found: Array<{ word: string; count: number; order: number }> = [];
     const seenWords = new Set<string>();
     const seenSynsets = new Set<number>();
     let level = this.senses(lemma);
     for (const o of level) seenSynsets.add(o);
     let read = 0;
     for (let depth = 1; depth <= WORDNET_MEMBER_DEPTH && level.length > 0; depth++) {
-      // Each sense's children in turn (round robin), so one broad sense does not fill the list alone.
       const children = level.map((o) => (read++ < MAX_SYNSETS_READ ? this.synset(o).hyponyms : []));
       const next: number[] = [];
       for (let i = 0; children.some((c) => i < c.length); i++) {
@@ -125,16 +130,34 @@ export class WordNetNouns {
           next.push(o);
           read++;
           for (const w of this.synset(o).words) {
-            if (out.length >= max) return out;
             if (w.includes('_') || !/^[a-z][a-z'-]+$/.test(w) || own.has(w) || seenWords.has(w)) continue;
             seenWords.add(w);
-            out.push(w);
+            found.push({ word: w, count: this.tagCount(w, o), order: found.length });
           }
         }
       }
       level = next;
     }
-    return out;
+    return found
+      .sort((a, b) => b.count - a.count || a.order - b.order)
+      .slice(0, max)
+      .map((f) => f.word);
+  }
+
+  /** How often a lemma's noun sense (its synset's offset) was tagged in WordNet's sense-tagged corpus (index.sense); 0 when never. */
+  tagCount(lemma: string, offset: number): number {
+    this.senseIndex ??= readFileSync(join(this.dictDir, 'index.sense'));
+    const buf = this.senseIndex;
+    const prefix = Buffer.from(`${lemma}%1:`, 'latin1');
+    let start = lowerBound(buf, prefix);
+    while (start < buf.length && buf.subarray(start, start + prefix.length).equals(prefix)) {
+      let end = buf.indexOf(10, start);
+      if (end < 0) end = buf.length;
+      const f = buf.toString('latin1', start, end).trimEnd().split(' ');
+      if (Number(f[1]) === offset) return Number(f[3]) || 0;
+      start = end + 1;
+    }
+    return 0;
   }
 
   /** A data.noun line's words (lower-case) and hyponym + instance-hyponym offsets. */
@@ -197,4 +220,19 @@ let shared: CategoryMembersProvider | undefined;
  */
 export function wordnetCategoryMembers(): (phrase: readonly string[], max: number) => Promise<string[]> {
   return (phrase, max) => (shared ??= createWordNetCategoryMembers()).categoryMembers(phrase, max);
+}
+
+/** The start of the first line of a sorted file that is not below `target` (byte order); the buffer's length when none. */
+function lowerBound(buf: Buffer, target: Buffer): number {
+  let lo = 0;
+  let hi = buf.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const start = mid === 0 ? 0 : buf.lastIndexOf(10, mid - 1) + 1;
+    let end = buf.indexOf(10, start);
+    if (end < 0) end = buf.length;
+    if (Buffer.compare(buf.subarray(start, Math.min(end, start + target.length)), target) < 0) lo = end + 1;
+    else hi = start;
+  }
+  return lo;
 }
