@@ -69,10 +69,10 @@ function previousReport(): { sections: Partial<Record<'sweep' | 'latency' | 'abl
     const to = end === undefined ? md.length : md.indexOf(end, from);
     const body = md.slice(from, to < 0 ? md.length : to).trimEnd();
     if (body.includes('Not run (`--parts`)')) return undefined;
+    // A section kept twice keeps the note of the run that measured it.
+    if (/^_Kept from the run of /m.test(body)) return body;
     const [heading, ...rest] = body.split('\n');
-    // A section kept twice keeps its first note only.
-    const text = rest.join('\n').replace(/^\n_Kept from the run of [^\n]*_\n/, '\n');
-    return `${heading}\n\n${note}\n${text}`;
+    return `${heading}\n\n${note}\n${rest.join('\n')}`;
   };
   let json: Record<string, unknown> = {};
   try {

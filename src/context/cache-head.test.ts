@@ -7,6 +7,7 @@ import { compact } from './compactor.js';
 import type { CompactionDone, CompactionResult } from './compactor.js';
 import { toHistoryItem } from './context-engine.js';
 import { markerHistoryItem } from './inline-markers.js';
+import { createMarker, toMarkerItem } from './markers.js';
 import { eventItem, itemsOfKinds, makeEvent } from './test-support.js';
 
 const tokenizer = createGptTokenizer();
@@ -91,4 +92,25 @@ describe('compaction with a stable head', () => {
       cache = r.items;
     }
   });
+
+  it('neither merges nor counts the markers inside the head, and never ends the head on a marker', () => {
+    const marker = (from: number, to: number): CacheItem =>
+      toMarkerItem(
+        createMarker(
+          { fromTurn: from, toTurn: to, sessionId: makeEvent(from, 'user', '').sessionId, level: 0, eventCount: to - from + 1, firstTs: makeEvent(from, 'user', '').ts, lastTs: makeEvent(to, 'user', '').ts, topics: [{ text: `t${from}`, weight: 1 }] },
+          tokenizer,
+        ),
+        tokenizer,
+      );
+    const cache: CacheItem[] = [marker(1, 5), marker(6, 9), ...itemsOfKinds(['user', 'tool_result', 'assistant', 'tool_result', 'user', 'tool_result', 'assistant', 'user'], 200, 10)];
+    // A head of the two markers alone would end on a marker: it takes the next event too, and the result after it.
+    expect(cacheHeadLength(cache, { prefixTokens: 990, maxHeadTokens: 1_000 })).toBe(4);
+    const result = done(compact(cache, { highWaterTokens: 1_500, lowWaterTokens: 1_000, keepLastTurns: 2, maxMarkers: 1, keepHeadItems: 4 }, tokenizer));
+    expect(result.keptHeadItems).toBe(4);
+    expect(result.items.slice(0, 4)).toEqual(cache.slice(0, 4));
+    // Two markers in the head and one after it: within maxMarkers = 1, since the head's do not count.
+    expect(result.markerCount).toBe(3);
+    expect(result.isOverMaxMarkers).toBe(false);
+  });
 });
+

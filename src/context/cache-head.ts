@@ -32,11 +32,17 @@ export interface CacheHeadOptions {
   readonly minCacheableTokens?: number;
   /** The head holds at most this many tokens of the cache; longer, and there is none. */
   readonly maxHeadTokens: number;
+  /**
+   * Tokens an item takes at least in any rendering of the prompt (its text alone, without the history labels and
+   * separators its `tokens` charge): what counts toward the minimum, so the prefix a prompt cache sees reaches it.
+   * Default `item.tokens`.
+   */
+  readonly cachedTokensOf?: (item: CacheItem) => number;
 }
 
 /**
  * How many leading items of `items` form the stable head, 0 for none. The head is the shortest run of items from
- * the start whose tokens, added to `prefixTokens`, reach `minCacheableTokens`, extended so that it never ends
+ * the start whose tokens (`cachedTokensOf`), added to `prefixTokens`, reach `minCacheableTokens`, extended so that it never ends
  * between a tool call and its result (the formatters pair them, and a result pulled out of the head would
  * change the head's rendering). None when the prefix alone reaches the minimum (it is already cacheable), when
  * the whole cache does not reach it, or when the head would exceed `maxHeadTokens`. Deterministic: the same
@@ -48,9 +54,11 @@ export function cacheHeadLength(items: readonly CacheItem[], options: CacheHeadO
   const need = minTokens - options.prefixTokens;
   const open = new Set<string>();
   let tokens = 0;
+  let cached = 0;
   for (let i = 0; i < items.length; i++) {
     const item = items[i]!;
     tokens += item.tokens;
+    cached += options.cachedTokensOf ? options.cachedTokensOf(item) : item.tokens;
     if (tokens > options.maxHeadTokens) return 0;
     if (item.type === 'event' && item.event.toolCallId !== undefined) {
       if (item.event.kind === 'tool_call') open.add(item.event.toolCallId);
@@ -58,7 +66,8 @@ export function cacheHeadLength(items: readonly CacheItem[], options: CacheHeadO
     }
     const next = items[i + 1];
     const nextIsResult = next?.type === 'event' && next.event.kind === 'tool_result';
-    if (tokens >= need && open.size === 0 && !nextIsResult) return i + 1;
+    // Ending on an event: a marker at the end would be adjacent to the next compaction's first new marker.
+    if (cached >= need && open.size === 0 && !nextIsResult && item.type === 'event') return i + 1;
   }
   return 0;
 }

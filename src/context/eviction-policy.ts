@@ -228,7 +228,7 @@ export function planEviction(items: readonly CacheItem[], options: CompactionOpt
   }
 
   keepRunsSmallerThanTheirMarker(items, tokens, isVictim, M);
-  const coalescedCount = coalesceMarkerGroups(items, tokens, weights, isVictim, opts.maxMarkers);
+  const coalescedCount = coalesceMarkerGroups(items, tokens, weights, isVictim, opts.maxMarkers, opts.keepHeadItems);
 
   const victimIndexes: number[] = [];
   let kept = 0;
@@ -296,14 +296,16 @@ function coalesceMarkerGroups(
   weights: Float64Array,
   isVictim: Uint8Array,
   maxMarkers: number,
+  headItems: number,
 ): number {
-  const inGroup = (i: number): boolean => isVictim[i] === 1 || items[i]?.type === 'marker';
+  // Markers in the stable head stay as they are and do not count (see `mergeAdjacentMarkers`' `fromIndex`).
+  const inGroup = (i: number): boolean => i >= headItems && (isVictim[i] === 1 || items[i]?.type === 'marker');
   const gaps: { start: number; end: number; cost: number }[] = [];
   let groups = 0;
   let lastGroupEnd = -1;
-  for (let i = 0; i < items.length; i++) {
+  for (let i = headItems; i < items.length; i++) {
     if (!inGroup(i)) continue;
-    if (i === 0 || !inGroup(i - 1)) {
+    if (i === headItems || !inGroup(i - 1)) {
       groups += 1;
       if (lastGroupEnd >= 0) {
         let cost = 0;

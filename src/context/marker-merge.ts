@@ -18,8 +18,9 @@ export interface MarkerMergeOptions {
   /** K_max; default 8 (`DEFAULT_MAX_MARKERS`). An integer >= 1. */
   maxMarkers?: number;
   /**
-   * Merge pairs at or after this position first (the stable head, `cache-head.ts`, ends here); a pair before it
-   * merges only when no later pair can. Default 0.
+   * Items before this position (the stable head, `cache-head.ts`) are left as they are: their markers are part of
+   * the prompt a cache reads, so they neither merge nor count toward `maxMarkers` (the head is bounded, so the
+   * window's markers still are). Default 0.
    */
   fromIndex?: number;
 }
@@ -100,12 +101,12 @@ export function mergeAdjacentMarkers(
     throw new EngramError('INVALID_INPUT', 'maxMarkers must be an integer >= 1', { field: 'maxMarkers' });
   }
   const out = [...items];
-  let markerCount = out.filter((item) => item.type === 'marker').length;
-  let mergeCount = 0;
   const fromIndex = options.fromIndex ?? 0;
+  const inHead = out.slice(0, fromIndex).filter((item) => item.type === 'marker').length;
+  let markerCount = out.filter((item) => item.type === 'marker').length - inHead;
+  let mergeCount = 0;
   while (markerCount > maxMarkers) {
-    const later = fromIndex > 0 ? pairToMerge(out, fromIndex) : -1;
-    const at = later >= 0 ? later : pairToMerge(out);
+    const at = pairToMerge(out, fromIndex);
     const a = out[at];
     const b = out[at + 1];
     if (a?.type !== 'marker' || b?.type !== 'marker') break;
@@ -113,7 +114,7 @@ export function mergeAdjacentMarkers(
     markerCount -= 1;
     mergeCount += 1;
   }
-  return { items: out, mergeCount, markerCount, isOverMaxMarkers: markerCount > maxMarkers };
+  return { items: out, mergeCount, markerCount: markerCount + inHead, isOverMaxMarkers: markerCount > maxMarkers };
 }
 
 /**
