@@ -1,7 +1,7 @@
 import { stemmer } from 'stemmer';
-import type { EventFilter, SearchTerm, StorageBackend, TextHit } from '../store/backend.js';
+import type { SearchTerm, StorageBackend, TextHit } from '../store/backend.js';
 import { MAX_QUERY_TERMS, STOP_WORDS, type ParsedQuery } from './query-terms.js';
-import { fuseSecondHop } from './second-hop.js';
+import { searchWithAddedTerms, type AddedTermsSearch } from './second-hop.js';
 import { capitalisedWords } from './term-expansion.js';
 
 /**
@@ -91,16 +91,7 @@ export async function categoryHits(
   parsed: ParsedQuery,
   first: TextHit[],
   members: CategoryMembers,
-  search: { filter: EventFilter; limit: number; weight: number; contextWeight?: number },
+  search: AddedTermsSearch,
 ): Promise<TextHit[]> {
-  const added = await categoryTerms(query, parsed.terms, members);
-  if (added.length === 0) return first;
-  const terms = [...parsed.terms, ...added.map((text) => ({ text }))].slice(0, MAX_QUERY_TERMS);
-  const second = await store.searchText({
-    terms,
-    filter: search.filter,
-    limit: search.limit,
-    ...(search.contextWeight !== undefined ? { contextWeight: search.contextWeight } : {}),
-  });
-  return fuseSecondHop(first, second, search.weight);
+  return searchWithAddedTerms(store, parsed.terms, await categoryTerms(query, parsed.terms, members), first, search);
 }

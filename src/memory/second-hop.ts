@@ -1,5 +1,5 @@
-import type { SearchTerm, TextHit } from '../store/backend.js';
-import { STOP_WORDS } from './query-terms.js';
+import type { EventFilter, SearchTerm, StorageBackend, TextHit } from '../store/backend.js';
+import { MAX_QUERY_TERMS, STOP_WORDS } from './query-terms.js';
 
 /**
  * Iterative second-hop retrieval (issue #13). A multi-hop question ("what activities does Melanie partake in?")
@@ -111,4 +111,34 @@ export function looksMultiHop(query: string): boolean {
   if (/\b\w+\s+and\s+\w+/.test(lower)) return true;
   const names = query.slice(1).match(/\b\p{Lu}\p{Ll}+/gu) ?? [];
   return new Set(names).size >= 2;
+}
+
+/** How {@link searchWithAddedTerms} searches: recall's filter and depth, the added list's weight in the fusion. */
+export interface AddedTermsSearch {
+  filter: EventFilter;
+  limit: number;
+  weight: number;
+  contextWeight?: number;
+}
+
+/**
+ * The first list with a second search fused in (term-expansion.ts, category-expansion.ts): the query's own terms
+ * plus `added` words, searched again and fused into `first` at `search.weight` ({@link fuseSecondHop}). The first list
+ * unchanged when nothing is added.
+ */
+export async function searchWithAddedTerms(
+  store: Pick<StorageBackend, 'searchText'>,
+  terms: readonly SearchTerm[],
+  added: readonly string[],
+  first: TextHit[],
+  search: AddedTermsSearch,
+): Promise<TextHit[]> {
+  if (added.length === 0) return first;
+  const second = await store.searchText({
+    terms: [...terms, ...added.map((text) => ({ text }))].slice(0, MAX_QUERY_TERMS),
+    filter: search.filter,
+    limit: search.limit,
+    ...(search.contextWeight !== undefined ? { contextWeight: search.contextWeight } : {}),
+  });
+  return fuseSecondHop(first, second, search.weight);
 }

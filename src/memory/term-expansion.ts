@@ -1,8 +1,8 @@
 import { stemmer } from 'stemmer';
 import type { Embedder } from '../providers/embedder.js';
-import type { EventFilter, SearchTerm, StorageBackend, TextHit } from '../store/backend.js';
-import { MAX_QUERY_TERMS, STOP_WORDS, type ParsedQuery } from './query-terms.js';
-import { fuseSecondHop } from './second-hop.js';
+import type { SearchTerm, StorageBackend, TextHit } from '../store/backend.js';
+import { STOP_WORDS, type ParsedQuery } from './query-terms.js';
+import { searchWithAddedTerms, type AddedTermsSearch } from './second-hop.js';
 
 /**
  * Query-term expansion with the embedder's word vectors (issue #13): a question's content words are widened with
@@ -94,16 +94,7 @@ export async function expandHits(
   parsed: ParsedQuery,
   first: TextHit[],
   similarTerms: NonNullable<Embedder['similarTerms']>,
-  search: { filter: EventFilter; limit: number; weight: number; contextWeight?: number },
+  search: AddedTermsSearch,
 ): Promise<TextHit[]> {
-  const added = await expansionTerms(query, parsed.terms, parsed.identifiers, similarTerms);
-  if (added.length === 0) return first;
-  const terms = [...parsed.terms, ...added.map((text) => ({ text }))].slice(0, MAX_QUERY_TERMS);
-  const second = await store.searchText({
-    terms,
-    filter: search.filter,
-    limit: search.limit,
-    ...(search.contextWeight !== undefined ? { contextWeight: search.contextWeight } : {}),
-  });
-  return fuseSecondHop(first, second, search.weight);
+  return searchWithAddedTerms(store, parsed.terms, await expansionTerms(query, parsed.terms, parsed.identifiers, similarTerms), first, search);
 }
