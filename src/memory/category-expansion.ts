@@ -1,8 +1,7 @@
-import { stemmer } from 'stemmer';
 import type { SearchTerm, StorageBackend, TextHit } from '../store/backend.js';
 import { MAX_QUERY_TERMS, STOP_WORDS, type ParsedQuery } from './query-terms.js';
 import { searchWithAddedTerms, type AddedTermsSearch } from './second-hop.js';
-import { capitalisedWords } from './term-expansion.js';
+import { addNewWords, capitalisedWords, stemsOf } from './term-expansion.js';
 
 /**
  * Category-member expansion (issue #13): a question that asks about a category ("what activities...", "which
@@ -60,22 +59,13 @@ export function categoryPhrases(query: string): string[][] {
 export async function categoryTerms(query: string, terms: readonly SearchTerm[], members: CategoryMembers, max = CATEGORY_MAX_TERMS): Promise<string[]> {
   const room = Math.min(max, MAX_QUERY_TERMS - terms.length);
   if (room <= 0) return [];
-  const stems = new Set(terms.flatMap((t) => t.text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean).map((w) => stemmer(w))));
+  const stems = stemsOf(terms);
   const phrases = categoryPhrases(query);
   const added: string[] = [];
   for (const phrase of phrases) {
     // Each phrase gets an even share of the room, so a second category is not crowded out by the first.
     const share = Math.ceil(room / phrases.length);
-    let taken = 0;
-    for (const word of await members(phrase, share * 2)) {
-      if (taken >= share || added.length >= room) break;
-      if (!PLAIN_WORD.test(word) || STOP_WORDS.has(word)) continue;
-      const stem = stemmer(word);
-      if (stems.has(stem)) continue;
-      stems.add(stem);
-      added.push(word);
-      taken++;
-    }
+    addNewWords(await members(phrase, share * 2), { stems, added, take: share, max: room, plain: PLAIN_WORD });
   }
   return added;
 }

@@ -62,25 +62,43 @@ export async function expansionTerms(
   const max = options.max ?? EXPANSION_MAX_TERMS;
   const names = capitalisedWords(query);
   const ids = new Set(identifiers.map((s) => s.toLowerCase()));
-  const stems = new Set(terms.flatMap((t) => t.text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean).map((w) => stemmer(w))));
+  const stems = stemsOf(terms);
   const content = terms.filter((t) => !t.isPrefix && PLAIN_WORD.test(t.text) && !STOP_WORDS.has(t.text) && !names.has(t.text) && !ids.has(t.text));
   const added: string[] = [];
   for (const t of content) {
     if (added.length >= max) break;
-    let taken = 0;
-    for (const n of await similarTerms(t.text, perTerm * 2)) {
-      if (taken >= perTerm || added.length >= max) break;
-      if (n.similarity < minSimilarity) break;
-      const word = n.term.toLowerCase();
-      if (!PLAIN_WORD.test(word) || STOP_WORDS.has(word)) continue;
-      const stem = stemmer(word);
-      if (stems.has(stem)) continue;
-      stems.add(stem);
-      added.push(word);
-      taken++;
-    }
+    const neighbours = await similarTerms(t.text, perTerm * 2);
+    // Nearest first: the words before the first one under the threshold.
+    const close = neighbours.findIndex((n) => n.similarity < minSimilarity);
+    addNewWords(
+      (close < 0 ? neighbours : neighbours.slice(0, close)).map((n) => n.term.toLowerCase()),
+      { stems, added, take: perTerm, max, plain: PLAIN_WORD },
+    );
   }
   return added;
+}
+
+/** The stems of every word of the query's terms: an added word stemming like one of them adds nothing. */
+export function stemsOf(terms: readonly SearchTerm[]): Set<string> {
+  return new Set(terms.flatMap((t) => t.text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean).map((w) => stemmer(w))));
+}
+
+/**
+ * Appends to `into.added` up to `into.take` of `words`, in order, keeping plain words (`into.plain`) that are not stop
+ * words and do not stem like a word already there (`into.stems`, updated), and stopping when `into.added` holds
+ * `into.max`.
+ */
+export function addNewWords(words: readonly string[], into: { stems: Set<string>; added: string[]; take: number; max: number; plain: RegExp }): void {
+  let taken = 0;
+  for (const word of words) {
+    if (taken >= into.take || into.added.length >= into.max) return;
+    if (!into.plain.test(word) || STOP_WORDS.has(word)) continue;
+    const stem = stemmer(word);
+    if (into.stems.has(stem)) continue;
+    into.stems.add(stem);
+    into.added.push(word);
+    taken++;
+  }
 }
 
 /**

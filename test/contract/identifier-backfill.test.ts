@@ -71,6 +71,16 @@ describe('identifier index backfill (SQLite)', () => {
     return { path, expected: expected.sort() };
   }
 
+  /** As an older version left a complete index: every event's rows written at append, no watermark. */
+  async function completeWithoutWatermark(path: string): Promise<void> {
+    const m = await openEngram({ backend: SqliteBackend.open(path) });
+    await m.maintainTextIndex();
+    await m.close();
+    const db = new Database(path);
+    db.exec("DELETE FROM text_index_state WHERE name = 'identifier_fts_watermark'; UPDATE text_index_state SET value = 'complete' WHERE name = 'identifier_fts'");
+    db.close();
+  }
+
   const search = async (store: StorageBackend, boundAbove: number): Promise<string[]> =>
     (await store.searchText({ terms: parseQuery(IDENTIFIER).terms, limit: 40, boundAbove })).map((h) => h.eventId).sort();
 
@@ -131,13 +141,7 @@ describe('identifier index backfill (SQLite)', () => {
 
   it('a store whose index was complete before the watermark existed: its events count as indexed, later appends as the tail', async () => {
     const { path, expected } = await upgradedStore(600);
-    // As an older version left a complete index: every event's rows written at append, no watermark.
-    const m = await openEngram({ backend: SqliteBackend.open(path) });
-    await m.maintainTextIndex();
-    await m.close();
-    const db = new Database(path);
-    db.exec("DELETE FROM text_index_state WHERE name = 'identifier_fts_watermark'; UPDATE text_index_state SET value = 'complete' WHERE name = 'identifier_fts'");
-    db.close();
+    await completeWithoutWatermark(path);
     mem = await openEngram({ backend: SqliteBackend.open(path) });
     expect(await mem.store.identifierIndexStatus()).toEqual({ state: 'complete', cursor: '600', backlog: 0 });
     const [fresh] = await mem.append('s9', [{ kind: 'tool_result', toolName: 'bash', content: `again at (${IDENTIFIER}:1)` }]);
@@ -149,12 +153,7 @@ describe('identifier index backfill (SQLite)', () => {
 
   it('a first append that rolls back does not leave later appends counted as indexed', async () => {
     const { path, expected } = await upgradedStore(600);
-    const m = await openEngram({ backend: SqliteBackend.open(path) });
-    await m.maintainTextIndex();
-    await m.close();
-    const db = new Database(path);
-    db.exec("DELETE FROM text_index_state WHERE name = 'identifier_fts_watermark'; UPDATE text_index_state SET value = 'complete' WHERE name = 'identifier_fts'");
-    db.close();
+    await completeWithoutWatermark(path);
     const backend = SqliteBackend.open(path);
     mem = await openEngram({ backend });
     // The first append fails inside its transaction, after the watermark was written (a value of the wrong type).
