@@ -8,7 +8,7 @@ import type { TaskState } from '../model/task-state.js';
 import { taskStateSchema } from '../model/task-state.js';
 import type { Tokenizer } from '../providers/tokenizer.js';
 import type { Embedder } from '../providers/embedder.js';
-import type { EventFilter, RecallLogInput, StorageBackend, TextHit } from '../store/backend.js';
+import type { EventFilter, RecallLogInput, StorageBackend, TextHit, VectorHit } from '../store/backend.js';
 import { cutExcerpt } from './excerpt.js';
 import type { RedactionPolicy } from './event-redaction.js';
 import { maskPrivate } from './private-spans.js';
@@ -455,6 +455,15 @@ export class Recaller {
   ): Promise<Map<string, { relevance: number; similarity: number | undefined }>> {
     const contextWeight = o.contextWeight !== undefined ? { contextWeight: o.contextWeight } : {};
     const hasIdentifiers = parsed.identifiers.length > 0;
+    // A fixed vector depth, so an event's normalised similarity does not depend on k (bench/results/locomo.md:
+    // depth max(40, 4k) cost 1.3 recall@10 and 3.6 @5 against depth 100).
+    const vectorLimit = Math.max(MIN_VECTOR_CANDIDATES, candidateLimit);
+    // The query's embedding and vector search start before the full-text search and are awaited after it, so a
+    // backend that searches vectors off this thread (a worker, another connection) or an embedder that waits on
+    // the network overlaps them with the full-text search instead of adding to it.
+    const vectorSearch = embedder ? this.searchQueryVector(query, embedder, filter, vectorLimit) : undefined;
+    // Awaited below; a full-text failure must not leave its rejection unhandled meanwhile.
+    vectorSearch?.catch(() => undefined);
     let hits =
       retriever !== 'vector' && parsed.terms.length > 0 ? await this.store.searchText({ terms: parsed.terms, filter, limit: candidateLimit, ...contextWeight }) : [];
     // A question asking for exact strings is not widened: its answer holds them.
@@ -471,11 +480,8 @@ export class Recaller {
       const search = { filter, limit: candidateLimit, weight: o.categoryWeight, ...(o.contextWeight !== undefined ? { contextWeight: o.contextWeight } : {}) };
       hits = await categoryHits(this.store, query, parsed, hits, this.categoryMembers, search);
     }
-    // A fixed vector depth, so an event's normalised similarity does not depend on k (bench/results/locomo.md:
-    // depth max(40, 4k) cost 1.3 recall@10 and 3.6 @5 against depth 100).
-    const vectorLimit = Math.max(MIN_VECTOR_CANDIDATES, candidateLimit);
-    const queryVector = embedder ? (await embedder.embed([query]))[0]! : undefined;
-    let vectorHits = embedder && queryVector ? await this.store.searchVectors({ vector: queryVector, model: embedder.name, filter, limit: vectorLimit }) : [];
+    const { queryVector, hits: firstVectorHits } = vectorSearch ? await vectorSearch : { queryVector: undefined, hits: [] };
+    let vectorHits = firstVectorHits;
     // A query naming identifiers keeps its fixed, lower weight (fuseRelevance).
     const vectorWeight = o.vectorWeight ?? (hasIdentifiers ? undefined : vectorShare(o.vectorShare, HYBRID_VECTOR_WEIGHT, query, hits, vectorHits));
     let fused = fuseRelevance(hits, admitVectorHits(vectorHits, hits, retriever, hasIdentifiers), retriever, hasIdentifiers, vectorWeight, o.fusion);
@@ -489,6 +495,17 @@ export class Recaller {
       }
     }
     return fused;
+  }
+
+  /** The query's embedding, then the vector search with it. */
+  private async searchQueryVector(
+    query: string,
+    embedder: Embedder,
+    filter: EventFilter,
+    limit: number,
+  ): Promise<{ queryVector: Float32Array; hits: VectorHit[] }> {
+    const queryVector = (await embedder.embed([query]))[0]!;
+    return { queryVector, hits: await this.store.searchVectors({ vector: queryVector, model: embedder.name, filter, limit }) };
   }
 
   /**
