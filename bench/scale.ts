@@ -654,9 +654,19 @@ ${r.http ? r.http.markdown : '_Not measured yet: `--parts http` runs bench/http-
 
 ${r.cache ? r.cache.markdown : '_Not measured yet: `--parts cache` replays bench/context.ts\'s sessions at the 8K and 32K windows._'}
 
-${r.notes.length > 0 ? `## Notes\n\n${r.notes.map((n) => `- ${n}`).join('\n')}\n` : ''}`;
+${r.notes.length > 0 ? `## Notes\n\n${r.notes.map((n) => `- ${n}`).join('\n')}\n` : ''}${handNotes(HAND_NOTES)}`;
   writeFileSync('bench/results/scale.md', md);
   console.error(md);
+}
+
+/** Notes written by hand about the runs (spread between runs, the machine's state): kept in their own file, so a regenerated report keeps them. */
+const HAND_NOTES = 'bench/results/scale-notes.md';
+
+/** The hand-written notes file's text under its own heading, or nothing when there is none. */
+function handNotes(path: string): string {
+  if (!existsSync(path)) return '';
+  const text = readFileSync(path, 'utf8').trim();
+  return text ? `\n## Notes by hand (${path})\n\n${text}\n` : '';
 }
 
 /** The CLI section's breakdown: Node's start, then one profiled recall of each kind by phase. */
