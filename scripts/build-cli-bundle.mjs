@@ -9,6 +9,10 @@
 //   node_modules as before); the small pure-JavaScript ones the CLI loads on most commands are bundled.
 // - Code splitting keeps each command's own modules (serve's HTTP stack, hooks, bench) in their own chunks, loaded
 //   only by that command, as the lazy command registry does for dist/.
+// - zod's `locales` namespace (its ~50 languages' error messages, ~370 KB, 40 % of zod's bundled code) is bundled as
+//   English only: `import { z } from 'zod'` is a namespace esbuild cannot tree-shake, so every locale was compiled on
+//   every start, while Engram only uses zod's default English messages (schemas.js imports en.js itself and
+//   configures it; the stub keeps `z.locales.en`). Packages loaded from node_modules keep their own full zod.
 // - `import.meta.url` in a bundled module is rewritten to the URL that module has in dist/, so paths it resolves
 //   relative to itself (package.json, bin/engram.js, the dashboard's files, createRequire) are the same.
 import { build } from 'esbuild';
@@ -38,6 +42,18 @@ const externalPackages = {
       if (args.path.startsWith('node:')) return { path: args.path, external: true };
       return BUNDLED_PACKAGES.has(packageName(args.path)) ? undefined : { path: args.path, external: true };
     });
+  },
+};
+
+/** zod/v4/locales/index.js as English only (see the header); any other `z.locales.xx` would be undefined. */
+const zodEnglishOnly = {
+  name: 'zod-english-only',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]zod[\\/]v4[\\/]locales[\\/]index\.js$/ }, (args) => ({
+      contents: 'export { default as en } from "./en.js";\n',
+      resolveDir: dirname(args.path),
+      loader: 'js',
+    }));
   },
 };
 
@@ -75,7 +91,7 @@ try {
     // commander is CommonJS: its require() calls of Node's modules need a require in each chunk.
     banner: { js: "import { createRequire as __engramCreateRequire } from 'node:module';\nconst require = __engramCreateRequire(import.meta.url);" },
     logLevel: 'warning',
-    plugins: [externalPackages, distImportMetaUrl],
+    plugins: [externalPackages, zodEnglishOnly, distImportMetaUrl],
   });
   rmSync(outdir, { recursive: true, force: true });
   renameSync(buildDir, outdir);

@@ -79,6 +79,9 @@ describe('the bundle', () => {
     };
     // Writes first, through dist/'s modules; then every read through both.
     expect(engram(MODULES_MAIN, ['ingest', DEMO]).code).toBe(0);
+    // A record zod rejects: its message comes from zod's English locale, the one locale the bundle keeps.
+    const bad = join(dir, 'bad.jsonl');
+    writeFileSync(bad, '{"kind":"message","role":"robot","content":"hi","sessionId":"s1"}\n');
     const reads: string[][] = [
       ['--version'],
       ['recall', 'ECONNREFUSED'],
@@ -91,6 +94,7 @@ describe('the bundle', () => {
       ['recall', 'x', '--kind', 'nonsense'],
       ['no-such-command'],
       ['hooks', 'install', '--help'],
+      ['ingest', bad],
     ];
     for (const args of reads) {
       const viaModules = engram(MODULES_MAIN, args);
@@ -100,5 +104,6 @@ describe('the bundle', () => {
     // Not vacuous: the recall found the demo's evidence, the bad option failed as invalid input.
     expect(engram(BUNDLE_MAIN, ['recall', 'ECONNREFUSED']).stdout).toContain('ECONNREFUSED');
     expect(engram(BUNDLE_MAIN, ['recall', '--k', 'many', 'x']).code).toBe(2);
+    expect(engram(BUNDLE_MAIN, ['ingest', bad]).stderr).toContain('Invalid option: expected one of');
   }, 180_000);
 });
