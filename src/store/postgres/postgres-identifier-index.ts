@@ -117,11 +117,21 @@ export async function findQueuedRows(c: PgRunner, s: string, config: string, tsq
 
 /** Rows counted of a trigram to pick the rarest (beyond it, any such trigram will do). */
 const COUNT_CAP = 2_000;
+/**
+ * Most (event, trigram) pairs looked up one by one in the index's primary key instead of reading the other trigrams'
+ * postings whole: a lookup reads about four index pages, while a common trigram's postings at 1M events are some
+ * 70,000 rows, plus a heap page for each on the part of the table vacuum has not yet marked all-visible (the
+ * newest fifth under autovacuum's defaults). Line-numbered paths at 1M: 100-200 ms scanning, 15-45 ms probing.
+ */
+export const PROBE_MAX_PAIRS = 8_000;
 
 /**
  * The primary keys of the events holding an identifier (its trigrams at consecutive positions), found as on SQLite:
  * the rarest trigram's postings first, then the other trigrams' positions in those events only, the chain checked
- * here. Three round trips whatever the planner's statistics (a join let PostgreSQL start from a common trigram).
+ * here. Two round trips whatever the planner's statistics (a join let PostgreSQL start from a common trigram): the
+ * counts, then the rarest trigram's postings with the others' rows in those events, each (event, trigram) pair looked
+ * up in the primary key when some other trigram is common and the pairs are few ({@link PROBE_MAX_PAIRS}), else
+ * the others' postings read and filtered by event.
  */
 export async function findIdentifierRows(c: PgRunner, s: string, grams: readonly number[]): Promise<string[]> {
   const distinct = [...new Set(grams)];
@@ -129,12 +139,25 @@ export async function findIdentifierRows(c: PgRunner, s: string, grams: readonly
     `SELECT ${distinct.map((_, i) => `(SELECT count(*) FROM (SELECT 1 FROM ${s}.event_idgrams WHERE gram = $${i + 1}::bigint LIMIT ${COUNT_CAP}) x) AS c${i}`).join(', ')}`,
     distinct.map(String),
   );
+  const countOf = (i: number): number => Number(counts.rows[0]![`c${i}`]);
   let rarest = 0;
   distinct.forEach((_, i) => {
-    if (Number(counts.rows[0]![`c${i}`]) < Number(counts.rows[0]![`c${rarest}`])) rarest = i;
+    if (countOf(i) < countOf(rarest)) rarest = i;
   });
-  if (Number(counts.rows[0]![`c${rarest}`]) === 0) return [];
-  const first = await c.query<{ event_pk: string; pos: number }>(`SELECT event_pk, pos FROM ${s}.event_idgrams WHERE gram = $1::bigint`, [String(distinct[rarest])]);
+  if (countOf(rarest) === 0) return [];
+  const others = distinct.filter((_, i) => i !== rarest);
+  // The rarest's count is exact below the cap, and bounds its events; a capped other may have any number of postings.
+  const isProbed = others.length > 0 && countOf(rarest) < COUNT_CAP && countOf(rarest) * others.length <= PROBE_MAX_PAIRS && distinct.some((_, i) => i !== rarest && countOf(i) >= COUNT_CAP);
+  // Each pair's lookup fenced (OFFSET 0) so it stays an index probe on (gram, event_pk) whatever the row estimates.
+  const rest = isProbed
+    ? `SELECT g.gram, i.event_pk, i.pos FROM unnest($2::bigint[]) g(gram) CROSS JOIN (SELECT DISTINCT event_pk FROM first) p
+         CROSS JOIN LATERAL (SELECT event_pk, pos FROM ${s}.event_idgrams WHERE gram = g.gram AND event_pk = p.event_pk OFFSET 0) i`
+    : `SELECT gram, event_pk, pos FROM ${s}.event_idgrams WHERE gram = ANY($2::bigint[]) AND event_pk IN (SELECT event_pk FROM first)`;
+  const rows = await c.query<{ gram: string; event_pk: string; pos: number }>(
+    `WITH first AS MATERIALIZED (SELECT event_pk, pos FROM ${s}.event_idgrams WHERE gram = $1::bigint)
+     SELECT $1::bigint AS gram, event_pk, pos FROM first${others.length > 0 ? `\n     UNION ALL ${rest}` : ''}`,
+    others.length > 0 ? [String(distinct[rarest]), others.map(String)] : [String(distinct[rarest])],
+  );
   const byGram = new Map<number, Map<string, Set<number>>>();
   const add = (gram: number, pk: string, pos: number): void => {
     let byRow = byGram.get(gram);
@@ -143,15 +166,7 @@ export async function findIdentifierRows(c: PgRunner, s: string, grams: readonly
     if (set) set.add(pos);
     else byRow.set(pk, new Set([pos]));
   };
-  for (const r of first.rows) add(distinct[rarest]!, r.event_pk, r.pos);
+  for (const r of rows.rows) add(Number(r.gram), r.event_pk, r.pos);
   const pks = [...byGram.get(distinct[rarest]!)?.keys() ?? []];
-  const others = distinct.filter((_, i) => i !== rarest);
-  if (others.length > 0) {
-    const rest = await c.query<{ gram: string; event_pk: string; pos: number }>(
-      `SELECT gram, event_pk, pos FROM ${s}.event_idgrams WHERE gram = ANY($1::bigint[]) AND event_pk = ANY($2::bigint[])`,
-      [others.map(String), pks],
-    );
-    for (const r of rest.rows) add(Number(r.gram), r.event_pk, r.pos);
-  }
   return pks.filter((pk) => holdsChain(grams, (g) => byGram.get(g)?.get(pk)));
 }
