@@ -25,6 +25,32 @@ export interface CodeQuery {
   bits: Uint32Array;
 }
 
+/**
+ * A set's arrays up to a count, as a scan reads them: the slots below `count` never change once appended (growth
+ * copies into new arrays, a purge or rebuild makes a new set), so a scan may run over a snapshot while the set grows.
+ * In SharedArrayBuffers, so a worker thread (code-scanner.ts) scans them without a copy.
+ */
+export interface CodeArrays {
+  count: number;
+  words: number;
+  codes: Uint32Array;
+  scales: Float32Array;
+  sessions: Int32Array;
+  kinds: Uint16Array;
+  ts: Float64Array;
+}
+
+/**
+ * A {@link CodeFilter} as lookup tables over a set's numbering: allowed session and kind numbers (1), or null
+ * for any; the time range inclusive. Plain data, so it can be posted to a worker.
+ */
+export interface SlotFilter {
+  sessionOk: Uint8Array | null;
+  kindOk: Uint8Array | null;
+  fromMs: number;
+  toMs: number;
+}
+
 export class CodeSet {
   count = 0;
   codes: Uint32Array;
@@ -65,119 +91,158 @@ export class CodeSet {
   }
 
   /**
-   * The `want` best slots for `query` among those passing `filter`, as positions, best first. Slots scored by the
-   * float estimate: all of them, or when there are more than `options.prefilter`, those within the Hamming cut
-   * ({@link gateCut}); should fewer than `want` pass it, every slot.
+   * The `want` best slots for `query` among those passing `filter`, as positions, best first ({@link scanCodes}),
+   * on this thread. code-scanner.ts runs the same scan on a worker thread.
    */
   scan(query: CodeQuery, filter: CodeFilter | null, want: number, options: CodeScanOptions): number[] {
-    const allow = this.allowed(filter);
-    const top = new TopScores(want);
-    if (options.prefilter > 0 && this.count > options.prefilter) {
-      const cut = this.gateCut(query.bits, allow, options.prefilter);
-      const scored = this.words === 8 ? gated256(this.codes, this.scales, this.count, query, cut, allow, top) : this.gated(query, cut, allow, top);
-      if (scored >= want) return top.positions();
-      top.size = 0;
-    }
-    if (allow === null) scoreAll(this.codes, this.scales, this.count, this.words, query.table, top);
-    else {
-      for (let i = 0, o = 0; i < this.count; i++, o += this.words) {
-        if (allow[i] === 0) continue;
-        const s = scoreCode(this.codes, o, this.words, query.table) * this.scales[i]!;
-        if (s > top.floor) top.offer(i, s);
+    return Array.from(scanCodes(this.snapshot(), query, this.slotFilter(filter), want, options.prefilter));
+  }
+
+  /** The set's arrays as they are now (the slots below `count` stay as they are while the set grows). */
+  snapshot(): CodeArrays {
+    return { count: this.count, words: this.words, codes: this.codes, scales: this.scales, sessions: this.sessions, kinds: this.kinds, ts: this.ts };
+  }
+
+  /** `filter` as lookup tables over this set's numbering; null when it allows every slot. */
+  slotFilter(filter: CodeFilter | null): SlotFilter | null {
+    if (filter === null) return null;
+    const hasTime = filter.fromMs !== undefined || filter.toMs !== undefined;
+    if (!filter.sessions && !filter.kinds && !hasTime) return null;
+    const table = (ids: Map<string, number>, names: ReadonlySet<string>): Uint8Array => {
+      const ok = new Uint8Array(ids.size);
+      for (const name of names) {
+        const n = ids.get(name);
+        if (n !== undefined) ok[n] = 1;
       }
-    }
-    return top.positions();
+      return ok;
+    };
+    return {
+      sessionOk: filter.sessions ? table(this.sessionIds, filter.sessions) : null,
+      kindOk: filter.kinds ? table(this.kindIds, filter.kinds) : null,
+      fromMs: filter.fromMs ?? -Infinity,
+      toMs: filter.toMs ?? Infinity,
+    };
   }
 
   /** Which slots pass `filter` (1) as a bitmap of the set's slots; null for every slot. */
   allowed(filter: CodeFilter | null): Uint8Array | null {
-    if (filter === null) return null;
-    const hasTime = filter.fromMs !== undefined || filter.toMs !== undefined;
-    if (!filter.sessions && !filter.kinds && !hasTime) return null;
-    let sessionOk: Uint8Array | null = null;
-    if (filter.sessions) {
-      sessionOk = new Uint8Array(this.sessionIds.size);
-      for (const s of filter.sessions) {
-        const n = this.sessionIds.get(s);
-        if (n !== undefined) sessionOk[n] = 1;
-      }
-    }
-    let kindOk: Uint8Array | null = null;
-    if (filter.kinds) {
-      kindOk = new Uint8Array(this.kindIds.size);
-      for (const k of filter.kinds) {
-        const n = this.kindIds.get(k);
-        if (n !== undefined) kindOk[n] = 1;
-      }
-    }
-    const from = filter.fromMs ?? -Infinity;
-    const to = filter.toMs ?? Infinity;
-    const allow = new Uint8Array(this.count);
-    for (let i = 0; i < this.count; i++) {
-      if (sessionOk !== null && sessionOk[this.sessions[i]!] === 0) continue;
-      if (kindOk !== null && kindOk[this.kinds[i]!] === 0) continue;
-      if (hasTime && (this.ts[i]! < from || this.ts[i]! > to)) continue;
-      allow[i] = 1;
-    }
-    return allow;
+    return allowedSlots(this.snapshot(), this.slotFilter(filter));
   }
 
-  /**
-   * The Hamming distance to `bits` at or below which about `keep` allowed slots lie: the distances of an even
-   * sample of at most {@link GATE_SAMPLE} allowed slots (every slot of a smaller set), cut at `keep`'s share.
-   */
+  /** {@link gateCutOf} over this set. */
   gateCut(bits: Uint32Array, allow: Uint8Array | null, keep: number): number {
-    const { codes, words, count } = this;
-    const step = Math.max(1, Math.floor(count / GATE_SAMPLE));
-    const histogram = new Int32Array(words * 32 + 1);
-    let sampled = 0;
-    const one = new Uint16Array(1);
-    for (let i = 0; i < count; i += step) {
-      if (allow !== null && allow[i] === 0) continue;
-      hammingAll(codes.subarray(i * words, (i + 1) * words), 1, words, bits, one);
-      histogram[one[0]!]!++;
-      sampled++;
-    }
-    const allowedTotal = allow === null ? count : allow.reduce((n, a) => n + a, 0);
-    const share = sampled * Math.min(1, keep / Math.max(1, allowedTotal));
-    let cut = 0;
-    let below = histogram[0]!;
-    while (cut < words * 32 && below < share) below += histogram[++cut]!;
-    return cut;
+    return gateCutOf(this.snapshot(), bits, allow, keep);
   }
 
-  /** {@link gated256} for codes of any length. Returns how many slots were scored. */
-  private gated(query: CodeQuery, cut: number, allow: Uint8Array | null, top: TopScores): number {
-    const { codes, scales, words, count } = this;
-    const one = new Uint16Array(1);
-    let scored = 0;
-    for (let i = 0, o = 0; i < count; i++, o += words) {
-      if (allow !== null && allow[i] === 0) continue;
-      hammingAll(codes.subarray(o, o + words), 1, words, query.bits, one);
-      if (one[0]! > cut) continue;
-      scored++;
-      const s = scoreCode(codes, o, words, query.table) * scales[i]!;
-      if (s > top.floor) top.offer(i, s);
-    }
-    return scored;
-  }
-
-  /** Room for `size` slots (grown by half again at least when full). */
+  /** Room for `size` slots (grown by half again at least when full, into new shared arrays). */
   reserve(size: number): void {
     if (size <= this.scales.length) return;
     const capacity = Math.max(size, Math.ceil(this.scales.length * 1.5), 1024);
-    const grow = <T extends Uint32Array | Float32Array | Float64Array | Int32Array | Uint16Array>(old: T, make: (n: number) => T, per: number): T => {
-      const next = make(capacity * per);
-      next.set(old.subarray(0, this.count * per) as never);
-      return next;
-    };
-    this.codes = grow(this.codes, (n) => new Uint32Array(n), this.words);
-    this.scales = grow(this.scales, (n) => new Float32Array(n), 1);
-    this.rowids = grow(this.rowids, (n) => new Float64Array(n), 1);
-    this.sessions = grow(this.sessions, (n) => new Int32Array(n), 1);
-    this.kinds = grow(this.kinds, (n) => new Uint16Array(n), 1);
-    this.ts = grow(this.ts, (n) => new Float64Array(n), 1);
+    const count = this.count;
+    function grow<T extends Uint32Array | Float32Array | Float64Array | Int32Array | Uint16Array>(
+      old: T,
+      make: { new (buffer: SharedArrayBuffer): T; BYTES_PER_ELEMENT: number },
+      per: number,
+    ): T {
+      const out = new make(new SharedArrayBuffer(capacity * per * make.BYTES_PER_ELEMENT));
+      out.set(old.subarray(0, count * per) as never);
+      return out;
+    }
+    this.codes = grow(this.codes, Uint32Array, this.words);
+    this.scales = grow(this.scales, Float32Array, 1);
+    // Read on this thread only (positions to rowids), but shared like the rest, so the set has one kind of array.
+    this.rowids = grow(this.rowids, Float64Array, 1);
+    this.sessions = grow(this.sessions, Int32Array, 1);
+    this.kinds = grow(this.kinds, Uint16Array, 1);
+    this.ts = grow(this.ts, Float64Array, 1);
   }
+}
+
+/**
+ * The `want` best slots of `set` for `query` among those passing `filter`, as positions, best first. Slots scored
+ * by the float estimate: all of them, or when there are more than `prefilter` (> 0), those within the Hamming cut
+ * ({@link gateCutOf}); should fewer than `want` pass it, every slot. A pure function of its arguments, run on the
+ * caller's thread (CodeSet.scan) or a worker's (code-scan-worker.ts), with the same result.
+ */
+export function scanCodes(set: CodeArrays, query: CodeQuery, filter: SlotFilter | null, want: number, prefilter: number): Int32Array {
+  const allow = allowedSlots(set, filter);
+  const { codes, scales, count, words } = set;
+  const top = new TopScores(want);
+  if (prefilter > 0 && count > prefilter) {
+    const cut = gateCutOf(set, query.bits, allow, prefilter);
+    const scored = words === 8 ? gated256(codes, scales, count, query, cut, allow, top) : gatedAny(set, query, cut, allow, top);
+    if (scored >= want) return Int32Array.from(top.positions());
+    top.size = 0;
+  }
+  if (allow === null) scoreAll(codes, scales, count, words, query.table, top);
+  else {
+    for (let i = 0, o = 0; i < count; i++, o += words) {
+      if (allow[i] === 0) continue;
+      const s = scoreCode(codes, o, words, query.table) * scales[i]!;
+      if (s > top.floor) top.offer(i, s);
+    }
+  }
+  return Int32Array.from(top.positions());
+}
+
+/** Which of `set`'s slots pass `filter` (1) as a bitmap; null for every slot. */
+export function allowedSlots(set: CodeArrays, filter: SlotFilter | null): Uint8Array | null {
+  if (filter === null) return null;
+  const { sessionOk, kindOk, fromMs: from, toMs: to } = filter;
+  const hasTime = from !== -Infinity || to !== Infinity;
+  const { sessions, kinds, ts, count } = set;
+  const allow = new Uint8Array(count);
+  for (let i = 0; i < count; i++) {
+    if (sessionOk !== null && sessionOk[sessions[i]!] !== 1) continue;
+    if (kindOk !== null && kindOk[kinds[i]!] !== 1) continue;
+    if (hasTime && (ts[i]! < from || ts[i]! > to)) continue;
+    allow[i] = 1;
+  }
+  return allow;
+}
+
+/**
+ * The Hamming distance to `bits` at or below which about `keep` allowed slots lie: the distances of an even
+ * sample of at most {@link GATE_SAMPLE} allowed slots (every slot of a smaller set), cut at `keep`'s share.
+ */
+export function gateCutOf(set: CodeArrays, bits: Uint32Array, allow: Uint8Array | null, keep: number): number {
+  const { codes, words, count } = set;
+  const step = Math.max(1, Math.floor(count / GATE_SAMPLE));
+  const histogram = new Int32Array(words * 32 + 1);
+  let sampled = 0;
+  const one = new Uint16Array(1);
+  for (let i = 0; i < count; i += step) {
+    if (allow !== null && allow[i] === 0) continue;
+    hammingAll(codes.subarray(i * words, (i + 1) * words), 1, words, bits, one);
+    histogram[one[0]!]!++;
+    sampled++;
+  }
+  let allowedTotal = count;
+  if (allow !== null) {
+    allowedTotal = 0;
+    for (let i = 0; i < count; i++) allowedTotal += allow[i]!;
+  }
+  const share = sampled * Math.min(1, keep / Math.max(1, allowedTotal));
+  let cut = 0;
+  let below = histogram[0]!;
+  while (cut < words * 32 && below < share) below += histogram[++cut]!;
+  return cut;
+}
+
+/** {@link gated256} for codes of any length. Returns how many slots were scored. */
+function gatedAny(set: CodeArrays, query: CodeQuery, cut: number, allow: Uint8Array | null, top: TopScores): number {
+  const { codes, scales, words, count } = set;
+  const one = new Uint16Array(1);
+  let scored = 0;
+  for (let i = 0, o = 0; i < count; i++, o += words) {
+    if (allow !== null && allow[i] === 0) continue;
+    hammingAll(codes.subarray(o, o + words), 1, words, query.bits, one);
+    if (one[0]! > cut) continue;
+    scored++;
+    const s = scoreCode(codes, o, words, query.table) * scales[i]!;
+    if (s > top.floor) top.offer(i, s);
+  }
+  return scored;
 }
 
 function numberOf(ids: Map<string, number>, name: string): number {

@@ -8,6 +8,7 @@ import { normalize } from '../../src/providers/embedder.js';
 import type { StorageBackend, VectorHit, VectorSearchQuery } from '../../src/store/backend.js';
 import { PostgresBackend } from '../../src/store/postgres/postgres-backend.js';
 import { SqliteBackend } from '../../src/store/sqlite/sqlite-backend.js';
+import type { CodeScanner } from '../../src/store/code-scanner.js';
 import { blockFromBytes } from '../../src/store/vector-codes.js';
 import { dropSchema, testPgUrl, uniqueSchema, withPgClient } from '../fixtures/postgres.js';
 import { runStorageContract, selectBackends, type ContractBackend } from './harnesses.js';
@@ -23,6 +24,13 @@ interface CodesHarness extends BackendHarness {
   openAgain(): Promise<StorageBackend>;
   /** Slots of the stored code blocks that still hold a vector's code (a purged one is zeroed). */
   codedSlots(): Promise<number>;
+  /** The first backend's code scanner (code-scanner.ts). */
+  scanner(): CodeScanner;
+}
+
+/** A backend's code scanner, reached through its private vector store. */
+function scannerOf(backend: StorageBackend): CodeScanner {
+  return (backend as unknown as { vectors: { vectorCodes: { codeScanner: CodeScanner } } }).vectors.vectorCodes.codeScanner;
 }
 
 function countSlots(blobs: Buffer[]): number {
@@ -34,7 +42,8 @@ function countSlots(blobs: Buffer[]): number {
   return n;
 }
 
-const CODE_BACKENDS: ContractBackend[] = selectBackends<ContractBackend>([
+/** Both backends with the code index from any size; `workerMinCodes` 1 puts every first pass on the worker thread. */
+const codeBackends = (workerMinCodes?: number): ContractBackend[] => selectBackends<ContractBackend>([
   {
     name: 'sqlite',
     skip: [],
@@ -43,7 +52,7 @@ const CODE_BACKENDS: ContractBackend[] = selectBackends<ContractBackend>([
       const path = join(dir, 'engram.db');
       const opened: SqliteBackend[] = [];
       const open = (): SqliteBackend => {
-        const b = SqliteBackend.open(path, { vectorIndex: { minVectors: 0 } });
+        const b = SqliteBackend.open(path, { vectorIndex: { minVectors: 0, ...(workerMinCodes !== undefined ? { workerMinCodes } : {}) } });
         opened.push(b);
         return b;
       };
@@ -51,6 +60,7 @@ const CODE_BACKENDS: ContractBackend[] = selectBackends<ContractBackend>([
       return {
         backend,
         openAgain: async () => open(),
+        scanner: () => scannerOf(backend),
         codedSlots: async () => {
           const db = (backend as unknown as { db: { prepare(sql: string): { all(): Array<{ data: Buffer }> } } }).db;
           // A model switch drops SQLite's tables of the index (PostgreSQL empties its table).
@@ -71,7 +81,7 @@ const CODE_BACKENDS: ContractBackend[] = selectBackends<ContractBackend>([
       const schema = uniqueSchema();
       const opened: PostgresBackend[] = [];
       const open = async (): Promise<PostgresBackend> => {
-        const b = await PostgresBackend.open(testPgUrl(), { schema, maxConnections: 2, vectorIndex: { minVectors: 0 } });
+        const b = await PostgresBackend.open(testPgUrl(), { schema, maxConnections: 2, vectorIndex: { minVectors: 0, ...(workerMinCodes !== undefined ? { workerMinCodes } : {}) } });
         opened.push(b);
         return b;
       };
@@ -79,6 +89,7 @@ const CODE_BACKENDS: ContractBackend[] = selectBackends<ContractBackend>([
       return {
         backend,
         openAgain: open,
+        scanner: () => scannerOf(backend),
         codedSlots: () => withPgClient(async (c) => countSlots((await c.query<{ data: Buffer }>(`SELECT data FROM "${schema}".vector_codes`)).rows.map((r) => r.data))),
         cleanup: async () => {
           for (const b of opened) await b.close();
@@ -110,10 +121,12 @@ function vectors(count: number, seed: number): Float32Array[] {
 }
 
 // The fast path's index of both backends (sqlite-vector-codes.ts, postgres-vector-codes.ts): what it answers is
-// exactly what exact search answers while every vector is a re-rank candidate (300 here, 2,000 by default).
-runStorageContract(
-  'vector code index',
-  ({ createHarness }) => {
+// exactly what exact search answers while every vector is a re-rank candidate (300 here, 2,000 by default). Run
+// twice: with the first pass on the calling thread (these small sets' default) and on the worker thread
+// (code-scanner.ts), which must answer the same.
+const defineCodesSuite =
+  (onWorker: boolean) =>
+  ({ createHarness }: ContractBackend): void => {
     let harness: CodesHarness;
     let store: StorageBackend;
     let mem: Engram;
@@ -173,6 +186,8 @@ runStorageContract(
       const hits = await store.searchVectors(query(data[0]!, { filter: { sessionIds: ['s2' as SessionId] }, limit: 100 }));
       expect(hits).toHaveLength(100);
       expect(hits.every((h) => inS2.has(h.eventId))).toBe(true);
+      // The worker suite's first passes ran on the worker thread.
+      expect(harness.scanner().hasWorker).toBe(onWorker);
     });
 
     it('finds a vector stored after the build at once (above the watermark), and keeps it once maintenance codes it', async () => {
@@ -229,6 +244,7 @@ runStorageContract(
       await mem.purge({ sessionId: 's5' }, { actor: 'os:test' });
       expect((await other.searchVectors(query(v, { limit: 400 }))).filter((h) => h.eventId === fresh[0])).toEqual([]);
       expectSameHits(await other.searchVectors(query(q)), await store.searchVectors(query(q, { exact: true })));
+      expect(scannerOf(other).hasWorker).toBe(onWorker);
     });
 
     it('a model switch drops the codes; maintenance builds them again from the stored vectors', async () => {
@@ -245,6 +261,36 @@ runStorageContract(
       expect(await harness.codedSlots()).toBe(ids.length);
       expectSameHits(await store.searchVectors(query(q)), await store.searchVectors(query(q, { exact: true })));
     });
-  },
-  { backends: CODE_BACKENDS },
-);
+
+    if (onWorker) {
+      it('a worker that ends with scans in flight is reported and those scans finish on the calling thread', async () => {
+        const scanner = harness.scanner();
+        const q = data[11]!;
+        const before = await store.searchVectors(query(q));
+        expect(scanner.hasWorker).toBe(true);
+        const warnings: Error[] = [];
+        const onWarning = (w: Error): void => void warnings.push(w);
+        process.on('warning', onWarning);
+        try {
+          const inFlight = [store.searchVectors(query(q)), store.searchVectors(query(q, { filter: { sessionIds: ['s2' as SessionId] } }))];
+          // PostgreSQL reads the index's description first: the scans are posted a few round trips later.
+          while (scanner.inFlight === 0) await new Promise((r) => setImmediate(r));
+          await scanner.crashForTest();
+          const [again, filtered] = await Promise.all(inFlight);
+          expectSameHits(again!, before);
+          expectSameHits(filtered!, await store.searchVectors(query(q, { filter: { sessionIds: ['s2' as SessionId] }, exact: true })));
+          // Reported once (a warning emitted on the next tick).
+          await new Promise((r) => setImmediate(r));
+          expect(warnings.filter((w) => (w as Error & { code?: string }).code === 'ENGRAM_CODE_SCAN_WORKER')).toHaveLength(1);
+        } finally {
+          process.off('warning', onWarning);
+        }
+        // The next scan starts a new worker and answers the same.
+        expectSameHits(await store.searchVectors(query(q)), before);
+        expect(scanner.hasWorker).toBe(true);
+      });
+    }
+  };
+
+runStorageContract('vector code index', defineCodesSuite(false), { backends: codeBackends() });
+runStorageContract('vector code index, first pass on a worker thread', defineCodesSuite(true), { backends: codeBackends(1) });

@@ -831,6 +831,7 @@ export class PostgresBackend implements StorageBackend {
   async close(): Promise<void> {
     if (this.isClosed) return;
     this.isClosed = true;
+    await this.vectors.close();
     await this.pool.end();
   }
 

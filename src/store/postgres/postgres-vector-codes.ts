@@ -3,6 +3,7 @@ import type { VectorHit, VectorIndexStatus, VectorModel, VectorSearchQuery } fro
 import type { CodeFilter } from '../vector-codes.js';
 import { blockFromBytes, blockToBytes, codeWords, encodeRotatedBlock, ROTATED_ENCODING, rotatedDims, rotatedQuery } from '../vector-codes.js';
 import { CodeSet } from '../vector-code-set.js';
+import { CodeScanner } from '../code-scanner.js';
 import { visibleSessionSql } from './postgres-sessions.js';
 import type { PgRunner } from './postgres-vectors.js';
 import { rankByDot } from './pg-vector-rank.js';
@@ -68,6 +69,7 @@ interface CodeRow {
  */
 export class PostgresVectorCodes {
   private cache: { key: string; set: CodeSet; blocks: number } | undefined;
+  private readonly scanner: CodeScanner;
 
   constructor(
     private readonly s: string,
@@ -77,7 +79,21 @@ export class PostgresVectorCodes {
     readonly rerank = PG_DEFAULT_RERANK_CANDIDATES,
     /** Codes kept by the first pass's Hamming stage (0: every code gets the float estimate). */
     readonly prefilter = PG_DEFAULT_PREFILTER_CODES,
-  ) {}
+    /** Codes from which the first pass runs on a worker thread (code-scanner.ts; `Infinity`: never). */
+    workerMinCodes?: number,
+  ) {
+    this.scanner = new CodeScanner(workerMinCodes !== undefined ? { minCodes: workerMinCodes } : {});
+  }
+
+  /** Stops the scan worker, if one was started (the server's store closes). */
+  close(): Promise<void> {
+    return this.scanner.close();
+  }
+
+  /** The scan worker's owner (for tests and benchmarks). */
+  get codeScanner(): CodeScanner {
+    return this.scanner;
+  }
 
   /** Whether `meta` is an index this code can search for `model`. */
   private isCurrent(meta: PgCodesMeta | null, model: VectorModel): meta is PgCodesMeta {
@@ -153,7 +169,8 @@ export class PostgresVectorCodes {
             ...(toMs !== undefined ? { toMs } : {}),
           }
         : null;
-    const positions = set.scan(rotatedQuery(q.vector), filter, Math.max(q.limit, this.rerank), { prefilter: this.prefilter });
+    // On a worker thread for a large index (code-scanner.ts), so this server's other requests run meanwhile.
+    const positions = await this.scanner.scan(set, rotatedQuery(q.vector), filter, Math.max(q.limit, this.rerank), { prefilter: this.prefilter });
     // A purged vector's slot holds seq 0 (forgetPgVectorCodes).
     const candidates = positions.map((p) => set.rowids[p]!).filter((seq) => seq > 0);
 

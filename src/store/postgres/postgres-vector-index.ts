@@ -21,6 +21,8 @@ export interface PgVectorIndexOptions {
   rerank?: number;
   /** Codes the first pass's Hamming stage keeps (default `PG_DEFAULT_PREFILTER_CODES`; 0: none dropped). */
   prefilter?: number;
+  /** Codes from which the first pass runs on a worker thread (default `DEFAULT_WORKER_MIN_CODES`, code-scanner.ts; `Infinity`: never). */
+  workerMinCodes?: number;
 }
 
 /**

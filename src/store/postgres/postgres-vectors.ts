@@ -63,8 +63,14 @@ export class PostgresVectors {
   /** Sets how queries use the IVF index (the backend's `vectorIndex` option, postgres-vector-index.ts). */
   configureIndex(options: PgVectorIndexOptions = {}): void {
     this.index = new PostgresVectorIndex(this.s, this.query, this.transaction, options);
-    this.codes = new PostgresVectorCodes(this.s, this.query, this.transaction, options.rerank, options.prefilter);
+    void this.codes.close();
+    this.codes = new PostgresVectorCodes(this.s, this.query, this.transaction, options.rerank, options.prefilter, options.workerMinCodes);
     this.indexOptions = options;
+  }
+
+  /** Stops the code index's scan worker, if one runs (the store closes). */
+  close(): Promise<void> {
+    return this.codes.close();
   }
 
   /** The one-bit code index (postgres-vector-codes.ts), for the benchmarks. */

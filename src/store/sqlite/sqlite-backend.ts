@@ -814,6 +814,7 @@ export class SqliteBackend implements StorageBackend {
     this.isClosed = true;
     this.groupCommit.flushAll();
     await this.checkpointer?.stop();
+    await this.vectors.close();
     this.db.close();
   }
 

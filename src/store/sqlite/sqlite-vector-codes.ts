@@ -4,6 +4,7 @@ import type { CodeFilter } from '../vector-codes.js';
 import { blockFromBytes, blockToBytes, codeWords, encodeBlock, encodeRotatedBlock, queryTable, ROTATED_ENCODING, rotatedDims, rotatedQuery } from '../vector-codes.js';
 import type { CodeQuery } from '../vector-code-set.js';
 import { CodeSet } from '../vector-code-set.js';
+import { CodeScanner } from '../code-scanner.js';
 
 type Db = Database.Database;
 
@@ -60,10 +61,13 @@ export interface CodesQueryFilter {
  * `vec_codes_holes`) are the tail, compared exactly on every query, so they are searchable at once. Derived data:
  * {@link maintain} builds it when missing (or of another model) and appends the tail as new blocks; a purged vector
  * is gone from `event_vectors`, so the re-rank drops it; a model switch drops the index. Queries never build it.
+ * The first pass of a large index runs on a worker thread (code-scanner.ts) while this thread reads the tail and,
+ * in a recall, runs the full-text search.
  */
 export class SqliteVectorCodes {
   private cache: { builtAtMs: number; rewrites: number; set: CodeSet; blocks: number } | undefined;
   private readVector: Database.Statement | undefined;
+  private readonly scanner: CodeScanner;
 
   constructor(
     private readonly db: Db,
@@ -71,7 +75,21 @@ export class SqliteVectorCodes {
     readonly rerank = DEFAULT_RERANK_CANDIDATES,
     /** Codes kept by the first pass's Hamming stage (0: none, the float estimate for every code). */
     readonly prefilter = DEFAULT_PREFILTER_CODES,
-  ) {}
+    /** Codes from which the first pass runs on a worker thread (code-scanner.ts; `Infinity`: never). */
+    workerMinCodes?: number,
+  ) {
+    this.scanner = new CodeScanner(workerMinCodes !== undefined ? { minCodes: workerMinCodes } : {});
+  }
+
+  /** Stops the scan worker, if one was started (the store closes). */
+  close(): Promise<void> {
+    return this.scanner.close();
+  }
+
+  /** The scan worker's owner (for tests and benchmarks). */
+  get codeScanner(): CodeScanner {
+    return this.scanner;
+  }
 
   /** The index as stored, or null when there is none (or its tables are gone). */
   readMeta(): CodesMeta | null {
@@ -116,9 +134,10 @@ export class SqliteVectorCodes {
 
   /**
    * The `k` nearest vectors by cosine similarity: the codes' best candidates and the tail, ranked exactly.
-   * Rowids with vec0's distance (1 - cosine), nearest first, ties by rowid.
+   * Rowids with vec0's distance (1 - cosine), nearest first, ties by rowid. The tail is read while the first pass
+   * runs (on the worker, for a large index), so both see the index as `meta` describes it.
    */
-  search(meta: CodesMeta, query: Float32Array, k: number, filter: CodesQueryFilter): Array<{ rowid: number; distance: number }> {
+  async search(meta: CodesMeta, query: Float32Array, k: number, filter: CodesQueryFilter): Promise<Array<{ rowid: number; distance: number }>> {
     const set = this.load(meta);
     const codeFilter: CodeFilter | null =
       filter.sessionIds || filter.kinds || filter.fromMs !== undefined || filter.toMs !== undefined
@@ -132,13 +151,18 @@ export class SqliteVectorCodes {
     const rotated = meta.encoding === ROTATED_ENCODING;
     // The first encoding's unrotated signs rank too poorly by Hamming distance for the two-stage scan.
     const codeQuery: CodeQuery = rotated ? rotatedQuery(query) : { table: queryTable(query, meta.dimensions), bits: new Uint32Array(codeWords(meta.dimensions)) };
-    const positions = set.scan(codeQuery, codeFilter, Math.max(k, this.rerank), { prefilter: rotated ? this.prefilter : 0 });
+    const scanning = this.scanner.scan(set, codeQuery, codeFilter, Math.max(k, this.rerank), { prefilter: rotated ? this.prefilter : 0 });
+    const tailRows = this.tail(meta, filter);
+    const positions = await scanning;
+    // Positions index the slots scanned, which no later append, growth or rebuild changes in `set`.
     const candidates = positions.map((p) => set.rowids[p]!).sort((x, y) => x - y);
     const qNorm = Math.sqrt(dot(query, query, 0)) || 1;
     const scored: Array<{ rowid: number; distance: number }> = [];
     const rank = (rows: Array<{ rowid: number; embedding: Buffer }>): void => {
       for (const r of rows) {
         const v = fromBlob(r.embedding);
+        // A model switch while the first pass ran leaves vectors of another length: not comparable, skipped.
+        if (v.length !== query.length) continue;
         const norm = Math.sqrt(dot(v, v, 0)) || 1;
         scored.push({ rowid: r.rowid, distance: 1 - dot(query, v, 0) / (qNorm * norm) });
       }
@@ -151,7 +175,7 @@ export class SqliteVectorCodes {
       if (embedding !== undefined) found.push({ rowid, embedding });
     }
     rank(found);
-    rank(this.tail(meta, filter));
+    rank(tailRows);
     scored.sort((x, y) => x.distance - y.distance || x.rowid - y.rowid);
     return scored.slice(0, k);
   }

@@ -29,6 +29,11 @@ export interface VectorIndexOptions {
    * sqlite-vector-codes.ts; 0: the float estimate for every code).
    */
   prefilter?: number;
+  /**
+   * Codes from which the code index's first pass runs on a worker thread (default `DEFAULT_WORKER_MIN_CODES`,
+   * code-scanner.ts; `Infinity`: always on the calling thread).
+   */
+  workerMinCodes?: number;
 }
 
 /**

@@ -56,9 +56,15 @@ export class SqliteVectors {
   /** Sets how queries use the vector index (the backend's `vectorIndex` option); `isReadonly`: never build it. */
   configureIndex(options: VectorIndexOptions = {}, isReadonly = false): void {
     this.index = new SqliteVectorIndex(this.db, options, isReadonly);
-    this.codes = new SqliteVectorCodes(this.db, options.rerank, options.prefilter);
+    void this.codes.close();
+    this.codes = new SqliteVectorCodes(this.db, options.rerank, options.prefilter, options.workerMinCodes);
     this.indexOptions = options;
     this.isReadonly = isReadonly;
+  }
+
+  /** Stops the code index's scan worker, if one runs (the store closes). */
+  close(): Promise<void> {
+    return this.codes.close();
   }
 
   /** The one-bit code index (sqlite-vector-codes.ts), for the benchmarks. */
@@ -226,7 +232,7 @@ export class SqliteVectors {
     return out;
   }
 
-  search(q: VectorSearchQuery): VectorHit[] {
+  async search(q: VectorSearchQuery): Promise<VectorHit[]> {
     const model = this.readModel();
     if (!model || model.name !== q.model) {
       throw new EngramError('CONFLICT', `the store's vector model is ${model ? model.name : 'not set'}, not ${q.model}`, { field: 'model', storeModel: model?.name ?? null });
@@ -269,7 +275,7 @@ export class SqliteVectors {
       const plan = q.exact || codes ? null : this.index.plan(model, q.vector);
       if (codes) {
         const kinds = f.kinds && f.kinds.length > 0 ? f.kinds : undefined;
-        knn = this.codes.search(codes, q.vector, k, {
+        knn = await this.codes.search(codes, q.vector, k, {
           ...(sessionIds ? { sessionIds } : {}),
           ...(kinds ? { kinds } : {}),
           ...(f.fromMs !== undefined ? { fromMs: Math.ceil(f.fromMs) } : {}),

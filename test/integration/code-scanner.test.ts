@@ -1,0 +1,127 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { CodeScanner } from '../../src/store/code-scanner.js';
+import { CodeSet } from '../../src/store/vector-code-set.js';
+import type { CodeFilter } from '../../src/store/vector-codes.js';
+import { codeWords, encodeRotatedBlock, rotatedDims, rotatedQuery } from '../../src/store/vector-codes.js';
+
+/** A seeded generator (the same numbers every run). */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const SESSIONS = ['a', 'b', 'c', 'd', 'e'];
+const KINDS = ['user', 'note', 'tool'];
+
+function block(count: number, dims: number, rand: () => number, firstRowid: number) {
+  const rows = Array.from({ length: count }, (_, i) => ({
+    rowid: firstRowid + i,
+    embedding: Float32Array.from({ length: dims }, (_, d) => (rand() - 0.5) * (d < 4 ? 6 : 1)),
+    session_id: SESSIONS[Math.floor(rand() * SESSIONS.length)]!,
+    kind: KINDS[Math.floor(rand() * KINDS.length)]!,
+    ts_ms: 1_000 + Math.floor(rand() * 10_000),
+  }));
+  return encodeRotatedBlock(rows, new Float32Array(dims));
+}
+
+const FILTERS: Array<CodeFilter | null> = [
+  null,
+  { sessions: new Set(['b', 'd']) },
+  { kinds: new Set(['note']) },
+  { fromMs: 3_000, toMs: 6_000 },
+  { sessions: new Set(['a', 'zz']), kinds: new Set(['user', 'tool']), fromMs: 2_000 },
+  { sessions: new Set(['nobody']) },
+];
+
+describe('code scanner (code-scanner.ts): the first pass on a worker thread', () => {
+  const scanners: CodeScanner[] = [];
+  const make = (minCodes: number): CodeScanner => {
+    const s = new CodeScanner({ minCodes });
+    scanners.push(s);
+    return s;
+  };
+  afterEach(async () => {
+    for (const s of scanners.splice(0)) await s.close();
+  });
+
+  it.each([48, 256])('answers what the calling thread answers, filters and the Hamming gate included (%i dimensions)', async (dims) => {
+    const rand = prng(dims);
+    const set = new CodeSet(codeWords(rotatedDims(dims)));
+    for (let b = 0; b < 3; b++) set.append(block(1500, dims, rand, 1 + b * 10_000));
+    const scanner = make(1);
+    for (let qi = 0; qi < 4; qi++) {
+      const query = rotatedQuery(Float32Array.from({ length: dims }, () => rand() - 0.5));
+      for (const filter of FILTERS) {
+        for (const prefilter of [0, 800]) {
+          const onWorker = await scanner.scan(set, query, filter, 60, { prefilter });
+          expect(onWorker).toEqual(set.scan(query, filter, 60, { prefilter }));
+        }
+      }
+    }
+    expect(scanner.hasWorker).toBe(true);
+  });
+
+  it('scans the slots a set held when asked, while the set grows into new arrays meanwhile', async () => {
+    const rand = prng(9);
+    const set = new CodeSet(codeWords(256));
+    set.append(block(3000, 256, rand, 1));
+    const query = rotatedQuery(Float32Array.from({ length: 256 }, () => rand() - 0.5));
+    const before = set.scan(query, null, 50, { prefilter: 0 });
+    const codesBefore = set.codes;
+    const scanner = make(1);
+    const scanning = scanner.scan(set, query, null, 50, { prefilter: 0 });
+    // Grown past its capacity: new shared arrays, the old ones untouched.
+    for (let b = 0; b < 4; b++) set.append(block(3000, 256, rand, 100_000 * (b + 1)));
+    expect(set.codes).not.toBe(codesBefore);
+    expect(await scanning).toEqual(before);
+    expect(await scanner.scan(set, query, null, 50, { prefilter: 0 })).toEqual(set.scan(query, null, 50, { prefilter: 0 }));
+  });
+
+  it('keeps a set below its threshold on the calling thread, and a closed scanner too', async () => {
+    const rand = prng(11);
+    const set = new CodeSet(codeWords(256));
+    set.append(block(500, 256, rand, 1));
+    const query = rotatedQuery(Float32Array.from({ length: 256 }, () => rand() - 0.5));
+    const scanner = make(501);
+    expect(await scanner.scan(set, query, null, 20, { prefilter: 0 })).toEqual(set.scan(query, null, 20, { prefilter: 0 }));
+    expect(scanner.hasWorker).toBe(false);
+    const eager = make(1);
+    await eager.scan(set, query, null, 20, { prefilter: 0 });
+    expect(eager.hasWorker).toBe(true);
+    await eager.close();
+    expect(eager.hasWorker).toBe(false);
+    expect(await eager.scan(set, query, null, 20, { prefilter: 0 })).toEqual(set.scan(query, null, 20, { prefilter: 0 }));
+    expect(eager.hasWorker).toBe(false);
+  });
+
+  it('after repeated worker failures stays on the calling thread, answering the same', async () => {
+    const rand = prng(13);
+    const set = new CodeSet(codeWords(256));
+    set.append(block(2000, 256, rand, 1));
+    const query = rotatedQuery(Float32Array.from({ length: 256 }, () => rand() - 0.5));
+    const want = set.scan(query, null, 30, { prefilter: 0 });
+    const scanner = make(1);
+    const warnings: string[] = [];
+    const onWarning = (w: Error & { code?: string }): void => void (w.code === 'ENGRAM_CODE_SCAN_WORKER' && warnings.push(w.message));
+    process.on('warning', onWarning);
+    try {
+      for (let i = 0; i < 3; i++) {
+        const scanning = scanner.scan(set, query, null, 30, { prefilter: 0 });
+        await scanner.crashForTest();
+        expect(await scanning).toEqual(want);
+      }
+      expect(scanner.usesWorker(set.count)).toBe(false);
+      expect(await scanner.scan(set, query, null, 30, { prefilter: 0 })).toEqual(want);
+      expect(scanner.hasWorker).toBe(false);
+      await new Promise((r) => setImmediate(r));
+      expect(warnings).toHaveLength(3);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+});
