@@ -83,6 +83,21 @@ function combine(a: readonly [number, number], b: readonly [number, number], c: 
   return (h1 >>> 0) * 0x10000 + ((h2 >>> 0) & 0xffff);
 }
 
+/** {@link combine} of three tokens' hash pairs given one by one (no pair arrays). */
+function combine2(a0: number, a1: number, b0: number, b1: number, c0: number, c1: number): number {
+  let h1 = Math.imul(a0 ^ 0x2f, 0x01000193);
+  h1 = Math.imul(h1 ^ b0, 0x85ebca6b);
+  h1 ^= h1 >>> 16;
+  h1 = Math.imul(h1 ^ c0, 0xc2b2ae35);
+  h1 ^= h1 >>> 13;
+  let h2 = Math.imul(a1 ^ 0x71, 0x5bd1e995);
+  h2 = Math.imul(h2 ^ b1, 0x27d4eb2f);
+  h2 ^= h2 >>> 15;
+  h2 = Math.imul(h2 ^ c1, 0x165667b1);
+  h2 ^= h2 >>> 16;
+  return (h1 >>> 0) * 0x10000 + ((h2 >>> 0) & 0xffff);
+}
+
 /** The key of three tokens (as {@link wordTokens} makes them). */
 export function gramHash(a: string, b: string, c: string): number {
   return combine(tokenHashes(a), tokenHashes(b), tokenHashes(c));
@@ -152,6 +167,108 @@ export function forEachIdentifierWord(texts: readonly string[], visit: (word: st
       if (!visit(text.slice(start, i))) return;
     }
   }
+}
+
+/** The grams of the word being read by {@link forEachWordGrams}: one array, reused for every word. */
+const WORD_GRAMS: number[] = [];
+/** The token hashes of the word being read (two per token), reused likewise. */
+const WORD_HASHES: number[] = [];
+
+/**
+ * Calls `visit` with the trigram keys of each word {@link forEachIdentifierWord} reads that has any (three or more
+ * tokens), in order, in an array reused for the next word: the keys {@link wordGrams} gives, without copying the word
+ * or its tokens. An ASCII word's tokens are hashed where they stand; a token with a digit (not stemmed) without
+ * being copied at all, one of letters only by its stem through the cache of tokens. Other words take
+ * {@link wordGrams}. Stops when `visit` returns false. The catch-up's trigram rows were most of its CPU.
+ */
+export function forEachWordGrams(texts: readonly string[], visit: (grams: readonly number[]) => boolean): void {
+  for (const text of texts) {
+    const n = text.length;
+    let i = 0;
+    while (i < n) {
+      while (i < n && isSpace(text.charCodeAt(i))) i++;
+      const start = i;
+      let runs = 0;
+      let inRun = false;
+      let isAscii = true;
+      while (i < n) {
+        const c = text.charCodeAt(i);
+        let kind = OTHER;
+        if (c < 0x80) kind = ASCII_KIND[c]!;
+        else if (isSpace(c)) break;
+        else isAscii = false;
+        if (kind === SPACE) break;
+        if (kind === WORD_CHAR) {
+          if (!inRun) runs++;
+          inRun = true;
+        } else inRun = false;
+        i++;
+      }
+      const length = i - start;
+      if (length < 5 || length > MAX_WORD_CHARS || (isAscii && runs < 3)) continue;
+      if (!isAscii) {
+        const grams = wordGrams(text.slice(start, i));
+        if (grams.length > 0 && !visit(grams)) return;
+        continue;
+      }
+      asciiWordHashes(text, start, i);
+      const tokens = WORD_HASHES.length / 2;
+      WORD_GRAMS.length = 0;
+      for (let t = 0; t + 3 <= tokens; t++) {
+        const h = 2 * t;
+        WORD_GRAMS.push(combine2(WORD_HASHES[h]!, WORD_HASHES[h + 1]!, WORD_HASHES[h + 2]!, WORD_HASHES[h + 3]!, WORD_HASHES[h + 4]!, WORD_HASHES[h + 5]!));
+      }
+      if (!visit(WORD_GRAMS)) return;
+    }
+  }
+}
+
+const OTHER = 0;
+const SPACE = 1;
+const WORD_CHAR = 2;
+/** Each ASCII character's kind for the scan of words: white space (as `\s`), a letter or digit, or other. */
+const ASCII_KIND = Uint8Array.from({ length: 0x80 }, (_, c) =>
+  c === 32 || (c >= 9 && c <= 13) ? SPACE : (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || (c >= 65 && c <= 90) ? WORD_CHAR : OTHER,
+);
+
+/** The token hashes of the ASCII word `text[start, end)` into {@link WORD_HASHES}, as {@link tokenHashes} makes them. */
+function asciiWordHashes(text: string, start: number, end: number): void {
+  WORD_HASHES.length = 0;
+  let i = start;
+  while (i < end) {
+    let c = text.charCodeAt(i);
+    while (i < end && !isAsciiWordChar(c)) c = text.charCodeAt(++i);
+    if (i >= end) break;
+    const from = i;
+    let hasDigit = false;
+    let hasUpper = false;
+    while (i < end && isAsciiWordChar(c)) {
+      if (c <= 57) hasDigit = true;
+      else if (c <= 90) hasUpper = true;
+      c = text.charCodeAt(++i);
+    }
+    if (hasDigit) {
+      // Kept as it is (lower case): hashed in place, as tokenHashes hashes it.
+      let h1 = 0x811c9dc5;
+      let h2 = 0x9747b28c ^ (i - from);
+      for (let k = from; k < i; k++) {
+        let ch = text.charCodeAt(k);
+        if (ch >= 65 && ch <= 90) ch += 32;
+        h1 = Math.imul(h1 ^ ch, 0x01000193);
+        h2 = Math.imul(h2 ^ ch, 0x5bd1e995);
+        h2 ^= h2 >>> 13;
+      }
+      WORD_HASHES.push(h1 >>> 0, h2 >>> 0);
+    } else {
+      const token = text.slice(from, i);
+      const h = tokenHashes(hasUpper ? token.toLowerCase() : token);
+      WORD_HASHES.push(h[0], h[1]);
+    }
+  }
+}
+
+function isAsciiWordChar(c: number): boolean {
+  return (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || (c >= 65 && c <= 90);
 }
 
 /** What `\s` matches (the words of a text are what lies between). */

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { TextIndexEntry } from '../backend.js';
-import { forEachIdentifierWord, identifierGrams, MAX_GRAMS_PER_EVENT, wordGrams } from '../identifier-grams.js';
+import { forEachWordGrams, identifierGrams, MAX_GRAMS_PER_EVENT } from '../identifier-grams.js';
 
 /** The state row of the identifier index in `text_index_state` (migration 17): complete or pending (a backfill due). */
 const STATE = 'identifier_fts';
@@ -38,43 +38,44 @@ export interface IdentifierTail {
 /**
  * An FTS5 token for a trigram key (48 bits; base 36, never the word break): the high 24 bits, then the low 24 as
  * exactly five digits, so the mapping is one-to-one. Two small integers, because V8 formats a number above 2^31
- * in base 36 on a slow path (7x slower; a quarter of an append's CPU was spent here).
+ * in base 36 on a slow path (7x slower; a quarter of an append's CPU was spent here); the five low digits as
+ * character codes, without a second number formatted and padded.
  */
 function gramToken(gram: number): string {
   const hi = Math.floor(gram / 0x1000000);
-  return `g${hi.toString(36)}${(gram - hi * 0x1000000).toString(36).padStart(5, '0')}`;
+  let lo = gram - hi * 0x1000000;
+  const d4 = DIGITS[lo % 36]!;
+  lo = (lo / 36) | 0;
+  const d3 = DIGITS[lo % 36]!;
+  lo = (lo / 36) | 0;
+  const d2 = DIGITS[lo % 36]!;
+  lo = (lo / 36) | 0;
+  const d1 = DIGITS[lo % 36]!;
+  return `g${hi.toString(36)}${String.fromCharCode(DIGITS[(lo / 36) | 0]!, d1, d2, d3, d4)}`;
 }
+
+/** The character codes of the base-36 digits. */
+const DIGITS = Array.from('0123456789abcdefghijklmnopqrstuvwxyz', (c) => c.charCodeAt(0));
 
 /**
  * The row an event gets: its trigram tokens in order, a word break between words (positions jump there). Built a
- * word at a time: a word's tokens depend on the word alone and words repeat (paths, names), so each distinct word's
- * tokens are made once ({@link WORD_TOKENS}); this was most of the catch-up's CPU.
+ * word at a time from the keys {@link forEachWordGrams} hashes in place (an ASCII word's tokens are never copied):
+ * making these rows was most of the catch-up's CPU.
  */
 export function gramText(body: string, meta: string): string {
-  const parts: string[] = [];
+  const tokens: string[] = [];
   let count = 0;
   let isCapped = false;
-  forEachIdentifierWord([body, meta], (word) => {
-    let cached = WORD_TOKENS.get(word);
-    if (cached === undefined) {
-      const grams = wordGrams(word);
-      cached = { text: grams.map(gramToken).join(' '), grams: grams.length };
-      if (WORD_TOKENS.size >= MAX_CACHED_WORDS) WORD_TOKENS.clear();
-      WORD_TOKENS.set(word, cached);
-    }
-    if (cached.grams === 0) return true;
-    count += cached.grams;
+  forEachWordGrams([body, meta], (grams) => {
+    count += grams.length;
     if (count > MAX_GRAMS_PER_EVENT) return !(isCapped = true);
-    parts.push(cached.text);
+    if (tokens.length > 0) tokens.push(WORD_BREAK);
+    for (let g = 0; g < grams.length; g++) tokens.push(gramToken(grams[g]!));
     return true;
   });
   // Past the cap the row ends inside a word: the gram-at-a-time form cuts it exactly there.
-  return isCapped ? gramTextOfGrams(body, meta) : parts.join(` ${WORD_BREAK} `);
+  return isCapped ? gramTextOfGrams(body, meta) : tokens.join(' ');
 }
-
-/** A word's trigram tokens in order, by the word (see {@link gramText}). */
-const WORD_TOKENS = new Map<string, { text: string; grams: number }>();
-const MAX_CACHED_WORDS = 100_000;
 
 /** {@link gramText} a trigram at a time, from the (gram, position) keys: the definition, and the form past the cap. */
 export function gramTextOfGrams(body: string, meta: string): string {
