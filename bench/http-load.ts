@@ -1,13 +1,13 @@
 /**
  * `engram serve` under load: N agents, each with its own token and session, append turns and recall over
- * loopback HTTP (Node's fetch, keep-alive) for a fixed time. Reports throughput and latency per operation and
+ * loopback HTTP (node:http keep-alive, bench/lib/http-client.ts; `--client fetch` for Node's fetch) for a fixed time. Reports throughput and latency per operation and
  * errors, then checks that every acknowledged event is stored exactly once (over HTTP and in the store
  * file after a graceful shutdown). Writes bench/results/http-load.{md,json}, or http-load-builtin.{md,json} with the
  * built-in embedder (hybrid recall, the embedding worker running in the server).
  *
  *   npm run bench -- http-load [--agents 8,32] [--backends sqlite,postgres] [--embedder none|builtin] [--seconds 20] [--warmup 2]
  *                              [--batch 4] [--retry-rate 0.05] [--profile] [--workers 1,2] [--mode mixed,append,recall]
- *                              [--prefill-events N]
+ *                              [--prefill-events N] [--client node-http|fetch]
  *
  * Modes (issue #14 states its two targets separately): `mixed` alternates an append and a recall per agent;
  * `append` is appends only (every agent appends turns); `recall` is recalls only, over a store first filled by the
@@ -26,9 +26,10 @@ import { createBenchStore, type BenchBackend } from './lib/bench-stores.js';
 import type { EventInput } from '../src/model/event.js';
 import { agentTrace, recallQueries } from './lib/agent-trace.js';
 import { Prng } from './lib/prng.js';
-import { summarizeCpuProfile, type CpuProfile, type ProfileEntry, type ProfileSummary } from './lib/cpu-profile.js';
+import { profileWindow, summarizeCpuProfile, type CpuProfile, type ProfileEntry, type ProfileSummary } from './lib/cpu-profile.js';
 import { profileAreas, type AreaShare, type ProfileAreas } from './lib/profile-areas.js';
 import { machineLine, round, summarize } from './lib/stats.js';
+import { createHttpClient, type HttpAnswer, type HttpClientKind } from './lib/http-client.js';
 
 export interface HttpLoadArgs {
   agents: number;
@@ -51,6 +52,8 @@ export interface HttpLoadArgs {
   workers?: number;
   /** What each agent's closed loop sends: an append then a recall (default), appends only, or recalls only. */
   mode?: HttpLoadMode;
+  /** The load generator's HTTP client: `node-http` (bench/lib/http-client.ts, lean; default) or Node's `fetch`. */
+  client?: HttpClientKind;
   /** Recall mode: events the agents append before the measured loop (default {@link DEFAULT_PREFILL_EVENTS}). */
   prefillEvents?: number;
   /** `prefillEvents` is the size the mixed run of the same backend and agent count reached (the suite sets it). */
@@ -146,18 +149,14 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
     const profileDir = join(dir, 'profile');
     const server = await startServer(store.location, args.embedder ?? 'none', args.profile ? profileDir : undefined, args.workers ?? 1);
     const admin = server.info.admin!.token;
-    const post = (path: string, token: string, body: unknown) =>
-      fetch(`${server.info.url}${path}`, {
-        method: 'POST',
-        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify(body),
-      });
+    const client = createHttpClient(server.info.url, args.agents, args.client ?? 'node-http');
+    const post = (path: string, token: string, body: unknown) => client.post(path, token, JSON.stringify(body));
 
     const agents: AgentState[] = [];
     for (let i = 0; i < args.agents; i++) {
       const res = await post('/v1/agents', admin, { name: `agent-${i}`, role: 'programmer', parent: 'admin', project: 'bench' });
-      if (res.status !== 201) throw new Error(`adding agent-${i}: ${res.status} ${await res.text()}`);
-      const { token } = (await res.json()) as { token: string };
+      if (res.status !== 201) throw new Error(`adding agent-${i}: ${res.status} ${res.text}`);
+      const { token } = JSON.parse(res.text) as { token: string };
       agents.push({ name: `agent-${i}`, token, sessionId: `load-${i}`, acked: new Map(), needles: [], needleQueries: 0, needleFound: 0, retryMismatches: 0 });
     }
 
@@ -188,8 +187,8 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
           for (let done = 0; done < perAgent; ) {
             const { events, needle } = makeTurn(index, Math.min(PREFILL_BATCH, perAgent - done));
             const res = await post('/v1/events', agent.token, { sessionId: agent.sessionId, events });
-            if (!res.ok) throw new Error(`prefill append of ${agent.name}: ${res.status} ${await res.text()}`);
-            const out = ((await res.json()) as { events: Array<{ id: string }> }).events;
+            if (!res.ok) throw new Error(`prefill append of ${agent.name}: ${res.status} ${res.text}`);
+            const out = (JSON.parse(res.text) as { events: Array<{ id: string }> }).events;
             out.forEach((e, j) => agent.acked.set(events[j]!.key!, e.id));
             agent.needles.push(needle);
             done += events.length;
@@ -199,7 +198,7 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
       const filledSeconds = (performance.now() - start) / 1000;
       // The server's background work on those events (the identifier index's catch-up) would otherwise run in the
       // measured window and be charged to the recalls: wait until the server is idle.
-      const quietSeconds = await waitUntilIdle(server.pid);
+      const quietSeconds = await waitUntilIdle(server.pid, args.profile ? PROFILED_IDLE_CORE_SHARE : IDLE_CORE_SHARE);
       prefill = { events: perAgent * agents.length, batch: PREFILL_BATCH, seconds: round(filledSeconds, 1), quietSeconds: round(quietSeconds, 1) };
       console.error(`== prefilled ${prefill.events} events in ${prefill.seconds} s, server idle after ${prefill.quietSeconds} s more`);
     }
@@ -208,15 +207,16 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
     const endAt = measureFrom + args.seconds * 1000;
     console.error(`== ${args.agents} agents for ${args.warmupSeconds} + ${args.seconds} s`);
     // CPU time of each process over the measured window: the server's from /proc, the load generator's own.
-    const cpuAt: Array<{ server: number | null; client: number; loadAvg: number }> = [];
-    const cpuSnapshot = () => cpuAt.push({ server: readTreeCpuMs(server.pid), client: cpuMs(process.cpuUsage()), loadAvg: loadavg()[0]! });
+    const cpuAt: Array<{ server: number | null; client: number; loadAvg: number; monoUs: number }> = [];
+    // monoUs: CLOCK_MONOTONIC, the clock V8 stamps the server's profile samples with, to cut the profile to this window.
+    const cpuSnapshot = () => cpuAt.push({ server: readTreeCpuMs(server.pid), client: cpuMs(process.cpuUsage()), loadAvg: loadavg()[0]!, monoUs: Number(process.hrtime.bigint() / 1000n) });
     const cpuTimers = [setTimeout(cpuSnapshot, measureFrom - performance.now()), setTimeout(cpuSnapshot, endAt - performance.now())];
 
-    const timed = async (op: Op, fn: () => Promise<Response>): Promise<{ res: Response; body: any } | null> => {
+    const timed = async (op: Op, fn: () => Promise<HttpAnswer>): Promise<{ res: HttpAnswer; body: any } | null> => {
       const start = performance.now();
       try {
         const res = await fn();
-        const text = await res.text();
+        const text = res.text;
         samples.push({ op, ms: performance.now() - start, isMeasured: start >= measureFrom && start < endAt });
         if (!res.ok) {
           const code = /"code":"(\w+)"/.exec(text)?.[1] ?? '';
@@ -225,23 +225,25 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
         }
         return { res, body: JSON.parse(text) };
       } catch (err) {
-        countError(op, (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name);
+        countError(op, (err as { code?: string }).code ?? (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name);
         return null;
       }
     };
 
     /** One agent turn appended (and, at the retry rate, sent again); the answer, or null after an error. */
-    const appendTurn = async (index: number): Promise<{ res: Response; body: any } | null> => {
+    const appendTurn = async (index: number): Promise<{ res: HttpAnswer; body: any } | null> => {
       const agent = agents[index]!;
       const { rng } = sources[index]!;
       const { events, needle } = makeTurn(index, args.batch);
-      const appended = await timed('append', () => post('/v1/events', agent.token, { sessionId: agent.sessionId, events }));
+      // Serialised once: a retry sends the same bytes, as a client resending its request would.
+      const json = JSON.stringify({ sessionId: agent.sessionId, events });
+      const appended = await timed('append', () => client.post('/v1/events', agent.token, json));
       if (appended) {
         const out = appended.body.events as Array<{ id: string; isDuplicate: boolean }>;
         out.forEach((e, j) => agent.acked.set(events[j]!.key!, e.id));
         agent.needles.push(needle);
         if (rng.next() < args.retryRate) {
-          const again = await timed('retry', () => post('/v1/events', agent.token, { sessionId: agent.sessionId, events }));
+          const again = await timed('retry', () => client.post('/v1/events', agent.token, json));
           const ids = (again?.body.events ?? []) as Array<{ id: string; isDuplicate: boolean }>;
           if (again && !ids.every((e, j) => e.isDuplicate && e.id === out[j]!.id)) agent.retryMismatches++;
         }
@@ -282,10 +284,8 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
     for (const agent of agents) {
       const stored: Array<{ id: string; key?: string; turn: number }> = [];
       for (let after = 0; ; ) {
-        const res = await fetch(`${server.info.url}/v1/sessions/${agent.sessionId}/events?afterTurn=${after}&limit=1000`, {
-          headers: { Authorization: `Bearer ${agent.token}` },
-        });
-        const page = (await res.json()) as { events: Array<{ id: string; key?: string; turn: number }>; nextAfterTurn?: number };
+        const res = await client.get(`/v1/sessions/${agent.sessionId}/events?afterTurn=${after}&limit=1000`, agent.token);
+        const page = JSON.parse(res.text) as { events: Array<{ id: string; key?: string; turn: number }>; nextAfterTurn?: number };
         stored.push(...page.events);
         if (page.nextAfterTurn === undefined) break;
         after = page.nextAfterTurn;
@@ -300,13 +300,15 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
     }
 
     const maxRssMb = [server.pid, ...childPids(server.pid)].map(readMaxRssMb).reduce<number | null>((sum, mb) => (sum === null || mb === null ? null : sum + mb), 0);
+    client.close();
     console.error('== SIGTERM');
     const stopStart = performance.now();
     server.child.kill('SIGTERM');
     const exitCode = await server.exited;
     const shutdownMs = performance.now() - stopStart;
 
-    const profile = args.profile ? readProfile(profileDir) : null;
+    const measuredRequests = samples.filter((s) => s.isMeasured).length;
+    const profile = args.profile ? readProfile(profileDir, cpuAt.length === 2 ? { fromUs: cpuAt[0]!.monoUs, toUs: cpuAt[1]!.monoUs, requests: measuredRequests } : undefined) : null;
     const mem = await openEngram({ ...store.location, ...(backend === 'sqlite' ? { sqlite: { create: false } } : {}) });
     const stats = await mem.stats();
     await mem.close();
@@ -325,7 +327,7 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
       machine: machineLine(),
       cpus: cpus().length,
       memGiB: round(totalmem() / 2 ** 30, 0),
-      config: { ...args, backend, mode, embedder: args.embedder ?? 'none', transport: 'HTTP/1.1 keep-alive over loopback (Node fetch)' },
+      config: { ...args, backend, mode, embedder: args.embedder ?? 'none', transport: `HTTP/1.1 keep-alive over loopback (${(args.client ?? 'node-http') === 'fetch' ? 'Node fetch' : 'node:http, one kept-alive socket per agent'})` },
       ...(prefill ? { prefill } : {}),
       ops: { append: opStats('append'), recall: opStats('recall'), retry: opStats('retry') },
       eventsPerSec: round((opStats('append').requests * args.batch) / loadSeconds, 0),
@@ -387,8 +389,11 @@ async function startServer(location: StoreLocation, embedder: 'none' | 'builtin'
   return { child, pid: child.pid!, info, exited };
 }
 
-/** The server's CPU profile (the whole run, warm-up and verification included): top functions and files by self time. */
-function readProfile(profileDir: string): (ProfileSummary & { areas: ProfileAreas }) | null {
+/**
+ * The server's CPU profile over the measured window (`window`, on the monotonic clock; without it the whole run,
+ * start-up and verification included): top functions and files by self time, and time by area.
+ */
+function readProfile(profileDir: string, window?: { fromUs: number; toUs: number; requests: number }): HttpLoadReport['profile'] | null {
   const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
   if (!file) return null;
   // ENGRAM_BENCH_PROFILE_OUT=dir keeps the whole profile (Chrome DevTools, or inclusive times) beside the summary.
@@ -397,26 +402,35 @@ function readProfile(profileDir: string): (ProfileSummary & { areas: ProfileArea
     mkdirSync(keep, { recursive: true });
     copyFileSync(join(profileDir, file), join(keep, `http-load-${Date.now()}.cpuprofile`));
   }
-  const profile = JSON.parse(readFileSync(join(profileDir, file), 'utf8')) as CpuProfile;
+  const whole = JSON.parse(readFileSync(join(profileDir, file), 'utf8')) as CpuProfile;
+  const profile = window ? profileWindow(whole, window.fromUs, window.toUs) : whole;
   const summary = summarizeCpuProfile(profile, 15);
   const r = (e: ProfileEntry) => ({ ...e, selfMs: round(e.selfMs, 0), share: round(e.share, 3) });
-  return { totalMs: round(summary.totalMs, 0), functions: summary.functions.map(r), files: summary.files.map(r), areas: profileAreas(profile) };
+  return {
+    totalMs: round(summary.totalMs, 0),
+    functions: summary.functions.map(r),
+    files: summary.files.map(r),
+    areas: profileAreas(profile),
+    ...(window ? { window: { seconds: round((window.toUs - window.fromUs) / 1e6, 1), requests: window.requests } } : {}),
+  };
 }
 
 /** Server CPU under this share of a core over a second counts as idle (its timers, the WAL checkpoint). */
 const IDLE_CORE_SHARE = 0.05;
+/** The same under `--profile`: V8's sampling thread alone keeps an idle server above 5 % of a core (it never counted as idle, and the prefill waited the full 300 s). */
+const PROFILED_IDLE_CORE_SHARE = 0.2;
 
 /**
- * Waits until the server (all its processes) uses under {@link IDLE_CORE_SHARE} of a core over a second, at most
+ * Waits until the server (all its processes) uses under `idleShare` of a core over a second, at most
  * `maxSeconds`; returns the seconds waited. Without /proc it returns at once.
  */
-async function waitUntilIdle(pid: number, maxSeconds = 300): Promise<number> {
+async function waitUntilIdle(pid: number, idleShare: number, maxSeconds = 300): Promise<number> {
   const start = performance.now();
   let before = readTreeCpuMs(pid);
   while (before !== null && performance.now() - start < maxSeconds * 1000) {
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const now = readTreeCpuMs(pid);
-    if (now === null || now - before < 1000 * IDLE_CORE_SHARE) break;
+    if (now === null || now - before < 1000 * idleShare) break;
     before = now;
   }
   return (performance.now() - start) / 1000;
@@ -505,7 +519,8 @@ export interface HttpLoadReport {
    * per request answered, and the machine's 1-minute load average at its end (other processes share the cores).
    */
   cpu?: { serverCores: number; clientCores: number; serverMsPerRequest: number; clientMsPerRequest: number; loadAverage: number };
-  profile?: ProfileSummary & { areas?: ProfileAreas };
+  /** `window`: the profile covers the measured window only (`requests` answered in it), not the whole run. */
+  profile?: ProfileSummary & { areas?: ProfileAreas; window?: { seconds: number; requests: number } };
 }
 
 export function renderReport(r: HttpLoadReport): string {
@@ -562,9 +577,12 @@ ${v.problems.length > 0 ? `\nProblems:\n${v.problems.map((p) => `- ${p}`).join('
 ${
   r.profile
     ? `
-**Where the server's time goes** (\`--profile\`: V8 CPU profile of the whole server run, ${fmt(r.profile.totalMs)} ms, start-up and
-the verification after the load included; the server runs slower under the profiler).
-${r.profile.areas ? renderAreas(r.profile.areas) : ''}
+**Where the server's time goes** (\`--profile\`: V8 CPU profile of ${
+        r.profile.window
+          ? `the measured window only (${r.profile.window.seconds} s, ${fmt(r.profile.window.requests)} requests answered), ${fmt(r.profile.totalMs)} ms sampled`
+          : `the whole server run, ${fmt(r.profile.totalMs)} ms, start-up and the verification after the load included`
+      }; the server runs slower under the profiler).
+${r.profile.areas ? renderAreas(r.profile.areas, r.profile.window?.requests) : ''}
 Self time by file and by function:
 
 | file | self ms | share |
@@ -604,21 +622,23 @@ ${p ? `${p.events.toLocaleString('en')} events (appends of ${p.batch} events int
   }
 }
 
-function renderAreas(a: ProfileAreas): string {
+function renderAreas(a: ProfileAreas, requests?: number): string {
   const quiet = new Set(['idle (waiting for requests or I/O)', 'module loading (start-up)']);
   const busy = a.areas.filter((x) => !quiet.has(x.area)).reduce((n, x) => n + x.ms, 0);
-  const line = (x: AreaShare) => `| ${x.area} | ${x.ms.toLocaleString('en')} | ${round(x.share * 100, 1)} % | ${quiet.has(x.area) || busy === 0 ? '' : `${round((x.ms / busy) * 100, 1)} %`} |`;
+  // With the measured window's request count: each area's ms per request answered (under the profiler, so above the unprofiled CPU per request).
+  const perRequest = (x: AreaShare) => (requests ? ` ${quiet.has(x.area) ? '' : round(x.ms / requests, 3)} |` : '');
+  const line = (x: AreaShare) => `| ${x.area} | ${x.ms.toLocaleString('en')} | ${round(x.share * 100, 1)} % | ${quiet.has(x.area) || busy === 0 ? '' : `${round((x.ms / busy) * 100, 1)} %`} |${perRequest(x)}`;
   return `
 By area (a sample counts for the first area, in this order, that its call stack is in: recall, append, the group commit, ...):
 
-| area | ms | share of the profile | share of busy time |
-| --- | ---: | ---: | ---: |
+| area | ms | share of the profile | share of busy time |${requests ? ' ms per request |' : ''}
+| --- | ---: | ---: | ---: |${requests ? ' ---: |' : ''}
 ${a.areas.map(line).join('\n')}
 
 Recall by step:
 
-| recall step | ms | share of the profile | share of busy time |
-| --- | ---: | ---: | ---: |
+| recall step | ms | share of the profile | share of busy time |${requests ? ' ms per request |' : ''}
+| --- | ---: | ---: | ---: |${requests ? ' ---: |' : ''}
 ${a.recall.map(line).join('\n')}
 `;
 }

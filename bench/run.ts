@@ -22,6 +22,7 @@ const USAGE = `usage:
   npm run bench -- ingest-recall [--sizes 10000,100000] [--queries 300] [--single 3000] [--backends sqlite,postgres] [--writers 1,2,4] [--writer-events 5000]
   npm run bench -- embedder [--texts 20000] [--loads 5]
   npm run bench -- http-load [--agents 8,32] [--backends sqlite,postgres] [--embedder none|builtin] [--seconds 20] [--warmup 2] [--batch 4] [--retry-rate 0.05] [--profile] [--workers 1,2]
+                               [--client node-http|fetch]
                                [--mode mixed,append,recall] [--prefill-events N]
   npm run bench -- context [--parts prefix,sweep,latency,ablation] [--windows 8192,16384,32768] [--turns 300] [--seeds 7,1234] [--transcript FILE] [--transcript-windows <--windows>]
                            [--low-water-sweep 0.2,0.3,0.4,0.5,0.6]
@@ -84,6 +85,7 @@ const { values } = parseArgs({
     'retry-rate': { type: 'string', default: '0.05' },
     profile: { type: 'boolean', default: false },
     workers: { type: 'string', default: '1' },
+    client: { type: 'string', default: 'node-http' },
     mode: { type: 'string', default: 'mixed,append,recall' },
     'prefill-events': { type: 'string' },
     engrams: { type: 'string', default: '100000' },
@@ -238,6 +240,7 @@ switch (name) {
       profile: values.profile,
       workers: values.workers.split(',').map((w) => (Number.isInteger(Number(w)) && Number(w) >= 1 ? Number(w) : fail(`--workers: expected integers >= 1, found "${values.workers}"`))),
       modes: httpLoadModes(values.mode),
+      client: values.client === 'node-http' || values.client === 'fetch' ? values.client : fail(`--client: expected node-http or fetch, found "${values.client}"`),
       ...(values['prefill-events'] !== undefined ? { prefillEvents: int('prefill-events', 1) } : {}),
     });
     break;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { shortUrl, summarizeCpuProfile, type CpuProfile } from './cpu-profile.js';
+import { profileWindow, shortUrl, summarizeCpuProfile, type CpuProfile } from './cpu-profile.js';
 
 const frame = (functionName: string, url: string, lineNumber = 0) => ({ functionName, url, lineNumber });
 
@@ -44,6 +44,18 @@ describe('summarizeCpuProfile', () => {
 
   it('keeps the top entries only', () => {
     expect(summarizeCpuProfile(profile, 1).functions).toHaveLength(1);
+  });
+
+  it('keeps only the samples stamped inside a window of the profile clock', () => {
+    // Sample times from startTime 100: 1100, 3100, 5100, 5600, 7100, 8100.
+    const w = profileWindow({ ...profile, startTime: 100, endTime: 8100 }, 3000, 5600);
+    expect(w.samples).toEqual([3, 3, 4]);
+    expect(w.timeDeltas).toEqual([2000, 2000, 500]);
+    expect([w.startTime, w.endTime]).toEqual([3000, 5600]);
+    expect(summarizeCpuProfile(w).functions.map((f) => [f.name, f.selfMs])).toEqual([
+      ['count (node_modules/gpt-tokenizer/cjs/x.js:5)', 4],
+      ['(anonymous) (src/context/compactor.ts:31)', 0.5],
+    ]);
   });
 });
 

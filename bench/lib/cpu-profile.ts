@@ -77,3 +77,23 @@ export function shortUrl(url: string): string {
   }
   return path;
 }
+
+/**
+ * The part of a profile sampled between `fromUs` and `toUs` (microseconds on the profile's own clock: V8 stamps
+ * samples with CLOCK_MONOTONIC, the clock of `process.hrtime` in any process on the same machine), so a report
+ * can charge a benchmark's measured window alone, without start-up or the checks after it. Pure.
+ */
+export function profileWindow(profile: CpuProfile, fromUs: number, toUs: number): CpuProfile {
+  if (!profile.samples || !profile.timeDeltas) return profile;
+  const samples: number[] = [];
+  const timeDeltas: number[] = [];
+  let at = profile.startTime;
+  profile.samples.forEach((id, i) => {
+    at += profile.timeDeltas![i]!;
+    if (at >= fromUs && at <= toUs) {
+      samples.push(id);
+      timeDeltas.push(profile.timeDeltas![i]!);
+    }
+  });
+  return { ...profile, samples, timeDeltas, startTime: Math.max(profile.startTime, fromUs), endTime: Math.min(profile.endTime, toUs) };
+}
