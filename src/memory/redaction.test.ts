@@ -123,6 +123,9 @@ describe('redaction: credential formats are replaced', () => {
   it('redacts bearer and basic credentials in Authorization headers', () => {
     expectRedacted('curl -H "Authorization: Bearer abcDEF123456ghiJKL789" https://api', 'abcDEF123456ghiJKL789', 'bearer-token');
     expectRedacted('Authorization: Basic dXNlcjpwYXNzd29yZA==', 'dXNlcjpwYXNzd29yZA==', 'basic-auth');
+    // The one scan for every format's prefix ignores the case of these two, as their detectors do.
+    expectRedacted('authorization: BEARER abcDEF123456ghiJKL789', 'abcDEF123456ghiJKL789', 'bearer-token');
+    expectRedacted('AUTHORIZATION: bAsIc dXNlcjpwYXNzd29yZA==', 'dXNlcjpwYXNzd29yZA==', 'basic-auth');
     // A JWT bearer is a JWT (the more specific kind).
     expect(kinds(`Authorization: Bearer ${FAKE.jwt}`)).toEqual(['jwt']);
   });

@@ -236,8 +236,11 @@ const FORMAT_DETECTORS: readonly FormatDetector[] = [
   },
 ];
 
-/** Every prefix a {@link FORMAT_DETECTORS} pattern needs (loosely: a hit only means the detectors run). */
-const FORMAT_PREFIXES = /sk-|gh[pousr]_|github_pat_|glpat-|npm_|xox|hooks\.slack|_live_|_test_|whsec_|AIza|A[SK]IA|ABIA|ACCA|A3T|eyJ|bearer|basic/i;
+/**
+ * Every prefix a {@link FORMAT_DETECTORS} pattern needs (loosely: a hit only means the detectors run). In the case
+ * each detector matches: only `bearer` and `basic` in any case (a case-insensitive scan of every prefix cost 1.4x).
+ */
+const FORMAT_PREFIXES = /sk-|gh[pousr]_|github_pat_|glpat-|npm_|xox|hooks\.slack|_live_|_test_|whsec_|AIza|A[SK]IA|ABIA|ACCA|A3T|eyJ|[Bb][Ee][Aa][Rr][Ee][Rr]|[Bb][Aa][Ss][Ii][Cc]/;
 
 /** How many of lower-case letters, upper-case letters and digits occur. */
 function mixedClasses(s: string): number {

@@ -46,6 +46,15 @@ describe('resolveRelativeDates', () => {
     expect(iso(next!.fromMs)).toBe('2023-05-20');
   });
 
+  it('finds every form in any case (the one scan for a word they need ignores case as they do)', () => {
+    const text = 'YESTERDAY; Last NIGHT; TOMORROW; Two WEEKS Ago; in a Few MONTHS; last FRIDAY; next Weekend; past YEAR';
+    const dates = resolveRelativeDates(text, MONDAY);
+    expect(dates).toEqual(resolveRelativeDates(text.toLowerCase(), MONDAY));
+    expect(dates.length).toBe(4);
+    expect(resolveRelativeDates('In 2 Months', MONDAY).map((d) => d.precision)).toEqual(['month']);
+    expect(resolveRelativeDates('SUNDAY? last sunday', MONDAY).map((d) => d.precision)).toEqual(['day']);
+  });
+
   it('finds nothing in text without relative dates, and nothing without a valid time', () => {
     expect(resolveRelativeDates('I love painting sunsets', MONDAY)).toEqual([]);
     expect(resolveRelativeDates('yesterday', Number.NaN)).toEqual([]);
