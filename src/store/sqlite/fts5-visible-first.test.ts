@@ -78,6 +78,22 @@ describe('Fts5VisibleFirst', () => {
     expect(first.search('cache', '0.3000', 'alpha', VISIBLE_SESSION_SQL, 5)).not.toBeNull();
   });
 
+  it('keeps its statements compiled across searches: each context weight ranks with its own, rows added later are found', () => {
+    const first = new Fts5VisibleFirst(db);
+    const meta = (weight: string) =>
+      db
+        .prepare(`SELECT bm25(events_fts, 1.0, ${weight}) AS score FROM events_fts WHERE events_fts MATCH ? ORDER BY score LIMIT 5`)
+        .pluck()
+        .all('note') as number[];
+    for (const weight of ['0.3000', '2.0000', '0.3000']) {
+      expect(first.search('note', weight, 'alpha', VISIBLE_SESSION_SQL, 5)!.map((h) => h.score)).toEqual(meta(weight));
+    }
+    expect(meta('0.3000')).not.toEqual(meta('2.0000'));
+    db.prepare('INSERT INTO events (rowid, id, session_id) VALUES (?, ?, ?)').run(301, 'evt_301', 'a1');
+    db.prepare('INSERT INTO events_fts (rowid, body, meta) VALUES (?, ?, ?)').run(301, 'zebra', 'note');
+    expect(first.search('zebra', '0.3000', 'alpha', VISIBLE_SESSION_SQL, 5)!.map((h) => h.id)).toEqual(['evt_301']);
+  });
+
   it('with fewer matches than it ranks, returns every visible match even when fewer than asked', () => {
     const first = new Fts5VisibleFirst(db);
     // 'worker' matches 100 rows; gamma sees c1 only (rows 45, 135, 225 hold 'worker'), so a limit of 40 ranks 160 > 100 rows.

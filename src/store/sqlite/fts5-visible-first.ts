@@ -4,6 +4,8 @@ import type Database from 'better-sqlite3';
 export const VISIBLE_FIRST_FACTOR = 4;
 /** A project whose first pass came up short skips it for this many searches (it would only add work), then tries again. */
 export const VISIBLE_FIRST_BACKOFF = 16;
+/** Distinct statements kept compiled (context weights are few; a caller varying it freely only recompiles). */
+const MAX_CACHED_STATEMENTS = 32;
 
 export interface VisibleFirstHit {
   id: string;
@@ -25,6 +27,11 @@ export interface VisibleFirstHit {
  */
 export class Fts5VisibleFirst {
   private readonly backoff = new Map<string, number>();
+  /**
+   * Compiled statements by their SQL (a handful: one per context weight and visibility clause), so a search does
+   * not compile its two statements again (~30 us each, of a recall's few ms under bench/http-load.ts).
+   */
+  private readonly statements = new Map<string, Database.Statement>();
 
   constructor(private readonly db: Database.Database) {}
 
@@ -37,12 +44,10 @@ export class Fts5VisibleFirst {
       return null;
     }
     const kept = limit * VISIBLE_FIRST_FACTOR;
-    const ranked = this.db
-      .prepare(`SELECT rowid, bm25(events_fts, 1.0, ${weight}) AS score FROM events_fts WHERE events_fts MATCH ? ORDER BY score LIMIT ?`)
-      .all(match, kept) as Array<{ rowid: number; score: number }>;
-    const visible = this.db
-      .prepare(`SELECT rowid, id FROM events WHERE rowid IN (SELECT value FROM json_each(?)) AND session_id IN (${visibleSql})`)
-      .all(JSON.stringify(ranked.map((r) => r.rowid)), project, project) as Array<{ rowid: number; id: string }>;
+    const rank = this.statement(`SELECT rowid, bm25(events_fts, 1.0, ${weight}) AS score FROM events_fts WHERE events_fts MATCH ? ORDER BY score LIMIT ?`);
+    const ranked = rank.all(match, kept) as Array<{ rowid: number; score: number }>;
+    const test = this.statement(`SELECT rowid, id FROM events WHERE rowid IN (SELECT value FROM json_each(?)) AND session_id IN (${visibleSql})`);
+    const visible = test.all(JSON.stringify(ranked.map((r) => r.rowid)), project, project) as Array<{ rowid: number; id: string }>;
     const idOf = new Map(visible.map((r) => [r.rowid, r.id]));
     const hits: VisibleFirstHit[] = [];
     for (const r of ranked) {
@@ -55,5 +60,15 @@ export class Fts5VisibleFirst {
     if (this.backoff.size > 10_000) this.backoff.clear();
     this.backoff.set(project, VISIBLE_FIRST_BACKOFF);
     return null;
+  }
+
+  private statement(sql: string): Database.Statement {
+    let statement = this.statements.get(sql);
+    if (statement === undefined) {
+      if (this.statements.size >= MAX_CACHED_STATEMENTS) this.statements.clear();
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
   }
 }
