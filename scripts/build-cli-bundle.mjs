@@ -1,20 +1,26 @@
-// Bundles the built CLI (dist/interfaces/cli/main.js and what it imports) into dist/cli-bundle/, which
-// bin/engram.js loads when it is present and not older than dist/. Why: a CLI recall loaded ~300 ES modules
-// (Engram's own ~190, zod's ~95), and resolving, reading, compiling and linking them one by one took about half of
-// its start on a 1M-event store (issue #14, bench/results/scale.md "CLI start to first recall result"); a few
-// files load in a fraction of that. Run by `npm run build` after tsc (and by test/global-setup.ts), from dist/'s
+// Bundles the built CLI (dist/interfaces/cli/main.js and what it imports) into one CommonJS file,
+// dist/cli-bundle/main.cjs, which bin/engram.js loads with V8's code cache (src/interfaces/cli/code-cache.ts) when it
+// is present and not older than dist/. Why: a CLI recall loaded ~300 ES modules (Engram's own ~190, zod's ~95), and
+// resolving, reading, compiling and linking them one by one took about half of its start on a 1M-event store
+// (issue #14, bench/results/scale.md "CLI start to first recall result"); one file with its compiled code cached
+// skips all of that but the cache read. Run by `npm run build` after tsc (and by test/global-setup.ts), from dist/'s
 // JavaScript, so the bundle runs the same code as dist/.
 //
+// - CommonJS, one file: Node 20 caches compiled code only through `vm.Script` (`cachedData`), which runs a script,
+//   not ES modules. Each command's own modules (serve's HTTP stack, hooks, bench) still run only when that command
+//   imports them (esbuild wraps every module in an init function); with the code cache their parse costs nothing.
+// - `import()` becomes `require()` (`supported: { 'dynamic-import': false }`): a `vm.Script` cannot run `import()`
+//   without an experimental flag, and every package the CLI imports has a CommonJS entry point (so the CLI loads one
+//   copy of each, the CommonJS one, where the bundle's static imports already `require` it).
 // - Packages with native code, optional drivers or large lazily loaded code stay external (loaded from
 //   node_modules as before); the small pure-JavaScript ones the CLI loads on most commands are bundled.
-// - Code splitting keeps each command's own modules (serve's HTTP stack, hooks, bench) in their own chunks, loaded
-//   only by that command, as the lazy command registry does for dist/.
 // - zod's `locales` namespace (its ~50 languages' error messages, ~370 KB, 40 % of zod's bundled code) is bundled as
 //   English only: `import { z } from 'zod'` is a namespace esbuild cannot tree-shake, so every locale was compiled on
 //   every start, while Engram only uses zod's default English messages (schemas.js imports en.js itself and
 //   configures it; the stub keeps `z.locales.en`). Packages loaded from node_modules keep their own full zod.
 // - `import.meta.url` in a bundled module is rewritten to the URL that module has in dist/, so paths it resolves
-//   relative to itself (package.json, bin/engram.js, the dashboard's files, createRequire) are the same.
+//   relative to itself (package.json, bin/engram.js, the dashboard's files, createRequire) are the same (the
+//   bundle's own URL, which CommonJS lacks, comes from `__filename`).
 import { build } from 'esbuild';
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -80,16 +86,16 @@ try {
   await build({
     entryPoints: { main: entry },
     outdir: buildDir,
+    outExtension: { '.js': '.cjs' },
     bundle: true,
-    splitting: true,
-    format: 'esm',
+    format: 'cjs',
     platform: 'node',
     target: 'node20',
-    chunkNames: 'chunk-[hash]',
+    supported: { 'dynamic-import': false },
     sourcemap: 'linked',
     legalComments: 'none',
-    // commander is CommonJS: its require() calls of Node's modules need a require in each chunk.
-    banner: { js: "import { createRequire as __engramCreateRequire } from 'node:module';\nconst require = __engramCreateRequire(import.meta.url);" },
+    define: { 'import.meta.url': '__engramBundleUrl' },
+    banner: { js: "const __engramBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
     logLevel: 'warning',
     plugins: [externalPackages, zodEnglishOnly, distImportMetaUrl],
   });

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -7,11 +7,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cliEnv, ENGRAM_BIN } from '../fixtures/cli.js';
 
 /**
- * bin/engram.js runs the CLI bundle (dist/cli-bundle/, scripts/build-cli-bundle.mjs; test/global-setup.ts builds
- * it after dist/) when it is there and not older than dist/, else dist/'s modules. These tests check that choice
- * on a copy of the launcher, and that the bundle prints, exits and fails exactly as dist/'s modules do.
+ * bin/engram.js runs the CLI bundle (dist/cli-bundle/main.cjs, scripts/build-cli-bundle.mjs; test/global-setup.ts
+ * builds it after dist/) with V8's code cache (src/interfaces/cli/code-cache.ts) when it is there and not older than
+ * dist/, else dist/'s modules. These tests check that choice on a copy of the launcher, that the bundle prints,
+ * exits and fails exactly as dist/'s modules do, and that the code cache changes nothing a user sees.
  */
-const BUNDLE_MAIN = resolve('dist/cli-bundle/main.js');
+const BUNDLE_MAIN = resolve('dist/cli-bundle/main.cjs');
 const MODULES_MAIN = resolve('dist/interfaces/cli/main.js');
 const DEMO = resolve('examples/demo-session.jsonl');
 
@@ -28,19 +29,23 @@ describe('bin/engram.js picks the bundle', () => {
   function fakePackage(options: { bundle: boolean }): { bin: string; bundle: string; modules: string } {
     mkdirSync(join(dir, 'bin'));
     mkdirSync(join(dir, 'dist', 'interfaces', 'cli'), { recursive: true });
+    mkdirSync(join(dir, 'dist', 'providers'));
     copyFileSync(ENGRAM_BIN, join(dir, 'bin', 'engram.js'));
+    // The launcher's code-cache loader, as built.
+    copyFileSync(resolve('dist/interfaces/cli/code-cache.js'), join(dir, 'dist', 'interfaces', 'cli', 'code-cache.js'));
+    copyFileSync(resolve('dist/providers/cache-dir.js'), join(dir, 'dist', 'providers', 'cache-dir.js'));
     writeFileSync(join(dir, 'package.json'), '{"type":"module"}');
-    const fake = (name: string) => `export async function main(argv) { console.log(${JSON.stringify(name)}, argv.slice(2).join(' ')); return 3; }\n`;
+    const say = (name: string) => `{ console.log(${JSON.stringify(name)}, argv.slice(2).join(' ')); return 3; }`;
     const modules = join(dir, 'dist', 'interfaces', 'cli', 'main.js');
-    writeFileSync(modules, fake('modules'));
-    const bundle = join(dir, 'dist', 'cli-bundle', 'main.js');
+    writeFileSync(modules, `export async function main(argv) ${say('modules')}\n`);
+    const bundle = join(dir, 'dist', 'cli-bundle', 'main.cjs');
     if (options.bundle) {
       mkdirSync(join(dir, 'dist', 'cli-bundle'));
-      writeFileSync(bundle, fake('bundle'));
+      writeFileSync(bundle, `exports.main = async function main(argv) ${say('bundle')};\n`);
     }
     return { bin: join(dir, 'bin', 'engram.js'), bundle, modules };
   }
-  const run = (bin: string) => spawnSync(process.execPath, [bin, 'recall', 'x'], { encoding: 'utf8' });
+  const run = (bin: string) => spawnSync(process.execPath, [bin, 'recall', 'x'], { encoding: 'utf8', env: cliEnv({ ENGRAM_CACHE_DIR: join(dir, 'cache') }) });
   const at = (file: string, seconds: number) => utimesSync(file, seconds, seconds);
 
   it('runs the bundle when it is newer than dist/ or as new (npm packs every file with one mtime)', () => {
@@ -106,4 +111,39 @@ describe('the bundle', () => {
     expect(engram(BUNDLE_MAIN, ['recall', '--k', 'many', 'x']).code).toBe(2);
     expect(engram(BUNDLE_MAIN, ['ingest', bad]).stderr).toContain('Invalid option: expected one of');
   }, 180_000);
+});
+
+describe('the code cache', () => {
+  it('is written by the first start, used by the next, and a damaged one is ignored and rewritten; output never changes', () => {
+    const cacheDir = join(dir, 'cache');
+    const db = join(dir, 'store.db');
+    const cli = (args: string[], env: Record<string, string> = {}) => {
+      const r = spawnSync(process.execPath, [ENGRAM_BIN, '--db', db, ...args], { cwd: dir, encoding: 'utf8', env: cliEnv({ ENGRAM_EMBEDDER: 'none', ENGRAM_CACHE_DIR: cacheDir, ...env }) });
+      return { code: r.status, stdout: r.stdout.replace(/"logId": \d+/g, '"logId": N'), stderr: r.stderr };
+    };
+    const cacheFile = () => join(cacheDir, readdirSync(cacheDir).find((f) => f.startsWith('cli-code-')) ?? 'none');
+    expect(cli(['ingest', DEMO]).code).toBe(0);
+    expect(existsSync(cacheFile())).toBe(true);
+    const written = readFileSync(cacheFile());
+    expect(written.subarray(0, 8).toString()).toBe('ENGRAMCC');
+
+    const recall = ['recall', 'ECONNREFUSED', '--json', '--retriever', 'fts'];
+    const first = cli(recall);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toContain('ECONNREFUSED');
+    // A start that used the cache leaves it as it was.
+    expect(cli(recall)).toEqual(first);
+    expect(readFileSync(cacheFile()).equals(written)).toBe(true);
+
+    // A damaged file (here: half of it) is ignored, the command runs as before, and the file is written afresh.
+    writeFileSync(cacheFile(), written.subarray(0, written.length >> 1));
+    expect(cli(recall)).toEqual(first);
+    expect(readFileSync(cacheFile()).subarray(0, 8).toString()).toBe('ENGRAMCC');
+    expect(readFileSync(cacheFile()).length).toBeGreaterThan(written.length >> 1);
+
+    // Off: no file read or written, the same output.
+    rmSync(cacheDir, { recursive: true });
+    expect(cli(recall, { ENGRAM_CODE_CACHE: '0' })).toEqual(first);
+    expect(existsSync(cacheDir) && readdirSync(cacheDir).some((f) => f.startsWith('cli-code-'))).toBe(false);
+  }, 120_000);
 });

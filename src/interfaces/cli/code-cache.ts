@@ -1,0 +1,112 @@
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { Script } from 'node:vm';
+import { defaultCacheDir } from '../../providers/cache-dir.js';
+
+/**
+ * Loads the CLI bundle (dist/cli-bundle/main.cjs, scripts/build-cli-bundle.mjs) with V8's code cache, so a CLI start
+ * skips parsing and compiling the bundle's JavaScript (issue #14, "CLI start to first recall"): Node 20 has no
+ * compile cache of its own (`module.enableCompileCache` is Node 22.1+), but `vm.Script` takes V8's `cachedData`.
+ * The bundle is CommonJS for this reason: a CommonJS file is one script `vm.Script` can compile.
+ *
+ * The cache is best-effort and never trusted blindly: its file names the bundle's SHA-256 and the cached data's
+ * SHA-256, so a cache from another build (stale) or a damaged file (corrupt, truncated) is ignored and rewritten;
+ * V8 itself rejects data from another V8 version or other flags (rejected). Any failure to read or write it only
+ * costs the compile it would have saved.
+ */
+
+/** What happened to the code cache on this start. */
+export type CodeCacheStatus = 'hit' | 'miss' | 'stale' | 'corrupt' | 'rejected' | 'off';
+
+export interface LoadedBundle {
+  /** The bundle's `module.exports`. */
+  exports: Record<string, unknown>;
+  status: CodeCacheStatus;
+  /**
+   * Writes the cache for the next start when this one did not use it. Call it after the command ran: V8's data then
+   * also holds the functions the command compiled on first call, not only the bundle's top level.
+   */
+  save(): void;
+}
+
+const MAGIC = Buffer.from('ENGRAMCC');
+/** Bumped when the file layout below changes; a file of another format reads as corrupt and is rewritten. */
+const FORMAT = 1;
+const DIGEST_BYTES = 32;
+/** magic, format (uint32 LE), SHA-256 of the bundle's source, SHA-256 of the cached data; then the data. */
+const HEADER_BYTES = MAGIC.length + 4 + DIGEST_BYTES * 2;
+
+/**
+ * The cache file for this Node version and platform: `<cache dir>/cli-code-<node version>-<platform>-<arch>.bin`
+ * (the cache dir is `$ENGRAM_CACHE_DIR`, else `$XDG_CACHE_HOME/engram`, else `~/.cache/engram`), or undefined when
+ * `ENGRAM_CODE_CACHE=0` turns the cache off. One file per Node version: a new build overwrites it.
+ */
+export function codeCacheFile(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (env.ENGRAM_CODE_CACHE === '0') return undefined;
+  return join(defaultCacheDir(env), `cli-code-${process.version}-${process.platform}-${process.arch}.bin`);
+}
+
+const sha256 = (data: Buffer | string): Buffer => createHash('sha256').update(data).digest();
+
+/** The cached data in `file` when it was written for exactly `sourceDigest` and is intact; else why not. */
+export function readCodeCache(file: string, sourceDigest: Buffer): { data: Buffer } | { status: 'miss' | 'stale' | 'corrupt' } {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file);
+  } catch {
+    return { status: 'miss' };
+  }
+  if (bytes.length <= HEADER_BYTES || !bytes.subarray(0, MAGIC.length).equals(MAGIC) || bytes.readUInt32LE(MAGIC.length) !== FORMAT) {
+    return { status: 'corrupt' };
+  }
+  const at = MAGIC.length + 4;
+  if (!bytes.subarray(at, at + DIGEST_BYTES).equals(sourceDigest)) return { status: 'stale' };
+  const data = bytes.subarray(HEADER_BYTES);
+  if (!sha256(data).equals(bytes.subarray(at + DIGEST_BYTES, HEADER_BYTES))) return { status: 'corrupt' };
+  return { data };
+}
+
+/** Writes `data` for `sourceDigest` to `file`, through a temporary file renamed into place (a concurrent start reads the old file or the new one). */
+export function writeCodeCache(file: string, sourceDigest: Buffer, data: Buffer): void {
+  const format = Buffer.alloc(4);
+  format.writeUInt32LE(FORMAT);
+  const tmp = `${file}.${process.pid}.tmp`;
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(tmp, Buffer.concat([MAGIC, format, sourceDigest, sha256(data), data]));
+    renameSync(tmp, file);
+  } catch {
+    // A read-only or full cache directory (or a file where it should be): the next start compiles again, as without
+    // a cache. The temporary file may be there, half-written, or its directory may not exist.
+    try {
+      rmSync(tmp, { force: true });
+    } catch {
+      // nothing to remove
+    }
+  }
+}
+
+/**
+ * Compiles and runs the CommonJS file `bundle` as `require` would (its own `require`, `module`, `__filename`), with
+ * the code cache in `cacheFile` when given. The bundle must not use `import()`: a `vm.Script` cannot run one without
+ * an experimental flag, so the build turns them into `require` (every package the CLI imports has a CommonJS entry).
+ */
+export function loadBundle(bundle: string, cacheFile: string | undefined): LoadedBundle {
+  const source = readFileSync(bundle, 'utf8');
+  const sourceDigest = cacheFile === undefined ? Buffer.alloc(0) : sha256(source);
+  const cached = cacheFile === undefined ? { status: 'off' as const } : readCodeCache(cacheFile, sourceDigest);
+  const script = new Script(`(function (exports, require, module, __filename, __dirname) { ${source}\n});`, { filename: bundle, ...('data' in cached ? { cachedData: cached.data } : {}) });
+  const status: CodeCacheStatus = 'data' in cached ? (script.cachedDataRejected === true ? 'rejected' : 'hit') : cached.status;
+  const module = { exports: {} as Record<string, unknown> };
+  const run = script.runInThisContext() as (exports: unknown, require: NodeJS.Require, module: unknown, filename: string, dirname: string) => void;
+  run.call(module.exports, module.exports, createRequire(bundle), module, bundle, dirname(bundle));
+  return {
+    exports: module.exports,
+    status,
+    save: () => {
+      if (cacheFile !== undefined && status !== 'hit') writeCodeCache(cacheFile, sourceDigest, script.createCachedData());
+    },
+  };
+}
