@@ -53,6 +53,8 @@ export class AppendedTail {
   /** The rewrite count the held rows were appended under. */
   private rewrites: string | undefined;
   private readonly readRewrites: Database.Statement;
+  /** The page {@link page} handed out last, with its rows' rowids and the rewrite count they were held under. */
+  private lastPage: { entries: readonly TextIndexEntry[]; through: readonly string[]; rowids: number[]; rewrites: string | undefined } | undefined;
 
   constructor(db: Database.Database) {
     // Not plucked: the connection's statement cache (statement-cache.ts) shares this statement with other readers.
@@ -128,12 +130,28 @@ export class AppendedTail {
       return undefined;
     }
     const entries: TextIndexEntry[] = [];
+    const rowids: number[] = [];
     for (let rowid = watermark + 1; entries.length < limit; rowid++) {
       const row = this.rows.get(rowid);
       if (!row) break;
       entries.push({ eventId: row.id as EventId, searchText: row.body, searchMeta: row.meta });
+      rowids.push(rowid);
     }
-    return entries.length > 0 ? { entries, through: entries.map((e) => e.eventId) } : undefined;
+    if (entries.length === 0) return undefined;
+    const page = { entries, through: entries.map((e) => e.eventId) };
+    this.lastPage = { ...page, rowids, rewrites: this.rewrites };
+    return page;
+  }
+
+  /**
+   * The rowids of the page {@link page} handed out last, when `entries` and `through` are that page's, and the rewrite
+   * count its rows were held under: its rows have no identifier row yet while the watermark is still below them and
+   * that count has not moved (the catch-up then writes them without deleting first: sqlite-identifier-index.ts
+   * `fillHeldIdentifierRows`). Undefined for any other entries.
+   */
+  pageRowids(entries: readonly TextIndexEntry[], through: readonly string[]): { rowids: readonly number[]; rewrites: string | undefined } | undefined {
+    const last = this.lastPage;
+    return last && last.entries === entries && last.through === through ? { rowids: last.rowids, rewrites: last.rewrites } : undefined;
   }
 }
 

@@ -59,7 +59,7 @@ import { Fts5VisibleFirst } from './fts5-visible-first.js';
 import { LatestOfKind, LATEST_OF_KIND_FIELDS } from './latest-of-kind.js';
 import { searchWithIdentifiers } from './fts5-identifier-search.js';
 import { MAX_IDENTIFIER_TAIL_EVENTS } from '../identifier-grams.js';
-import { fillIdentifierRows, SqliteIdentifierIndex } from './sqlite-identifier-index.js';
+import { fillHeldIdentifierRows, fillIdentifierRows, SqliteIdentifierIndex } from './sqlite-identifier-index.js';
 import { AppendedTail, type AppendedRow } from './sqlite-appended-tail.js';
 import { chunks, translateSqliteError } from './sqlite-errors.js';
 import { SqliteArtifactTiers } from './sqlite-artifact-tiers.js';
@@ -590,7 +590,15 @@ export class SqliteBackend implements StorageBackend {
   async fillIdentifierIndex(entries: TextIndexEntry[], progress: { through: EventId[] }): Promise<number> {
     this.assertOpen();
     try {
-      return this.db.transaction(() => fillIdentifierRows(this.db, this.identifiers, entries, progress.through)).immediate();
+      // A page of this connection's own appends is written without deleting first while none of its rows can have one.
+      const held = this.appendedTail.pageRowids(entries, progress.through);
+      return this.db
+        .transaction(() =>
+          held && held.rowids[0]! > this.identifiers.watermark() && this.appendedTail.rewriteCount() === held.rewrites
+            ? fillHeldIdentifierRows(this.identifiers, entries, held.rowids)
+            : fillIdentifierRows(this.db, this.identifiers, entries, progress.through),
+        )
+        .immediate();
     } catch (err) {
       throw translateSqliteError(err, 'filling the identifier index failed');
     }

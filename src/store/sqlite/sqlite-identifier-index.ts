@@ -227,3 +227,16 @@ export function fillIdentifierRows(db: Database.Database, index: SqliteIdentifie
   }
   return written;
 }
+
+/**
+ * The catch-up's step for a page of this connection's own appends, in the caller's transaction, when the caller has
+ * checked in that transaction that none of them has an identifier row: the watermark is below the first, and no
+ * full-text row was rewritten since they were appended (the only other writers of a row past the watermark; see
+ * sqlite-appended-tail.ts `pageRowids`). Each row is inserted by the rowid held, without the delete and the look-up of
+ * {@link fillIdentifierRows}; the watermark moves past the last. `rowids[i]` is `entries[i]`'s.
+ */
+export function fillHeldIdentifierRows(index: SqliteIdentifierIndex, entries: readonly TextIndexEntry[], rowids: readonly number[]): number {
+  for (let i = 0; i < entries.length; i++) index.add(rowids[i]!, entries[i]!.searchText, entries[i]!.searchMeta);
+  if (rowids.length > 0) index.advance(rowids[rowids.length - 1]!);
+  return entries.length;
+}
