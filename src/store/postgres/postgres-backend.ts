@@ -77,6 +77,7 @@ import { PostgresArtifactTiers } from './postgres-artifact-tiers.js';
 import { PostgresPurge } from './postgres-purge.js';
 import { buildPhrasePairIndex, dropPhrasePairIndex, phrasePairs, phrasePairsSource, PhrasePairIndexProbe } from './postgres-phrase-pairs.js';
 import { cappedCountColumns, LexemeStatsCache } from './pg-lexeme-stats.js';
+import { MaxEventPk, recentBound, splitNewestSql } from './pg-recent-chunks.js';
 import type { BusStorage } from '../bus-storage.js';
 
 
@@ -134,6 +135,7 @@ export class PostgresBackend implements StorageBackend {
   private readonly planner: TsqueryPlanner;
   /** Common lexemes' estimated rows from the column statistics (pg-lexeme-stats.ts). */
   private readonly lexemeStats: LexemeStatsCache;
+  private readonly maxEventPk: MaxEventPk;
   /** Whether the opt-in phrase-pair index exists, looked up every few minutes (postgres-phrase-pairs.ts). */
   private readonly phrasePairIndex: PhrasePairIndexProbe;
   private readonly agents: PostgresAgents;
@@ -160,6 +162,7 @@ export class PostgresBackend implements StorageBackend {
     this.sql = buildStatements(quoteIdent(location.schema));
     this.planner = new TsqueryPlanner((queries, cap) => this.cappedCounts(queries, cap));
     this.lexemeStats = new LexemeStatsCache(this.sql.s, (sql, params) => this.query(sql, params, 'full-text search failed', 'search'));
+    this.maxEventPk = new MaxEventPk(this.sql.s, (sql, params) => this.query(sql, params, 'full-text search failed', 'search'));
     this.phrasePairIndex = new PhrasePairIndexProbe(location.schema, (sql, params) => this.query(sql, params, 'full-text search failed', 'search'), phrasePairsRecheckMs);
     this.agents = new PostgresAgents(this.sql.s, <R>(sql: string, params: unknown[], context: string) => this.query<R>(sql, params, context));
     this.sessions = new PostgresSessions(this.sql.s, <R>(sql: string, params: unknown[], context: string) => this.query<R>(sql, params, context));
@@ -497,6 +500,15 @@ export class PostgresBackend implements StorageBackend {
     // through the GIN index: those are found whatever the common words match, as the exact path finds them.
     const newest = (tsquery: string): string => `(SELECT c.event_pk, c.chunk_no, c.tsv FROM ${s}.event_text c ${join}
           WHERE c.tsv @@ ${tsquery} ${filters.map((w) => `AND ${w}`).join(' ')} ORDER BY c.event_pk DESC LIMIT ${param(BOUNDED_PG_CANDIDATES)})`;
+    // The plan's matches (more than the bound) read recent part first (pg-recent-chunks.ts): the same rows.
+    const newestOfPlan = isBounded
+      ? splitNewestSql(
+          `SELECT c.event_pk, c.chunk_no, c.tsv FROM ${s}.event_text c ${join}`,
+          [`c.tsv @@ to_tsquery(${this.sql.config}, $1)`, ...filters].join(' AND '),
+          param(BOUNDED_PG_CANDIDATES),
+          param(recentBound(await this.maxEventPk.get(), plan.estimate, BOUNDED_PG_CANDIDATES)),
+        )
+      : '';
     const whole = (tsquery: string): string => `(SELECT c.event_pk, c.chunk_no, c.tsv FROM ${s}.event_text c ${join}
           WHERE c.tsv @@ ${tsquery} ${filters.map((w) => `AND ${w}`).join(' ')})`;
     const rareTerms = isBounded ? plan.terms.filter((t) => t.df <= BOUNDED_PG_CANDIDATES).map((t) => `to_tsquery(${this.sql.config}, ${param(t.q)})`) : [];
@@ -504,7 +516,7 @@ export class PostgresBackend implements StorageBackend {
       ? `(SELECT DISTINCT ON (t.event_pk, t.chunk_no) t.event_pk, t.tsv FROM (
             (SELECT a.event_pk, a.chunk_no, a.tsv FROM ${newest(`to_tsquery(${this.sql.config}, ${param(plan.all)})`)} a
              UNION ALL
-             SELECT b.event_pk, b.chunk_no, b.tsv FROM ${newest(`to_tsquery(${this.sql.config}, $1)`)} b
+             SELECT b.event_pk, b.chunk_no, b.tsv FROM ${newestOfPlan} b
              LIMIT ${param(BOUNDED_PG_CANDIDATES)})
             ${rareTerms.map((q) => `UNION ALL SELECT r.event_pk, r.chunk_no, r.tsv FROM ${whole(q)} r`).join('\n            ')}
           ) t) c, q`
