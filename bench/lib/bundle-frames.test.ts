@@ -12,16 +12,20 @@ const root = mkdtempSync(join(tmpdir(), 'engram-bundle-frames-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe('unbundleFrames', () => {
-  it("names a bundled frame after its source module's dist/ file, so the phase rules classify it", async () => {
+  // The CLI's bundle is CommonJS compiled through vm.Script under its path (bin/engram.js); an ES module bundle's frames carry a file: URL.
+  it.each([
+    ['an ES module bundle (frames name a file: URL)', 'esm', 'main.js'],
+    ['a CommonJS bundle run through vm.Script (frames name its path)', 'cjs', 'main.cjs'],
+  ] as const)("names a bundled frame after its source module's dist/ file, so the phase rules classify it: %s", async (_name, format, file) => {
     mkdirSync(join(root, 'src', 'memory'), { recursive: true });
     writeFileSync(join(root, 'src', 'memory', 'recall.ts'), 'export function rank(xs: number[]): number[] {\n  return [...xs].sort((a, b) => b - a);\n}\n');
     writeFileSync(join(root, 'src', 'main.ts'), "import { rank } from './memory/recall.js';\nconsole.log(rank([1, 3, 2]));\n");
-    const outfile = join(root, 'dist', 'cli-bundle', 'main.js');
-    await build({ entryPoints: [join(root, 'src', 'main.ts')], bundle: true, outfile, format: 'esm', platform: 'node', sourcemap: 'linked', logLevel: 'silent' });
+    const outfile = join(root, 'dist', 'cli-bundle', file);
+    await build({ entryPoints: [join(root, 'src', 'main.ts')], bundle: true, outfile, format, platform: 'node', sourcemap: 'linked', logLevel: 'silent' });
     const lines = readFileSync(outfile, 'utf8').split('\n');
     const line = lines.findIndex((l) => l.includes('function rank('));
     expect(line).toBeGreaterThan(0);
-    const url = pathToFileURL(outfile).href;
+    const url = format === 'esm' ? pathToFileURL(outfile).href : outfile;
     const frame = (id: number, functionName: string, lineNumber: number, columnNumber = 0, at = url) => ({ id, callFrame: { functionName, url: at, lineNumber, columnNumber } });
     const profile: CpuProfile = {
       nodes: [
@@ -40,7 +44,7 @@ describe('unbundleFrames', () => {
     const byId = new Map(mapped.nodes.map((n) => [n.id, n.callFrame]));
     expect(byId.get(3)).toMatchObject({ functionName: 'rank', url: pathToFileURL(join(root, 'dist', 'memory', 'recall.js')).href });
     expect(byId.get(4)).toMatchObject({ functionName: '', lineNumber: 0, url: pathToFileURL(join(root, 'node_modules', 'zod', 'v4', 'core', 'core.js')).href });
-    expect(byId.get(2)).toMatchObject({ functionName: '', lineNumber: 0, url });
+    expect(byId.get(2)).toMatchObject({ functionName: '', lineNumber: 0, url: pathToFileURL(outfile).href });
     expect(byId.get(5)).toEqual(profile.nodes[4]!.callFrame);
     // The phases: the ranking is recall's, the chunk's and the wrapped module's top-level code module loading.
     const phases = Object.fromEntries(cliPhases(mapped).phases.map((p) => [p.phase, p.ms]));
@@ -60,7 +64,7 @@ describe('cliEntry', () => {
     writeFileSync(modules, '');
     expect(cliEntry(pkg)).toBe('modules');
     mkdirSync(join(pkg, 'dist', 'cli-bundle'));
-    const bundle = join(pkg, 'dist', 'cli-bundle', 'main.js');
+    const bundle = join(pkg, 'dist', 'cli-bundle', 'main.cjs');
     writeFileSync(bundle, '');
     utimesSync(modules, 1000, 1000);
     utimesSync(bundle, 2000, 2000);

@@ -18,10 +18,13 @@ import type { CpuProfile } from './cpu-profile.js';
 
 type Frame = CpuProfile['nodes'][number]['callFrame'] & { columnNumber?: number };
 
-/** Whether a frame's file is a chunk of the CLI bundle. */
+/** Whether a frame's file is the CLI bundle (a file: URL, or a plain path: bin/engram.js compiles it with vm.Script under its path). */
 export function isBundleUrl(url: string): boolean {
-  return url.startsWith('file:') && url.includes('/dist/cli-bundle/');
+  return (url.startsWith('file:') || url.startsWith('/')) && url.includes('/dist/cli-bundle/');
 }
+
+/** A frame's file as a path (bundled frames carry a file: URL or a plain path). */
+const pathOf = (url: string): string => (url.startsWith('file:') ? fileURLToPath(url) : url);
 
 /** An esbuild module wrapper's name: the module's path relative to the package root. */
 const MODULE_WRAPPER = /^(?:dist|src|node_modules)\/.+\.[cm]?[jt]s$/;
@@ -32,7 +35,7 @@ export function unbundleFrames(profile: CpuProfile): CpuProfile {
   const mapOf = (url: string): SourceMap | null => {
     if (!maps.has(url)) {
       try {
-        maps.set(url, new SourceMap(JSON.parse(readFileSync(`${fileURLToPath(url)}.map`, 'utf8')) as ConstructorParameters<typeof SourceMap>[0]));
+        maps.set(url, new SourceMap(JSON.parse(readFileSync(`${pathOf(url)}.map`, 'utf8')) as ConstructorParameters<typeof SourceMap>[0]));
       } catch {
         maps.set(url, null);
       }
@@ -42,11 +45,11 @@ export function unbundleFrames(profile: CpuProfile): CpuProfile {
   const nodes = profile.nodes.map((node) => {
     const frame = node.callFrame as Frame;
     if (!isBundleUrl(frame.url)) return node;
-    const chunkDir = dirname(fileURLToPath(frame.url));
+    const chunkDir = dirname(pathOf(frame.url));
     // The package root is two folders above dist/cli-bundle/.
     const root = resolve(chunkDir, '..', '..');
     if ((frame.functionName === '' && frame.lineNumber === 0) || MODULE_WRAPPER.test(frame.functionName)) {
-      const module = MODULE_WRAPPER.test(frame.functionName) ? pathToFileURL(join(root, frame.functionName)).href : frame.url;
+      const module = pathToFileURL(MODULE_WRAPPER.test(frame.functionName) ? join(root, frame.functionName) : pathOf(frame.url)).href;
       return { ...node, callFrame: { ...frame, functionName: '', url: module, lineNumber: 0 } };
     }
     const entry = mapOf(frame.url)?.findEntry(frame.lineNumber, frame.columnNumber ?? 0) as { originalSource?: string; originalLine?: number; name?: string } | undefined;
@@ -63,7 +66,7 @@ export function unbundleFrames(profile: CpuProfile): CpuProfile {
 
 /** What `node bin/engram.js` runs in the package at `root` (the launcher's rule): the bundle when present and not older than dist/. */
 export function cliEntry(root = process.cwd()): 'bundle' | 'modules' {
-  const bundle = statSync(join(root, 'dist', 'cli-bundle', 'main.js'), { throwIfNoEntry: false });
+  const bundle = statSync(join(root, 'dist', 'cli-bundle', 'main.cjs'), { throwIfNoEntry: false });
   const modules = statSync(join(root, 'dist', 'interfaces', 'cli', 'main.js'), { throwIfNoEntry: false });
   return bundle !== undefined && (modules === undefined || modules.mtimeMs <= bundle.mtimeMs) ? 'bundle' : 'modules';
 }

@@ -26,7 +26,13 @@ const PHASES: ReadonlyArray<{ phase: string; matches: (fn: string, url: string) 
   { phase: 'output', matches: (fn, url) => url.endsWith('/cli/output.js') || url.endsWith('/commands/recall.js') },
   {
     phase: 'module loading (resolve, read, compile, link, top-level code)',
-    matches: (fn, url, line?: number) => url.startsWith('node:internal/modules/') || fn === 'compileSourceTextModule' || (fn === '' && line === 0 && url.startsWith('file:')),
+    matches: (fn, url, line?: number) =>
+      url.startsWith('node:internal/modules/') ||
+      fn === 'compileSourceTextModule' ||
+      (fn === '' && line === 0 && url.startsWith('file:')) ||
+      // The bundle compiled through vm.Script with V8's code cache (bin/engram.js, src/interfaces/cli/code-cache.ts).
+      (fn === 'Script' && url === 'node:vm') ||
+      url.endsWith('/interfaces/cli/code-cache.js'),
   },
 ];
 
