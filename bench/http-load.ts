@@ -582,7 +582,7 @@ ${
           ? `the measured window only (${r.profile.window.seconds} s, ${fmt(r.profile.window.requests)} requests answered), ${fmt(r.profile.totalMs)} ms sampled`
           : `the whole server run, ${fmt(r.profile.totalMs)} ms, start-up and the verification after the load included`
       }; the server runs slower under the profiler).
-${r.profile.areas ? renderAreas(r.profile.areas, r.profile.window?.requests) : ''}
+${r.profile.areas ? renderAreas(r.profile.areas, r.profile.window && r.cpu ? r.cpu.serverMsPerRequest : undefined) : ''}
 Self time by file and by function:
 
 | file | self ms | share |
@@ -622,22 +622,25 @@ ${p ? `${p.events.toLocaleString('en')} events (appends of ${p.batch} events int
   }
 }
 
-function renderAreas(a: ProfileAreas, requests?: number): string {
+function renderAreas(a: ProfileAreas, cpuMsPerRequest?: number): string {
   const quiet = new Set(['idle (waiting for requests or I/O)', 'module loading (start-up)']);
   const busy = a.areas.filter((x) => !quiet.has(x.area)).reduce((n, x) => n + x.ms, 0);
-  // With the measured window's request count: each area's ms per request answered (under the profiler, so above the unprofiled CPU per request).
-  const perRequest = (x: AreaShare) => (requests ? ` ${quiet.has(x.area) ? '' : round(x.ms / requests, 3)} |` : '');
+  // A profile over the measured window: each area's share of the busy time times the server's CPU per request
+  // (/proc), its CPU ms per request. Not the sampled ms over requests: V8 samples wall time, which on a machine
+  // with more runnable threads than cores includes time the thread waited for a core.
+  const requests = cpuMsPerRequest;
+  const perRequest = (x: AreaShare) => (requests ? ` ${quiet.has(x.area) || busy === 0 ? '' : round((x.ms / busy) * requests, 3)} |` : '');
   const line = (x: AreaShare) => `| ${x.area} | ${x.ms.toLocaleString('en')} | ${round(x.share * 100, 1)} % | ${quiet.has(x.area) || busy === 0 ? '' : `${round((x.ms / busy) * 100, 1)} %`} |${perRequest(x)}`;
   return `
 By area (a sample counts for the first area, in this order, that its call stack is in: recall, append, the group commit, ...):
 
-| area | ms | share of the profile | share of busy time |${requests ? ' ms per request |' : ''}
+| area | ms | share of the profile | share of busy time |${requests ? ' CPU ms per request |' : ''}
 | --- | ---: | ---: | ---: |${requests ? ' ---: |' : ''}
 ${a.areas.map(line).join('\n')}
 
 Recall by step:
 
-| recall step | ms | share of the profile | share of busy time |${requests ? ' ms per request |' : ''}
+| recall step | ms | share of the profile | share of busy time |${requests ? ' CPU ms per request |' : ''}
 | --- | ---: | ---: | ---: |${requests ? ' ---: |' : ''}
 ${a.recall.map(line).join('\n')}
 `;
