@@ -48,7 +48,7 @@ export function codeCacheFile(env: NodeJS.ProcessEnv = process.env): string | un
   return join(defaultCacheDir(env), `cli-code-${process.version}-${process.platform}-${process.arch}.bin`);
 }
 
-const sha256 = (data: Buffer | string): Buffer => createHash('sha256').update(data).digest();
+const sha256 = (data: Buffer): Buffer => createHash('sha256').update(data).digest();
 
 /** The cached data in `file` when it was written for exactly `sourceDigest` and is intact; else why not. */
 export function readCodeCache(file: string, sourceDigest: Buffer): { data: Buffer } | { status: 'miss' | 'stale' | 'corrupt' } {
@@ -94,8 +94,10 @@ export function writeCodeCache(file: string, sourceDigest: Buffer, data: Buffer)
  * an experimental flag, so the build turns them into `require` (every package the CLI imports has a CommonJS entry).
  */
 export function loadBundle(bundle: string, cacheFile: string | undefined): LoadedBundle {
-  const source = readFileSync(bundle, 'utf8');
-  const sourceDigest = cacheFile === undefined ? Buffer.alloc(0) : sha256(source);
+  const bytes = readFileSync(bundle);
+  // The file's bytes, not the decoded string: hashing a string re-encodes its 2.3M characters to UTF-8 first.
+  const sourceDigest = cacheFile === undefined ? Buffer.alloc(0) : sha256(bytes);
+  const source = bytes.toString('utf8');
   const cached = cacheFile === undefined ? { status: 'off' as const } : readCodeCache(cacheFile, sourceDigest);
   const script = new Script(`(function (exports, require, module, __filename, __dirname) { ${source}\n});`, { filename: bundle, ...('data' in cached ? { cachedData: cached.data } : {}) });
   const status: CodeCacheStatus = 'data' in cached ? (script.cachedDataRejected === true ? 'rejected' : 'hit') : cached.status;
