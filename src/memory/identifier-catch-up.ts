@@ -19,6 +19,14 @@ export interface IdentifierCatchUpProgress {
 export const CATCH_UP_PAGE = 1_000;
 
 /**
+ * Events per transaction when the backend still holds their index text (its own appends: no text is read or built
+ * again) and no page size was asked for: FTS5 writes a segment per transaction, and fewer, larger segments cost
+ * less to write and merge (the catch-up's CPU per event 12 % less than at 1,000 on the 30K agent trace). About
+ * 0.1 s of one transaction at a time; a server's worker asks for small pages.
+ */
+export const HELD_CATCH_UP_PAGE = 4_000;
+
+/**
  * Brings the identifier index of full-text search up to date (docs/recall.md, "Full-text at scale", watermark and
  * tail): appends do not write it, so this indexes the events stored since, oldest first, a page per transaction,
  * each with the text and context column ingest indexed it with (index-text.ts, turn-context.ts). Maintenance: run by
@@ -26,7 +34,8 @@ export const CATCH_UP_PAGE = 1_000;
  * events still waiting through the plain full-text phrase). A store from before the index existed is caught up
  * from its first event. Safe to interrupt (each page records itself) and to run twice (a page is written the same).
  * `maxEvents` stops after about that many (a worker's round; default all); `pageEvents` sets the page (default
- * {@link CATCH_UP_PAGE}; a server's worker takes smaller ones, each a synchronous SQLite transaction between requests).
+ * {@link CATCH_UP_PAGE}, {@link HELD_CATCH_UP_PAGE} for the rows the backend holds; a server's worker takes smaller ones,
+ * each a synchronous SQLite transaction between requests).
  */
 export async function catchUpIdentifierIndex(
   store: StorageBackend,
@@ -39,10 +48,11 @@ export async function catchUpIdentifierIndex(
   const progress: IdentifierCatchUpProgress = { state: status.state, events: 0, total: status.backlog };
   const maxEvents = options.maxEvents ?? Number.POSITIVE_INFINITY;
   const pageEvents = Math.max(1, Math.min(options.pageEvents ?? CATCH_UP_PAGE, CATCH_UP_PAGE));
+  const heldPageEvents = options.pageEvents === undefined ? HELD_CATCH_UP_PAGE : pageEvents;
   while (progress.events < maxEvents) {
     // The rows the backend's own appends wrote, when it still holds them: what FTS5 indexed, without reading the
     // events back and building their text again (context, relative dates, an artifact's text).
-    const held = await store.heldIdentifierPage?.(pageEvents);
+    const held = await store.heldIdentifierPage?.(Math.min(heldPageEvents, maxEvents - progress.events));
     if (held) {
       await store.fillIdentifierIndex(held.entries, { through: held.through });
       progress.events += held.through.length;

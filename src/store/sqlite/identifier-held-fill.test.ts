@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { openEngram, type Engram } from '../../engine.js';
+import { CATCH_UP_PAGE, HELD_CATCH_UP_PAGE } from '../../memory/identifier-catch-up.js';
 import type { EventId } from '../../model/ids.js';
 import { queryGrams } from '../identifier-grams.js';
 import { SqliteBackend } from './sqlite-backend.js';
@@ -112,4 +113,45 @@ describe('identifier catch-up of a held page', () => {
     }
     expect(rowsHolding()).toEqual(EXPECTED_ROWS);
   });
+});
+
+describe('identifier catch-up page sizes', () => {
+  it('takes the rows the connection holds in pages of HELD_CATCH_UP_PAGE, others in pages of CATCH_UP_PAGE, within maxEvents', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'engram-held-pages-'));
+    const path = join(dir, 'store.db');
+    const events = Math.floor(HELD_CATCH_UP_PAGE * 1.5);
+    const append = async (mem: Engram) => {
+      for (let start = 0; start < events; start += 500) {
+        const n = Math.min(500, events - start);
+        await mem.append('s', Array.from({ length: n }, (_, j) => ({ kind: 'tool_result' as const, toolName: 'bash', content: `ok src/p/q${start + j}.ts:1` })));
+      }
+    };
+    try {
+      const mem = await openEngram({ db: path });
+      await append(mem);
+      const pages: number[] = [];
+      let done = 0;
+      const record = (p: { events: number }) => {
+        pages.push(p.events - done);
+        done = p.events;
+      };
+      expect(await mem.maintainTextIndex(record, { maxEvents: HELD_CATCH_UP_PAGE + 10 })).toMatchObject({ state: 'pending', events: HELD_CATCH_UP_PAGE + 10 });
+      expect(pages).toEqual([HELD_CATCH_UP_PAGE, 10]);
+      await mem.close();
+      // A connection that holds none reads them back, a page of CATCH_UP_PAGE at a time.
+      const fresh = await openEngram({ db: path });
+      await append(fresh);
+      await fresh.close();
+      const other = await openEngram({ db: path });
+      pages.length = 0;
+      done = 0;
+      const rest = events - HELD_CATCH_UP_PAGE - 10 + events;
+      expect(await other.maintainTextIndex(record)).toMatchObject({ state: 'complete', events: rest });
+      expect(pages.every((n) => n <= CATCH_UP_PAGE)).toBe(true);
+      expect(pages.length).toBe(Math.ceil(rest / CATCH_UP_PAGE));
+      await other.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
