@@ -25,7 +25,8 @@ function content(i: number): string {
   const holder = HOLDERS.indexOf(i);
   if (holder >= 0) return `${HOLDER_TEXT[holder]!}: src/db/pool.ts:42 after src/db/pool.ts reload`;
   const extra = i % 600 === 17 ? ` ${NEAR_MISSES[(i / 600) | 0]!}` : '';
-  return `checked src/db/pool.ts:${100 + (i % 300)} after src/db/pool.ts reload${extra}`;
+  const rare = i % 240 === 3 ? ' zebrafish' : '';
+  return `checked src/db/pool.ts:${100 + (i % 300)} after src/db/pool.ts reload${extra}${rare}`;
 }
 
 runStorageContract('identifier of common trigrams', ({ createHarness }) => {
@@ -38,7 +39,7 @@ runStorageContract('identifier of common trigrams', ({ createHarness }) => {
     mem = await openEngram({ backend: harness.backend });
     ids = [];
     for (let start = 0; start < FILLER; start += 400) {
-      const out = await mem.append('s', Array.from({ length: 400 }, (_, j) => ({ kind: 'tool_result' as const, toolName: 'bash', content: content(start + j) })));
+      const out = await mem.append(`s${(start / 400) % 2}`, Array.from({ length: 400 }, (_, j) => ({ kind: 'tool_result' as const, toolName: 'bash', content: content(start + j) })));
       ids.push(...out.map((o) => String(o.record.id)));
     }
     // The identifier index catches up (appends leave it to maintenance), so the lookup reads its postings.
@@ -54,6 +55,17 @@ runStorageContract('identifier of common trigrams', ({ createHarness }) => {
     const expected = HOLDERS.map((i) => ids[i]!).sort();
     const search = async (boundAbove: number): Promise<string[]> =>
       (await harness.backend.searchText({ terms: parseQuery(IDENTIFIER).terms, limit: 50, boundAbove })).map((h) => String(h.eventId)).sort();
+    expect(await search(0)).toEqual(expected);
+    expect(await search(Number.POSITIVE_INFINITY)).toEqual(expected);
+  });
+
+  it('bounded with a session filter: the same events as the plain path (fewer matches than the bound)', async () => {
+    // `boundAbove: 0` takes the bounded path, whose newest matches are read recent part first (pg-recent-chunks.ts).
+    const terms = parseQuery('zebrafish').terms;
+    const search = async (boundAbove: number): Promise<string[]> =>
+      (await harness.backend.searchText({ terms, limit: 50, boundAbove, filter: { sessionIds: ['s1'] } })).map((h) => String(h.eventId)).sort();
+    const expected = ids.filter((_, i) => i % 240 === 3 && Math.floor(i / 400) % 2 === 1).sort();
+    expect(expected.length).toBeGreaterThan(2);
     expect(await search(0)).toEqual(expected);
     expect(await search(Number.POSITIVE_INFINITY)).toEqual(expected);
   });
