@@ -1,3 +1,4 @@
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { EngramError, invalidInputFromZod, isEngramError } from '../errors.js';
 import type { EventKind, EventRecord } from '../model/event.js';
 import { STORED_EVENT_KINDS } from '../model/event.js';
@@ -464,6 +465,11 @@ export class Recaller {
     const vectorSearch = embedder ? this.searchQueryVector(query, embedder, filter, vectorLimit) : undefined;
     // Awaited below; a full-text failure must not leave its rejection unhandled meanwhile.
     vectorSearch?.catch(() => undefined);
+    // One turn of the event loop, so an embedder that answers at once (the built-in one) hands the vector search to
+    // the backend before the full-text search, which better-sqlite3 runs on this thread, takes it: the SQLite code
+    // index posts its scan to a worker thread then (code-scanner.ts). Without it the scan was posted only after the
+    // full-text search had run, and nothing overlapped.
+    if (vectorSearch && retriever !== 'vector') await yieldToEventLoop();
     let hits =
       retriever !== 'vector' && parsed.terms.length > 0 ? await this.store.searchText({ terms: parsed.terms, filter, limit: candidateLimit, ...contextWeight }) : [];
     // A question asking for exact strings is not widened: its answer holds them.

@@ -83,6 +83,14 @@ export class CodeScanner {
     }
   }
 
+  /**
+   * Starts the worker now if a set of `count` codes would be scanned on it: called when a set starts loading, so
+   * the worker's start (tens of ms: a thread, its modules) overlaps reading the blocks rather than the first query.
+   */
+  prepare(count: number): void {
+    if (this.usesWorker(count)) this.start();
+  }
+
   /** Whether a scan of `count` codes goes to the worker. */
   usesWorker(count: number): boolean {
     return !this.isClosed && count >= this.minCodes && this.failures < MAX_WORKER_FAILURES;

@@ -90,6 +90,11 @@ describe('code scanner (code-scanner.ts): the first pass on a worker thread', ()
     const scanner = make(501);
     expect(await scanner.scan(set, query, null, 20, { prefilter: 0 })).toEqual(set.scan(query, null, 20, { prefilter: 0 }));
     expect(scanner.hasWorker).toBe(false);
+    // Started ahead of the first scan only for a set that will be scanned on it.
+    scanner.prepare(500);
+    expect(scanner.hasWorker).toBe(false);
+    scanner.prepare(501);
+    expect(scanner.hasWorker).toBe(true);
     const eager = make(1);
     await eager.scan(set, query, null, 20, { prefilter: 0 });
     expect(eager.hasWorker).toBe(true);

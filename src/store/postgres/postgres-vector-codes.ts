@@ -205,7 +205,10 @@ export class PostgresVectorCodes {
    */
   private async load(meta: PgCodesMeta): Promise<CodeSet> {
     const key = `${meta.builtAtMs}:${meta.rewrites}`;
-    if (!this.cache || this.cache.key !== key) this.cache = { key, set: new CodeSet(codeWords(rotatedDims(meta.dimensions))), blocks: 0 };
+    if (!this.cache || this.cache.key !== key) {
+      this.cache = { key, set: new CodeSet(codeWords(rotatedDims(meta.dimensions))), blocks: 0 };
+      this.scanner.prepare(meta.vectors);
+    }
     const cache = this.cache;
     if (cache.blocks < meta.blocks) {
       const rows = await this.query<{ block: number; data: Buffer }>(`SELECT block, data FROM ${this.s}.vector_codes WHERE block >= $1 AND block < $2 ORDER BY block`, [

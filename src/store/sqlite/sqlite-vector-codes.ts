@@ -225,6 +225,7 @@ export class SqliteVectorCodes {
     if (!this.cache || this.cache.builtAtMs !== meta.builtAtMs || this.cache.rewrites !== rewrites || this.cache.blocks > meta.blocks) {
       this.cache = { builtAtMs: meta.builtAtMs, rewrites, set: new CodeSet(words), blocks: 0 };
       this.cache.set.reserve(meta.vectors);
+      this.scanner.prepare(meta.vectors);
     }
     const cache = this.cache;
     if (cache.blocks < meta.blocks) {
