@@ -95,7 +95,9 @@ try {
     sourcemap: 'linked',
     legalComments: 'none',
     define: { 'import.meta.url': '__engramBundleUrl' },
-    banner: { js: "const __engramBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
+    // "use strict" first: dist/'s modules are ES modules, always strict, and esbuild's own directive comes after the
+    // banner, where it is a plain expression (without this the bundle would run in sloppy mode).
+    banner: { js: "'use strict';\nconst __engramBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
     logLevel: 'warning',
     plugins: [externalPackages, zodEnglishOnly, distImportMetaUrl],
   });

@@ -74,6 +74,8 @@ describe('bin/engram.js picks the bundle', () => {
 describe('the bundle', () => {
   it('is built and runs the same CLI as dist/ (output, errors, exit codes)', () => {
     expect(existsSync(BUNDLE_MAIN)).toBe(true);
+    // Strict, as dist/'s ES modules are: the directive must be the file's first statement (before the build's banner).
+    expect(readFileSync(BUNDLE_MAIN, 'utf8').startsWith("'use strict';\n")).toBe(true);
     const db = join(dir, 'store.db');
     const engram = (main: string, args: string[]) => {
       // The same argv shape bin/engram.js passes: node, the script, then the user's words.
