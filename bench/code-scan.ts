@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import { createBuiltinEmbedder } from '../src/providers/builtin-embedder.js';
+import { CodeScanner } from '../src/store/code-scanner.js';
 import { CodeSet } from '../src/store/vector-code-set.js';
 import { blockFromBytes, codeWords, rotatedDims, rotatedQuery } from '../src/store/vector-codes.js';
 import { recallQueries } from './lib/agent-trace.js';
@@ -36,7 +37,19 @@ async function main(): Promise<void> {
   ];
   const times = new Map<string, number[]>();
   const record = (label: string, ms: number): void => void (times.get(label) ?? times.set(label, []).get(label)!).push(ms);
-  queries.forEach((q, qi) => {
+  // The current settings' first pass on worker threads (code-scanner.ts; started before the first query).
+  const scanners = [1, 2].map((threads) => ({ threads, scanner: new CodeScanner({ minCodes: 1, threads }) }));
+  for (const { scanner } of scanners) scanner.prepare(set.count);
+  for (const [qi, q] of queries.entries()) {
+    const current = settings[1]!;
+    const inline = set.scan(rotatedQuery(q), null, current.rerank, { prefilter: current.prefilter });
+    for (const { threads, scanner } of scanners) {
+      t = performance.now();
+      const positions = await scanner.scan(set, rotatedQuery(q), null, current.rerank, { prefilter: current.prefilter });
+      const ms = performance.now() - t;
+      if (positions.join() !== inline.join()) throw new Error(`the scan on ${threads} worker thread(s) differs from the calling thread's`);
+      if (qi >= 5) record(`${current.name}: first pass on ${threads} worker thread${threads > 1 ? 's' : ''} (wall, round trip included)`, ms);
+    }
     for (const s of settings) {
       t = performance.now();
       const positions = set.scan(rotatedQuery(q), null, s.rerank, { prefilter: s.prefilter });
@@ -50,7 +63,8 @@ async function main(): Promise<void> {
       record(`${s.name}: read ${s.rerank.toLocaleString('en')} vectors`, readMs);
       record(`${s.name}: both`, scanMs + readMs);
     }
-  });
+  }
+  for (const { scanner } of scanners) await scanner.close();
   db.close();
   const lines = ['| stage | p50 ms | p95 ms | min ms |', '| --- | ---: | ---: | ---: |'];
   for (const [label, xs] of times) {

@@ -162,27 +162,58 @@ export class CodeSet {
  * The `want` best slots of `set` for `query` among those passing `filter`, as positions, best first. Slots scored
  * by the float estimate: all of them, or when there are more than `prefilter` (> 0), those within the Hamming cut
  * ({@link gateCutOf}); should fewer than `want` pass it, every slot. A pure function of its arguments, run on the
- * caller's thread (CodeSet.scan) or a worker's (code-scan-worker.ts), with the same result.
+ * caller's thread (CodeSet.scan); code-scanner.ts runs the same in ranges on worker threads ({@link scanRange},
+ * {@link mergeRanges}), with the same result (ties go to the lower position, whatever the split).
  */
 export function scanCodes(set: CodeArrays, query: CodeQuery, filter: SlotFilter | null, want: number, prefilter: number): Int32Array {
+  const gated = isGated(set.count, prefilter);
+  let part = scanRange(set, query, filter, want, prefilter, 0, set.count, gated);
+  if (gated && part.scored < want) part = scanRange(set, query, filter, want, prefilter, 0, set.count, false);
+  return mergeRanges([part], want);
+}
+
+/** Whether a scan of `count` codes is gated by Hamming distance first. */
+export function isGated(count: number, prefilter: number): boolean {
+  return prefilter > 0 && count > prefilter;
+}
+
+/** The best `want` of one range of a scan (positions and estimates, best first) and how many slots it scored. */
+export interface RangeScan {
+  positions: Int32Array;
+  scores: Float32Array;
+  scored: number;
+}
+
+/**
+ * The slots `from` to `to` (exclusive) of a scan ({@link scanCodes}): gated by the cut of the whole set (the same
+ * in every range) or, when `gated` is false, every allowed slot scored.
+ */
+export function scanRange(set: CodeArrays, query: CodeQuery, filter: SlotFilter | null, want: number, prefilter: number, from: number, to: number, gated: boolean): RangeScan {
   const allow = allowedSlots(set, filter);
-  const { codes, scales, count, words } = set;
+  const { codes, scales, words } = set;
   const top = new TopScores(want);
-  if (prefilter > 0 && count > prefilter) {
+  let scored = 0;
+  if (gated) {
     const cut = gateCutOf(set, query.bits, allow, prefilter);
-    const scored = words === 8 ? gated256(codes, scales, count, query, cut, allow, top) : gatedAny(set, query, cut, allow, top);
-    if (scored >= want) return Int32Array.from(top.positions());
-    top.size = 0;
-  }
-  if (allow === null) scoreAll(codes, scales, count, words, query.table, top);
+    scored = words === 8 ? gated256(codes, scales, from, to, query, cut, allow, top) : gatedAny(set, from, to, query, cut, allow, top);
+  } else if (allow === null) scored = scoreAll(codes, scales, from, to, words, query.table, top);
   else {
-    for (let i = 0, o = 0; i < count; i++, o += words) {
+    for (let i = from, o = from * words; i < to; i++, o += words) {
       if (allow[i] === 0) continue;
+      scored++;
       const s = scoreCode(codes, o, words, query.table) * scales[i]!;
       if (s > top.floor) top.offer(i, s);
     }
   }
-  return Int32Array.from(top.positions());
+  return { ...top.sorted(), scored };
+}
+
+/** The best `want` of several ranges' best (a range's entries best first), as positions, best first. */
+export function mergeRanges(parts: readonly RangeScan[], want: number): Int32Array {
+  if (parts.length === 1) return parts[0]!.positions.slice(0, want);
+  const top = new TopScores(want);
+  for (const p of parts) for (let i = 0; i < p.positions.length; i++) top.offer(p.positions[i]!, p.scores[i]!);
+  return top.sorted().positions;
 }
 
 /** Which of `set`'s slots pass `filter` (1) as a bitmap; null for every slot. */
@@ -230,11 +261,11 @@ export function gateCutOf(set: CodeArrays, bits: Uint32Array, allow: Uint8Array 
 }
 
 /** {@link gated256} for codes of any length. Returns how many slots were scored. */
-function gatedAny(set: CodeArrays, query: CodeQuery, cut: number, allow: Uint8Array | null, top: TopScores): number {
-  const { codes, scales, words, count } = set;
+function gatedAny(set: CodeArrays, from: number, to: number, query: CodeQuery, cut: number, allow: Uint8Array | null, top: TopScores): number {
+  const { codes, scales, words } = set;
   const one = new Uint16Array(1);
   let scored = 0;
-  for (let i = 0, o = 0; i < count; i++, o += words) {
+  for (let i = from, o = from * words; i < to; i++, o += words) {
     if (allow !== null && allow[i] === 0) continue;
     hammingAll(codes.subarray(o, o + words), 1, words, query.bits, one);
     if (one[0]! > cut) continue;
@@ -261,7 +292,7 @@ export const GATE_SAMPLE = 8192;
  * The gated scan for codes of 8 words (256 dimensions, the built-in embedder's), unrolled: each allowed slot's
  * Hamming distance to the query's signs, and the float estimate of those within `cut`. Returns how many were scored.
  */
-function gated256(codes: Uint32Array, scales: Float32Array, count: number, query: CodeQuery, cut: number, allow: Uint8Array | null, top: TopScores): number {
+function gated256(codes: Uint32Array, scales: Float32Array, from: number, to: number, query: CodeQuery, cut: number, allow: Uint8Array | null, top: TopScores): number {
   const { bits, table } = query;
   const q0 = bits[0]!;
   const q1 = bits[1]!;
@@ -273,7 +304,7 @@ function gated256(codes: Uint32Array, scales: Float32Array, count: number, query
   const q7 = bits[7]!;
   let floor = top.floor;
   let scored = 0;
-  for (let i = 0, o = 0; i < count; i++, o += 8) {
+  for (let i = from, o = from * 8; i < to; i++, o += 8) {
     if (allow !== null && allow[i] === 0) continue;
     const d =
       popcount(codes[o]! ^ q0) +
@@ -295,16 +326,17 @@ function gated256(codes: Uint32Array, scales: Float32Array, count: number, query
   return scored;
 }
 
-/** Every slot's float estimate offered to `top` (a loop of its own, so V8 compiles it without the filter checks). */
-function scoreAll(codes: Uint32Array, scales: Float32Array, count: number, words: number, table: Float32Array, top: TopScores): void {
+/** Every slot's float estimate offered to `top` (a loop of its own, so V8 compiles it without the filter checks). Returns the slots scored. */
+function scoreAll(codes: Uint32Array, scales: Float32Array, from: number, to: number, words: number, table: Float32Array, top: TopScores): number {
   let floor = top.floor;
-  for (let i = 0, o = 0; i < count; i++, o += words) {
+  for (let i = from, o = from * words; i < to; i++, o += words) {
     const s = scoreCode(codes, o, words, table) * scales[i]!;
     if (s > floor) {
       top.offer(i, s);
       floor = top.floor;
     }
   }
+  return to - from;
 }
 
 /** The table's sum for the code at word `o` (the estimate of q . code before its scale). */

@@ -58,7 +58,8 @@ export function queryTable(q: Float32Array, dims: number): Float32Array {
 
 /**
  * The `want` highest of `scores`' entries, as positions, by a bounded min-heap (most entries fail the first
- * comparison once the heap is full). Ties broken by position, so the choice is deterministic.
+ * comparison once the heap is full). Ties broken by position (the lower wins), a total order, so the kept set does
+ * not depend on the order of the offers: the best of several ranges' best is the best of the whole.
  */
 export class TopScores {
   private readonly pos: Int32Array;
@@ -70,19 +71,26 @@ export class TopScores {
     this.val = new Float32Array(Math.max(1, want));
   }
 
-  /** The least score kept, once full; -Infinity before. */
+  /**
+   * The least score kept, once full; -Infinity before. A caller offering positions in increasing order may skip a
+   * score not above it (an equal score at a later position loses the tie).
+   */
   get floor(): number {
     return this.size < this.want ? -Infinity : this.val[0]!;
   }
 
   offer(position: number, score: number): void {
     if (this.want <= 0) return;
+    // The score is stored as a float32: compare it as stored, so ties are ties.
+    score = Math.fround(score);
     if (this.size < this.want) {
       let i = this.size++;
       while (i > 0) {
         const parent = (i - 1) >> 1;
-        if (this.val[parent]! <= score) break;
-        this.val[i] = this.val[parent]!;
+        const pv = this.val[parent]!;
+        // The root is the worst kept: move up while the new entry is worse than its parent.
+        if (!(score < pv || (score === pv && position > this.pos[parent]!))) break;
+        this.val[i] = pv;
         this.pos[i] = this.pos[parent]!;
         i = parent;
       }
@@ -90,15 +98,17 @@ export class TopScores {
       this.pos[i] = position;
       return;
     }
-    if (score <= this.val[0]!) return;
+    const v0 = this.val[0]!;
+    if (!(score > v0 || (score === v0 && position < this.pos[0]!))) return;
     let i = 0;
     for (;;) {
       const l = 2 * i + 1;
       if (l >= this.size) break;
       const r = l + 1;
-      const c = r < this.size && this.val[r]! < this.val[l]! ? r : l;
-      if (this.val[c]! >= score) break;
-      this.val[i] = this.val[c]!;
+      const c = r < this.size && (this.val[r]! < this.val[l]! || (this.val[r] === this.val[l] && this.pos[r]! > this.pos[l]!)) ? r : l;
+      const cv = this.val[c]!;
+      if (!(cv < score || (cv === score && this.pos[c]! > position))) break;
+      this.val[i] = cv;
       this.pos[i] = this.pos[c]!;
       i = c;
     }
@@ -106,12 +116,15 @@ export class TopScores {
     this.pos[i] = position;
   }
 
+  /** The kept entries, best first: positions and their scores. */
+  sorted(): { positions: Int32Array; scores: Float32Array } {
+    const order = Array.from({ length: this.size }, (_, i) => i).sort((a, b) => this.val[b]! - this.val[a]! || this.pos[a]! - this.pos[b]!);
+    return { positions: Int32Array.from(order, (i) => this.pos[i]!), scores: Float32Array.from(order, (i) => this.val[i]!) };
+  }
+
   /** The kept positions, best first. */
   positions(): number[] {
-    const out: Array<[number, number]> = [];
-    for (let i = 0; i < this.size; i++) out.push([this.val[i]!, this.pos[i]!]);
-    out.sort((a, b) => b[0] - a[0] || a[1] - b[1]);
-    return out.map((e) => e[1]);
+    return Array.from(this.sorted().positions);
   }
 }
 

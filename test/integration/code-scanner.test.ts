@@ -40,8 +40,8 @@ const FILTERS: Array<CodeFilter | null> = [
 
 describe('code scanner (code-scanner.ts): the first pass on a worker thread', () => {
   const scanners: CodeScanner[] = [];
-  const make = (minCodes: number): CodeScanner => {
-    const s = new CodeScanner({ minCodes });
+  const make = (minCodes: number, threads?: number): CodeScanner => {
+    const s = new CodeScanner({ minCodes, ...(threads !== undefined ? { threads } : {}) });
     scanners.push(s);
     return s;
   };
@@ -49,11 +49,15 @@ describe('code scanner (code-scanner.ts): the first pass on a worker thread', ()
     for (const s of scanners.splice(0)) await s.close();
   });
 
-  it.each([48, 256])('answers what the calling thread answers, filters and the Hamming gate included (%i dimensions)', async (dims) => {
+  it.each([
+    [48, 1],
+    [256, 1],
+    [256, 2],
+  ])('answers what the calling thread answers, filters and the Hamming gate included (%i dimensions, %i workers)', async (dims, threads) => {
     const rand = prng(dims);
     const set = new CodeSet(codeWords(rotatedDims(dims)));
     for (let b = 0; b < 3; b++) set.append(block(1500, dims, rand, 1 + b * 10_000));
-    const scanner = make(1);
+    const scanner = make(1, threads);
     for (let qi = 0; qi < 4; qi++) {
       const query = rotatedQuery(Float32Array.from({ length: dims }, () => rand() - 0.5));
       for (const filter of FILTERS) {
@@ -64,6 +68,17 @@ describe('code scanner (code-scanner.ts): the first pass on a worker thread', ()
       }
     }
     expect(scanner.hasWorker).toBe(true);
+  });
+
+  it('breaks ties by position whatever the split: of equal codes, the first ones', async () => {
+    const one = block(1, 256, prng(5), 1);
+    const set = new CodeSet(codeWords(256));
+    for (let i = 0; i < 3000; i++) set.append(one);
+    const query = rotatedQuery(Float32Array.from({ length: 256 }, (_, d) => Math.sin(d)));
+    const first = Array.from({ length: 30 }, (_, i) => i);
+    expect(set.scan(query, null, 30, { prefilter: 0 })).toEqual(first);
+    expect(await make(1, 2).scan(set, query, null, 30, { prefilter: 0 })).toEqual(first);
+    expect(await make(1, 2).scan(set, query, null, 30, { prefilter: 1000 })).toEqual(first);
   });
 
   it('scans the slots a set held when asked, while the set grows into new arrays meanwhile', async () => {
@@ -110,7 +125,7 @@ describe('code scanner (code-scanner.ts): the first pass on a worker thread', ()
     set.append(block(2000, 256, rand, 1));
     const query = rotatedQuery(Float32Array.from({ length: 256 }, () => rand() - 0.5));
     const want = set.scan(query, null, 30, { prefilter: 0 });
-    const scanner = make(1);
+    const scanner = make(1, 1);
     const warnings: string[] = [];
     const onWarning = (w: Error & { code?: string }): void => void (w.code === 'ENGRAM_CODE_SCAN_WORKER' && warnings.push(w.message));
     process.on('warning', onWarning);
