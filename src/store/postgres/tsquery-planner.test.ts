@@ -24,6 +24,13 @@ describe('TsqueryPlanner', () => {
     expect(plan).toBe("('zeppelin') & ('zeppelin' | 'config' | 'the')");
   });
 
+  it('does not let a term no chunk holds be the only selecting term: a term some chunk holds selects too', async () => {
+    const { count } = counter({ "'absentword'": 0, "'cache'": MAX_RANKED_ROWS * 3, "'customer'": MAX_RANKED_ROWS * 2 });
+    const plan = await new TsqueryPlanner(count).plan([{ text: 'cache' }, { text: 'absentword' }, { text: 'customer' }]);
+    // Both common counts are capped alike, so the first of them in the query selects.
+    expect(plan).toBe("('absentword' | 'cache') & ('absentword' | 'cache' | 'customer')");
+  });
+
   it('always keeps phrases and prefix terms among the selecting terms', async () => {
     const { count } = counter({ "('src' <-> 'db' <-> 'pool' <-> 'ts')": MAX_RANKED_ROWS * 2, "'3f9a2c':*": MAX_RANKED_ROWS * 2, "'error'": 10 });
     const plan = await new TsqueryPlanner(count).plan([{ text: 'src/db/pool.ts' }, { text: '3f9a2c', isPrefix: true }, { text: 'error' }]);

@@ -37,7 +37,7 @@ export interface TsQueryPlan {
 }
 
 /**
- * Plans a tsquery `(R) & (R | C)`: R ORs the rarest terms within {@link MAX_RANKED_ROWS} (at least one; prefix
+ * Plans a tsquery `(R) & (R | C)`: R ORs the rarest terms within {@link MAX_RANKED_ROWS} (at least one some chunk holds; prefix
  * terms and multi-token identifiers always), C the common rest. Document frequencies are capped counts over
  * the GIN index (exact below the cap, "common" above it), cached for a minute.
  */
@@ -81,7 +81,9 @@ export class TsqueryPlanner {
     let ranked = 0;
     for (const p of byRarity) {
       const isPinned = p.term.isPrefix === true || p.q.includes('<->');
-      if (rare.length === 0 || isPinned || ranked + p.df <= MAX_RANKED_ROWS) {
+      // A term no chunk holds selects nothing: it cannot stand in for the "at least one" selecting term, or the
+      // query would match nothing at all (a word absent from the store beside common ones).
+      if (!rare.some((r) => r.df > 0) || isPinned || ranked + p.df <= MAX_RANKED_ROWS) {
         rare.push(p);
         ranked += p.df;
       }

@@ -44,6 +44,19 @@ describe('Fts5Planner', () => {
     expect(search(match)).toEqual([11, 21]);
   });
 
+  it('does not let a word no row holds be the only selecting term: the common words select then', () => {
+    const rows = Array.from({ length: MAX_SCORED_ROWS + 50 }, (_, i) => `common filler row ${i}`);
+    rows[7] = 'common filler timeout';
+    fill(rows);
+    const match = new Fts5Planner(db).plan([{ text: 'common' }, { text: 'absentword' }, { text: 'timeout' }])!;
+    // The absent word stays (harmless in an OR); the rare word selects, and the common one still ranks.
+    expect(match).toBe('("absentword" OR "timeout") AND ("absentword" OR "timeout" OR "common")');
+    expect(search(match)).toEqual([8]);
+    const onlyCommon = new Fts5Planner(db).plan([{ text: 'absentword' }, { text: 'filler' }])!;
+    expect(onlyCommon).toBe('"absentword" OR "filler"');
+    expect(search(onlyCommon)).toHaveLength(10);
+  });
+
   it('always keeps identifiers and prefix terms among the selecting terms', () => {
     fill(Array.from({ length: MAX_SCORED_ROWS + 10 }, (_, i) => `src db pool ts ${i}`));
     const match = new Fts5Planner(db).plan([{ text: 'src/db/pool.ts' }, { text: '3f9a2c', isPrefix: true }])!;

@@ -35,7 +35,7 @@ interface TermPlan {
 
 /**
  * Plans an FTS5 MATCH expression: `R AND (R OR C)` where R ORs the rarest terms whose combined document
- * frequency fits {@link MAX_SCORED_ROWS} (at least one term) and C the remaining, common ones. The match set
+ * frequency fits {@link MAX_SCORED_ROWS} (at least one term some row holds) and C the remaining, common ones. The match set
  * is R's; bm25 still scores every phrase, so a row holding all query words outranks one holding only the
  * rare word. Prefix terms (hash fragments) and identifiers always stay in R: they are what the user asked for.
  */
@@ -70,7 +70,9 @@ export class Fts5Planner {
     let scored = 0;
     for (const p of byRarity) {
       const isPinned = p.term.isPrefix === true || tokenize(p.term.text).length > 1;
-      if (rare.length === 0 || isPinned || scored + p.df <= MAX_SCORED_ROWS) {
+      // A term no row holds selects nothing: it cannot stand in for the "at least one" selecting term, or the
+      // query would match nothing at all (a word absent from the store beside common ones).
+      if (!rare.some((r) => r.df > 0) || isPinned || scored + p.df <= MAX_SCORED_ROWS) {
         rare.push(p);
         if (Number.isFinite(p.df)) scored += p.df;
       }
