@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { openEngram } from '../src/engine.js';
 import { createBuiltinEmbedder } from '../src/providers/builtin-embedder.js';
+import { CodeScanner } from '../src/store/code-scanner.js';
 import { CodeSet } from '../src/store/vector-code-set.js';
 import { recallQueries } from './lib/agent-trace.js';
 import { summarize } from './lib/stats.js';
@@ -55,6 +56,8 @@ async function main(): Promise<void> {
     const codes = (store.vectors as { vectorCodes?: Record<string, unknown> } | undefined)?.vectorCodes;
     if (codes) time(codes, 'search', 'code index search (all of it)');
     time(CodeSet.prototype as unknown as Record<string, unknown>, 'scan', 'code index first pass (CodeSet.scan)');
+    // From 65,536 codes the first pass runs on a worker (code-scanner.ts): timed from post to answer.
+    time(CodeScanner.prototype as unknown as Record<string, unknown>, 'scan', 'code index first pass (CodeScanner.scan, worker or here)');
     if (values.pg !== undefined) {
       // Every statement, by its first words (the backend's one query method; its methods above call it).
       const proto = Object.getPrototypeOf(store) as Record<string, unknown>;
