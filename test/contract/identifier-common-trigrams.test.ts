@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openEngram, type Engram } from '../../src/engine.js';
 import { parseQuery } from '../../src/memory/query-terms.js';
+import type { SessionId } from '../../src/model/ids.js';
 import type { BackendHarness } from './storage-contract.js';
 import { runStorageContract } from './harnesses.js';
 
@@ -63,7 +64,7 @@ runStorageContract('identifier of common trigrams', ({ createHarness }) => {
     // `boundAbove: 0` takes the bounded path, whose newest matches are read recent part first (pg-recent-chunks.ts).
     const terms = parseQuery('zebrafish').terms;
     const search = async (boundAbove: number): Promise<string[]> =>
-      (await harness.backend.searchText({ terms, limit: 50, boundAbove, filter: { sessionIds: ['s1'] } })).map((h) => String(h.eventId)).sort();
+      (await harness.backend.searchText({ terms, limit: 50, boundAbove, filter: { sessionIds: ['s1' as SessionId] } })).map((h) => String(h.eventId)).sort();
     const expected = ids.filter((_, i) => i % 240 === 3 && Math.floor(i / 400) % 2 === 1).sort();
     expect(expected.length).toBeGreaterThan(2);
     expect(await search(0)).toEqual(expected);
