@@ -51,6 +51,14 @@ describe('loadBundle', () => {
     expect(start()).toEqual({ status: 'hit', result: sum, file: 'main.cjs' });
   });
 
+  it('reads a bundle that is not ASCII as UTF-8', () => {
+    // The file holds the characters themselves (UTF-8 on disk): e-acute, a right quote, an emoji (two UTF-16 units).
+    writeFileSync(bundle, "exports.main = () => 'caf\u00e9 \u2019 \u{1F44D}'.length + '\u00e9'; exports.file = 'x';\n");
+    expect(readFileSync(bundle).length).toBeGreaterThan(readFileSync(bundle, 'utf8').length);
+    expect(start()).toEqual({ status: 'miss', result: '9\u00e9', file: 'x' });
+    expect(start()).toEqual({ status: 'hit', result: '9\u00e9', file: 'x' });
+  });
+
   it('ignores a cache written for another build of the bundle and rewrites it', () => {
     start();
     writeFileSync(bundle, `${readFileSync(bundle, 'utf8')}exports.extra = 1;\n`);

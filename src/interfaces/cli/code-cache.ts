@@ -1,3 +1,4 @@
+import { isAscii } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -97,7 +98,8 @@ export function loadBundle(bundle: string, cacheFile: string | undefined): Loade
   const bytes = readFileSync(bundle);
   // The file's bytes, not the decoded string: hashing a string re-encodes its 2.3M characters to UTF-8 first.
   const sourceDigest = cacheFile === undefined ? Buffer.alloc(0) : sha256(bytes);
-  const source = bytes.toString('utf8');
+  // The build makes the bundle ASCII (scripts/build-cli-bundle.mjs): then Latin-1 decodes it the same, ~30x faster.
+  const source = isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
   const cached = cacheFile === undefined ? { status: 'off' as const } : readCodeCache(cacheFile, sourceDigest);
   const script = new Script(`(function (exports, require, module, __filename, __dirname) { ${source}\n});`, { filename: bundle, ...('data' in cached ? { cachedData: cached.data } : {}) });
   const status: CodeCacheStatus = 'data' in cached ? (script.cachedDataRejected === true ? 'rejected' : 'hit') : cached.status;
