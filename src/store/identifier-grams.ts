@@ -163,10 +163,18 @@ export function forEachIdentifierWord(texts: readonly string[], visit: (word: st
         i++;
       }
       const length = i - start;
-      if (length < 5 || length > MAX_WORD_CHARS || (isAscii && runs < 3)) continue;
+      if (isSkippedWord(length, isAscii, runs)) continue;
       if (!visit(text.slice(start, i))) return;
     }
   }
+}
+
+/**
+ * Whether both scans of words ({@link forEachIdentifierWord}, {@link forEachWordGrams}) skip a word: shorter than 5 or
+ * longer than {@link MAX_WORD_CHARS} characters, or ASCII with fewer than three letter-or-digit runs (no trigram).
+ */
+function isSkippedWord(length: number, isAscii: boolean, runs: number): boolean {
+  return length < 5 || length > MAX_WORD_CHARS || (isAscii && runs < 3);
 }
 
 /** The grams of the word being read by {@link forEachWordGrams}: one array, reused for every word. */
@@ -205,7 +213,7 @@ export function forEachWordGrams(texts: readonly string[], visit: (grams: readon
         i++;
       }
       const length = i - start;
-      if (length < 5 || length > MAX_WORD_CHARS || (isAscii && runs < 3)) continue;
+      if (isSkippedWord(length, isAscii, runs)) continue;
       if (!isAscii) {
         const grams = wordGrams(text.slice(start, i));
         if (grams.length > 0 && !visit(grams)) return;
