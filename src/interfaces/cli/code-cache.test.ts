@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -76,6 +76,20 @@ describe('loadBundle', () => {
       expect(start().status).toBe('corrupt');
       expect(start().status).toBe('hit');
     }
+  });
+
+  it('writes the cache for its user only, and does not load one that others could write', () => {
+    const first = start();
+    expect(first.status).toBe('miss');
+    expect(statSync(cache).mode & 0o077).toBe(0);
+    expect(start().status).toBe('hit');
+    chmodSync(cache, 0o666);
+    const loaded = start();
+    expect(loaded.status).toBe('untrusted');
+    expect(loaded.result).toBe(first.result);
+    // Rewritten as its user's own file: the next start uses it.
+    expect(statSync(cache).mode & 0o077).toBe(0);
+    expect(start().status).toBe('hit');
   });
 
   it('runs without a cache when V8 rejects the data (another V8 or flags) and rewrites it', () => {

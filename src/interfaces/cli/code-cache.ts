@@ -1,6 +1,6 @@
 import { isAscii } from 'node:buffer';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Script } from 'node:vm';
@@ -14,12 +14,13 @@ import { defaultCacheDir } from '../../providers/cache-dir.js';
  *
  * The cache is best-effort and never trusted blindly: its file names the bundle's SHA-256 and the cached data's
  * SHA-256, so a cache from another build (stale) or a damaged file (corrupt, truncated) is ignored and rewritten;
+ * a file another user owns or could write (untrusted) is not loaded, since V8 runs cached data as compiled code;
  * V8 itself rejects data from another V8 version or other flags (rejected). Any failure to read or write it only
  * costs the compile it would have saved.
  */
 
 /** What happened to the code cache on this start. */
-export type CodeCacheStatus = 'hit' | 'miss' | 'stale' | 'corrupt' | 'rejected' | 'off';
+export type CodeCacheStatus = 'hit' | 'miss' | 'stale' | 'corrupt' | 'untrusted' | 'rejected' | 'off';
 
 export interface LoadedBundle {
   /** The bundle's `module.exports`. */
@@ -52,12 +53,23 @@ export function codeCacheFile(env: NodeJS.ProcessEnv = process.env): string | un
 const sha256 = (data: Buffer): Buffer => createHash('sha256').update(data).digest();
 
 /** The cached data in `file` when it was written for exactly `sourceDigest` and is intact; else why not. */
-export function readCodeCache(file: string, sourceDigest: Buffer): { data: Buffer } | { status: 'miss' | 'stale' | 'corrupt' } {
+export function readCodeCache(file: string, sourceDigest: Buffer): { data: Buffer } | { status: 'miss' | 'stale' | 'corrupt' | 'untrusted' } {
   let bytes: Buffer;
+  let fd: number;
   try {
-    bytes = readFileSync(file);
+    fd = openSync(file, 'r');
   } catch {
     return { status: 'miss' };
+  }
+  try {
+    // V8 runs cached data as compiled code: a file another user could have written is not loaded (the checks below
+    // catch damage, not intent). Read through the descriptor that was checked, so the file cannot be swapped between.
+    if (!isOwnFile(fstatSync(fd))) return { status: 'untrusted' };
+    bytes = readFileSync(fd);
+  } catch {
+    return { status: 'miss' };
+  } finally {
+    closeSync(fd);
   }
   if (bytes.length <= HEADER_BYTES || !bytes.subarray(0, MAGIC.length).equals(MAGIC) || bytes.readUInt32LE(MAGIC.length) !== FORMAT) {
     return { status: 'corrupt' };
@@ -69,6 +81,12 @@ export function readCodeCache(file: string, sourceDigest: Buffer): { data: Buffe
   return { data };
 }
 
+/** Whether a file is this process's user's and writable by no one else (always, where there are no user ids). */
+function isOwnFile(stat: { uid: number; mode: number }): boolean {
+  const uid = process.getuid?.();
+  return uid === undefined || (stat.uid === uid && (stat.mode & 0o022) === 0);
+}
+
 /** Writes `data` for `sourceDigest` to `file`, through a temporary file renamed into place (a concurrent start reads the old file or the new one). */
 export function writeCodeCache(file: string, sourceDigest: Buffer, data: Buffer): void {
   const format = Buffer.alloc(4);
@@ -76,7 +94,8 @@ export function writeCodeCache(file: string, sourceDigest: Buffer, data: Buffer)
   const tmp = `${file}.${process.pid}.tmp`;
   try {
     mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(tmp, Buffer.concat([MAGIC, format, sourceDigest, sha256(data), data]));
+    // Only its user may write it (isOwnFile): mode 0600, whatever the umask allows beyond.
+    writeFileSync(tmp, Buffer.concat([MAGIC, format, sourceDigest, sha256(data), data]), { mode: 0o600 });
     renameSync(tmp, file);
   } catch {
     // A read-only or full cache directory (or a file where it should be): the next start compiles again, as without
