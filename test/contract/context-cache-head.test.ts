@@ -1,27 +1,12 @@
 import { expect, it } from 'vitest';
 import type { AnthropicMessagesPayload } from '../../src/context/assembly/formatters.js';
-import type { EventInput } from '../../src/model/event.js';
 import type { SessionId } from '../../src/model/ids.js';
+import { turnEvents } from '../fixtures/coding-session.js';
 import { runStorageContract, useEngram } from './harnesses.js';
 
 const WINDOW = 8192;
 /** A short system prompt (~120 tokens): alone it is below the 1,024-token minimum a prompt cache stores. */
 const IDENTITY = Array.from({ length: 6 }, (_, i) => `Rule ${i + 1}: read the worker logs before answering, quote the lines you rely on, and say when unsure.`).join('\n');
-
-function turnEvents(i: number): EventInput[] {
-  const needle = i === 3 ? ' The staging DB password rotates via vault path secret/staging/db-7f3a.' : '';
-  return [
-    { kind: 'user', content: `step ${i}: please check the worker logs for job batch ${i}.${needle}` },
-    { kind: 'tool_call', toolName: 'Bash', toolCallId: `c${i}`, content: JSON.stringify({ command: `kubectl logs worker-${i % 4} --tail=40` }) },
-    {
-      kind: 'tool_result',
-      toolName: 'Bash',
-      toolCallId: `c${i}`,
-      content: Array.from({ length: 12 }, (_, j) => `[worker-${i % 4}] job ${i * 100 + j} processed in ${(i * 7 + j) % 90} ms`).join('\n'),
-    },
-    { kind: 'assistant', content: `Batch ${i} looks healthy; moving on.` },
-  ];
-}
 
 /** The request's content blocks in order, without `cache_control` (not part of the cached bytes), and where the breakpoints are. */
 function blocksOf(payload: AnthropicMessagesPayload): { keys: string[]; breakpoints: number[] } {

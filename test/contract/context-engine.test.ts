@@ -4,26 +4,10 @@ import { cacheBudget } from '../../src/context/context-engine.js';
 import { openEngram } from '../../src/engine.js';
 import type { EventInput } from '../../src/model/event.js';
 import type { SessionId } from '../../src/model/ids.js';
+import { turnEvents } from '../fixtures/coding-session.js';
 import { runStorageContract, useEngram } from './harnesses.js';
 
 const WINDOW = 4096;
-
-/** A coding session: dialogue, tool calls, noisy tool output, a few needles early on. */
-function turnEvents(i: number): EventInput[] {
-  const needle = i === 3 ? ' The staging DB password rotates via vault path secret/staging/db-7f3a.' : '';
-  return [
-    { kind: 'user', content: `step ${i}: please check the worker logs for job batch ${i}.${needle}` },
-    { kind: 'tool_call', toolName: 'Bash', toolCallId: `c${i}`, content: JSON.stringify({ command: `kubectl logs worker-${i % 4} --tail=40` }) },
-    {
-      kind: 'tool_result',
-      toolName: 'Bash',
-      toolCallId: `c${i}`,
-      content: Array.from({ length: 12 }, (_, j) => `[worker-${i % 4}] job ${i * 100 + j} processed in ${(i * 7 + j) % 90} ms`).join('\n') +
-        (i === 5 ? '\nERROR ETIMEDOUT 10.42.7.19:6379 while flushing batch 5' : ''),
-    },
-    { kind: 'assistant', content: `Batch ${i} looks healthy; moving on.${i === 8 ? ' Decision: pin redis client to 4.6.13 because 4.7 breaks cluster mode.' : ''}` },
-  ];
-}
 
 runStorageContract('context engine', ({ createHarness }) => {
   const ctx = useEngram(createHarness);

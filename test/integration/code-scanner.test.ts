@@ -3,20 +3,7 @@ import { CodeScanner } from '../../src/store/code-scanner.js';
 import { CodeSet } from '../../src/store/vector-code-set.js';
 import type { CodeFilter } from '../../src/store/vector-codes.js';
 import { codeWords, encodeRotatedBlock, rotatedDims, rotatedQuery } from '../../src/store/vector-codes.js';
-
-/** A seeded generator (the same numbers every run). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const SESSIONS = ['a', 'b', 'c', 'd', 'e'];
-const KINDS = ['user', 'note', 'tool'];
+import { FILTERS, KINDS, prng, SESSIONS } from '../fixtures/code-sets.js';
 
 function block(count: number, dims: number, rand: () => number, firstRowid: number) {
   const rows = Array.from({ length: count }, (_, i) => ({
@@ -28,15 +15,6 @@ function block(count: number, dims: number, rand: () => number, firstRowid: numb
   }));
   return encodeRotatedBlock(rows, new Float32Array(dims));
 }
-
-const FILTERS: Array<CodeFilter | null> = [
-  null,
-  { sessions: new Set(['b', 'd']) },
-  { kinds: new Set(['note']) },
-  { fromMs: 3_000, toMs: 6_000 },
-  { sessions: new Set(['a', 'zz']), kinds: new Set(['user', 'tool']), fromMs: 2_000 },
-  { sessions: new Set(['nobody']) },
-];
 
 describe('code scanner (code-scanner.ts): the first pass on a worker thread', () => {
   const scanners: CodeScanner[] = [];

@@ -2,26 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { CodeSet, hammingAll, scoreCode } from '../../src/store/vector-code-set.js';
 import type { CodeFilter } from '../../src/store/vector-codes.js';
 import { codeWords, encodeRotatedBlock, queryTable, rotatedDims, rotatedQuery, rotateInto, TopScores } from '../../src/store/vector-codes.js';
-
-/** A seeded generator (the same numbers every run). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { FILTERS, KINDS, prng, SESSIONS } from '../fixtures/code-sets.js';
 
 function naivePopcount(x: number): number {
   let n = 0;
   for (let b = 0; b < 32; b++) n += (x >>> b) & 1;
   return n;
 }
-
-const SESSIONS = ['a', 'b', 'c', 'd', 'e'];
-const KINDS = ['user', 'note', 'tool'];
 
 /** Random vectors in a few clusters, with weight concentrated in a few dimensions (as the built-in embedder's are). */
 function rows(count: number, dims: number, rand: () => number, firstRowid: number) {
@@ -43,15 +30,6 @@ function passes(r: { session_id: string; kind: string; ts_ms: number }, f: CodeF
   if (f.toMs !== undefined && r.ts_ms > f.toMs) return false;
   return true;
 }
-
-const FILTERS: Array<CodeFilter | null> = [
-  null,
-  { sessions: new Set(['b', 'd']) },
-  { kinds: new Set(['note']) },
-  { fromMs: 3_000, toMs: 6_000 },
-  { sessions: new Set(['a', 'zz']), kinds: new Set(['user', 'tool']), fromMs: 2_000 },
-  { sessions: new Set(['nobody']) },
-];
 
 describe('one-bit code set (vector-code-set.ts)', () => {
   it('counts Hamming distances as a bit-by-bit count does, for codes of any length', () => {

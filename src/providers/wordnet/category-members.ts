@@ -195,20 +195,12 @@ export class WordNetNouns {
   private indexLine(lemma: string): string | undefined {
     const target = Buffer.from(`${lemma} `, 'latin1');
     const buf = this.index;
-    let lo = 0;
-    let hi = buf.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      const start = mid === 0 ? 0 : buf.lastIndexOf(10, mid - 1) + 1;
-      let end = buf.indexOf(10, start);
-      if (end < 0) end = buf.length;
-      const cmp = Buffer.compare(buf.subarray(start, Math.min(end, start + target.length)), target);
-      if (cmp === 0) return buf.toString('latin1', start, end).trimEnd();
-      if (cmp < 0) lo = end + 1;
-      else hi = start;
-    }
-    return undefined;
+    const start = lowerBound(buf, target);
+    if (start >= buf.length || Buffer.compare(buf.subarray(start, Math.min(buf.length, start + target.length)), target) !== 0) return undefined;
+    const end = buf.indexOf(10, start);
+    return buf.toString('latin1', start, end < 0 ? buf.length : end).trimEnd();
   }
+
 }
 
 let shared: CategoryMembersProvider | undefined;
