@@ -26,6 +26,13 @@ export const INTERNAL_EVENT_KINDS = ['task_state'] as const;
 /** Every kind a stored event can have. */
 export const STORED_EVENT_KINDS = [...EVENT_KINDS, ...INTERNAL_EVENT_KINDS] as const;
 export type EventKind = (typeof STORED_EVENT_KINDS)[number];
+/**
+ * Tag of an event that holds Engram's own output come back into a transcript: a recall or expand result returned to
+ * the agent as a tool result, a brief or prompt recall a hook injected. Such an event is stored (lossless) but is never
+ * evidence: recall and the briefs return the original events it quotes, not it (docs/memory-across-sessions.md).
+ */
+export const DERIVED_EVENT_TAG = 'engram:derived';
+
 /** A kind a caller may append. */
 export type InputEventKind = (typeof EVENT_KINDS)[number];
 
