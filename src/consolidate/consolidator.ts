@@ -21,6 +21,8 @@ import type { EscalationTelemetry } from './escalation.js';
 import type { SourceItem } from './extractive-summary.js';
 import { meanVector, significanceGate, toSessionSkippedRecord, type SignificanceThresholds } from './significance-gate.js';
 import { sourceItemsFromEvents } from './source-items.js';
+import { LEVEL_CONFIDENCE } from './escalation.js';
+import { buildWorkLog, hasWork, renderWorkLog, type WorkLog } from './work-log.js';
 
 export interface ConsolidatorOptions {
   /** The model, or null: every summary is made at the deterministic level. */
@@ -138,7 +140,10 @@ export class Consolidator {
       const decisionEvents = ep.filter((e) => e.kind === 'decision');
       const replaced = decisionEvents.length > 0 ? await this.store.findSuperseding(decisionEvents.map((e) => e.id)) : new Map<string, string>();
       const decisions = decisionEvents.map((e) => decisionLine(e, replaced.get(e.id)));
-      const made = await this.summarize(0, sourceItemsFromEvents(ep), header, decisions);
+      // Without a model, a coding episode is summarized from its tool calls and results (work-log.ts); with one, the model writes it.
+      const log = this.options.llm ? undefined : buildWorkLog(ep);
+      if (log) log.decisions = log.decisions.filter((d) => !decisionEvents.some((e) => e.id === d.eventId));
+      const made = await this.summarize(0, sourceItemsFromEvents(ep), header, decisions, log && hasWork(log) ? log : undefined);
       addUsage(usage, made);
       summaries.push(
         this.record(0, made, header, {
@@ -226,15 +231,18 @@ export class Consolidator {
    * The summary's body: the decisions of its sources verbatim first (up to 40 % of the budget, the latest kept
    * when they do not all fit: a decision must not be lost to sentence ranking), then the escalated summary.
    */
-  private async summarize(depth: SummaryDepth, items: SourceItem[], header: string, decisions: string[]): Promise<BoundedSummary> {
+  private async summarize(depth: SummaryDepth, items: SourceItem[], header: string, decisions: string[], workLog?: WorkLog): Promise<BoundedSummary> {
     const tok = this.options.tokenizer;
     const budget = Math.max(32, this.budgets[depth] - tok.count(header) - 1);
     const kept = keepDecisions([...new Set(decisions)], Math.floor(budget * DECISION_SHARE), tok);
     const block = kept.join('\n');
-    const made = await summarizeWithEscalation(
-      { items, budgetTokens: Math.max(16, budget - (block ? tok.count(block) + 1 : 0)), instructions: DEPTH_INSTRUCTIONS[depth], purpose: `summary:${SUMMARY_DEPTH_NAMES[depth]}` },
-      { llm: this.options.llm, tokenizer: tok, ...(this.options.telemetry ? { telemetry: this.options.telemetry } : {}) },
-    );
+    const bodyBudget = Math.max(16, budget - (block ? tok.count(block) + 1 : 0));
+    const made = workLog
+      ? workLogSummary(workLog, bodyBudget, items, tok)
+      : await summarizeWithEscalation(
+          { items, budgetTokens: bodyBudget, instructions: DEPTH_INSTRUCTIONS[depth], purpose: `summary:${SUMMARY_DEPTH_NAMES[depth]}` },
+          { llm: this.options.llm, tokenizer: tok, ...(this.options.telemetry ? { telemetry: this.options.telemetry } : {}) },
+        );
     return block ? { ...made, text: made.text ? `${block}\n${made.text}` : block } : made;
   }
 
@@ -316,6 +324,21 @@ export class Consolidator {
     for (const s of sessions) if (startOf(s) <= start && (best === null || startOf(s) > startOf(best))) best = s;
     return best?.id ?? null;
   }
+}
+
+/** A coding episode's summary at the deterministic level: its work log's lines (work-log.ts), no model involved. */
+function workLogSummary(log: WorkLog, budget: number, items: readonly SourceItem[], tok: Tokenizer): BoundedSummary {
+  const text = renderWorkLog(log, budget, tok);
+  return {
+    text,
+    tokens: tok.count(text),
+    level: 'deterministic',
+    confidence: LEVEL_CONFIDENCE.deterministic,
+    attempts: [{ level: 'deterministic', outcome: 'ok' }],
+    chunks: 0,
+    sourceIds: items.map((i) => i.id),
+    usage: { inputTokens: 0, outputTokens: 0 },
+  };
 }
 
 /** The depth-0 summaries of the first `n` sessions among `open` (oldest first), or null when fewer are open. */

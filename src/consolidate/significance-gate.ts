@@ -20,8 +20,9 @@ export interface SignificanceInput {
   events: readonly GateEvent[];
   /**
    * Identifiers and entity names the store already knows (from decisions, summaries, the codex), matched
-   * case-insensitively: a single token as a whole token, several words as a phrase. Empty or absent: nothing
-   * known, so the overlap is 0.
+   * case-insensitively: a single token as a whole token, several words as a phrase. Empty or absent: nothing is
+   * known yet (a fresh store, a project's first sessions), so the overlap is not judged: a cold start is not "low
+   * overlap", or no first session could ever pass the gate.
    */
   knownTerms?: Iterable<string>;
   /** The session's embedding (see {@link meanVector}); absent: novelty is not judged. */
@@ -31,12 +32,21 @@ export interface SignificanceInput {
 }
 
 export interface SignificanceThresholds {
-  /** Fewer substantive turns than this is low. Default 5 (Pattern 3). */
+  /**
+   * Fewer substantive turns than this is low. Default 5 (Pattern 3). Turns of work count: each tool call the agent
+   * made is one (three prompts that led to 37 tool calls are a working session, not three turns).
+   */
   minSubstantiveTurns: number;
   /** A user message shorter than this (characters, trimmed) is not substantive. Default 20. */
   minUserChars: number;
   /** An assistant answer shorter than this is an acknowledgement, unless the agent called a tool. Default 40. */
   minAssistantChars: number;
+  /**
+   * A user message at least this long (characters, trimmed) and of {@link STATEMENT_MIN_WORDS} words or more states
+   * something worth keeping whatever the answer: dictated facts and decisions answered "Noted." are substantive.
+   * Default 40.
+   */
+  minStatementChars: number;
   /** Fewer known terms mentioned than this is low. Default 1 (Pattern 3: zero matches). */
   minKnownOverlap: number;
   /** A cosine similarity to a recent session at or above this is low novelty. Default 0.92. */
@@ -51,6 +61,7 @@ export const DEFAULT_SIGNIFICANCE_THRESHOLDS: Readonly<SignificanceThresholds> =
   minSubstantiveTurns: 5,
   minUserChars: 20,
   minAssistantChars: 40,
+  minStatementChars: 40,
   minKnownOverlap: 1,
   maxSimilarity: 0.92,
   skipWhen: 'all',
@@ -104,26 +115,32 @@ const SMALL_TALK = /^(?:hi|hello|hey|thanks|thank you|thx|ok(?:ay)?|sure|yes|no|
 export function significanceGate(input: SignificanceInput, thresholds: Partial<SignificanceThresholds> = {}): SignificanceDecision {
   const t: SignificanceThresholds = { ...DEFAULT_SIGNIFICANCE_THRESHOLDS, ...thresholds };
   const turns = substantiveTurns(input.events, t);
-  const { matched, count: overlap } = knownOverlap(input.events, input.knownTerms);
+  const toolCalls = input.events.filter((e) => e.kind === 'tool_call').length;
+  const work = turns + toolCalls;
+  const { matched, count: overlap, known } = knownOverlap(input.events, input.knownTerms);
   const similarity = input.sessionVector && input.recentVectors && input.recentVectors.length > 0 ? maxSimilarity(input.sessionVector, input.recentVectors) : undefined;
 
   const checks: GateCheck[] = [
     {
       name: 'substantive_turns',
       isJudged: true,
-      isLow: turns < t.minSubstantiveTurns,
-      value: turns,
+      isLow: work < t.minSubstantiveTurns,
+      value: work,
       threshold: t.minSubstantiveTurns,
-      reason: `${turns} substantive turn${turns === 1 ? '' : 's'} (${turns < t.minSubstantiveTurns ? 'fewer than' : 'at least'} ${t.minSubstantiveTurns})`,
+      reason:
+        `${work} substantive turn${work === 1 ? '' : 's'}${toolCalls > 0 ? ` (${turns} exchange${turns === 1 ? '' : 's'}, ${toolCalls} tool call${toolCalls === 1 ? '' : 's'})` : ''}` +
+        ` (${work < t.minSubstantiveTurns ? 'fewer than' : 'at least'} ${t.minSubstantiveTurns})`,
     },
-    {
-      name: 'known_overlap',
-      isJudged: true,
-      isLow: overlap < t.minKnownOverlap,
-      value: overlap,
-      threshold: t.minKnownOverlap,
-      reason: `${overlap} known identifier${overlap === 1 ? '' : 's'} or entit${overlap === 1 ? 'y' : 'ies'} mentioned (${overlap < t.minKnownOverlap ? 'fewer than' : 'at least'} ${t.minKnownOverlap})`,
-    },
+    known === 0
+      ? { name: 'known_overlap', isJudged: false, isLow: false, value: 0, threshold: t.minKnownOverlap, reason: 'known overlap not judged (nothing is known yet)' }
+      : {
+          name: 'known_overlap',
+          isJudged: true,
+          isLow: overlap < t.minKnownOverlap,
+          value: overlap,
+          threshold: t.minKnownOverlap,
+          reason: `${overlap} known identifier${overlap === 1 ? '' : 's'} or entit${overlap === 1 ? 'y' : 'ies'} mentioned (${overlap < t.minKnownOverlap ? 'fewer than' : 'at least'} ${t.minKnownOverlap})`,
+        },
     similarity === undefined
       ? { name: 'novelty', isJudged: false, isLow: false, value: 0, threshold: t.maxSimilarity, reason: 'novelty not judged (no session or recent vectors)' }
       : {
@@ -162,11 +179,19 @@ export function toSessionSkippedRecord(
   };
 }
 
+/** Words a user message needs to count as a statement (see {@link SignificanceThresholds.minStatementChars}). */
+export const STATEMENT_MIN_WORDS = 6;
+
 /**
  * User messages that are more than small talk and that the agent answered with substance (an answer of
- * `minAssistantChars` or more that is not small talk, or a tool call) before the next user message.
+ * `minAssistantChars` or more that is not small talk, or a tool call) before the next user message, or that state
+ * something themselves (`minStatementChars`, {@link STATEMENT_MIN_WORDS} words), whatever the answer.
  */
-export function substantiveTurns(events: readonly GateEvent[], t: Pick<SignificanceThresholds, 'minUserChars' | 'minAssistantChars'>): number {
+export function substantiveTurns(
+  events: readonly GateEvent[],
+  t: Pick<SignificanceThresholds, 'minUserChars' | 'minAssistantChars'> & Partial<Pick<SignificanceThresholds, 'minStatementChars'>>,
+): number {
+  const minStatement = t.minStatementChars ?? DEFAULT_SIGNIFICANCE_THRESHOLDS.minStatementChars;
   let count = 0;
   let isOpen = false;
   let isAnswered = false;
@@ -180,6 +205,7 @@ export function substantiveTurns(events: readonly GateEvent[], t: Pick<Significa
     if (e.kind === 'user') {
       close();
       isOpen = text.length >= t.minUserChars && !SMALL_TALK.test(text);
+      if (isOpen && text.length >= minStatement && text.split(/\s+/).length >= STATEMENT_MIN_WORDS) isAnswered = true;
     } else if (isOpen && (e.kind === 'tool_call' || (e.kind === 'assistant' && text.length >= t.minAssistantChars && !SMALL_TALK.test(text)))) {
       isAnswered = true;
     }
@@ -189,8 +215,8 @@ export function substantiveTurns(events: readonly GateEvent[], t: Pick<Significa
 }
 
 /** Known terms the events mention: single tokens matched as whole tokens, phrases as substrings, case-insensitively. */
-function knownOverlap(events: readonly GateEvent[], knownTerms: Iterable<string> | undefined): { matched: string[]; count: number } {
-  if (!knownTerms) return { matched: [], count: 0 };
+function knownOverlap(events: readonly GateEvent[], knownTerms: Iterable<string> | undefined): { matched: string[]; count: number; known: number } {
+  if (!knownTerms) return { matched: [], count: 0, known: 0 };
   const text = events.map((e) => e.content).join('\n').toLowerCase();
   const tokens = new Set<string>([...identifiersIn(text), ...text.split(/[^\p{L}\p{N}_-]+/u)].filter((w) => w.length > 0));
   const matched: string[] = [];
@@ -201,7 +227,7 @@ function knownOverlap(events: readonly GateEvent[], knownTerms: Iterable<string>
     seen.add(key);
     if (/\s/.test(key) ? text.includes(key) : tokens.has(key)) matched.push(term);
   }
-  return { matched: matched.slice(0, 20), count: matched.length };
+  return { matched: matched.slice(0, 20), count: matched.length, known: seen.size };
 }
 
 /** The highest cosine similarity of `v` to any of `others` (vectors of other sizes are skipped; none left: undefined). */

@@ -14,6 +14,7 @@ import { previewArtifact } from './preview/index.js';
 import { RedactionPolicy, REDACTION_SECRET_NAME, type RedactionOptions, type RedactionReport } from './event-redaction.js';
 import { maskPrivate } from './private-spans.js';
 import { withRelativeDates } from './relative-dates.js';
+import { isDerivedEvent, isDerivedOutput, withDerivedTag } from './derived-events.js';
 import { hasTurnContext, TURN_CONTEXT_EVENTS, TURN_CONTEXT_KINDS, turnContext, type ContextSource } from './turn-context.js';
 
 export interface IngestOptions {
@@ -222,10 +223,12 @@ export class Ingestor {
     nowMs: number,
     artifacts: Map<ArtifactId, { bytes: Uint8Array; mediaType: string }>,
   ): EventDraft {
-    const tags = v.tags ?? [];
+    // Engram's own output come back in a transcript is kept, tagged, and not indexed: recall returns the events it quotes (derived-events.ts).
+    const isDerived = isDerivedOutput(v);
+    const tags = isDerived ? withDerivedTag(v.tags) : (v.tags ?? []);
     let content = v.content;
     // Private spans are stored, never indexed (private-spans.ts).
-    let searchText = maskPrivate(v.content);
+    let searchText = isDerived ? '' : maskPrivate(v.content);
     let artifact: EventArtifactRef | undefined;
 
     if (v.binary) {
@@ -249,7 +252,7 @@ export class Ingestor {
       artifacts.set(id, { bytes, mediaType });
       artifact = { id, mediaType, sizeBytes: bytes.byteLength, previewKind: preview.kind };
       content = preview.text;
-      searchText = capForIndex(visible, artifactIndexChars(visible, this.opts.maxIndexedChars));
+      searchText = isDerived ? '' : capForIndex(visible, artifactIndexChars(visible, this.opts.maxIndexedChars));
     }
 
     const draft: EventDraft = {
@@ -298,7 +301,7 @@ export class Ingestor {
     /** The text input `i` shows as context, or undefined when it takes no part in context. */
     const sourceOf = (i: number): ContextSource | undefined => {
       const v = valid[i]!;
-      if (!hasTurnContext(v.kind)) return undefined;
+      if (!hasTurnContext(v.kind) || isDerivedOutput(v)) return undefined;
       const d = draftOf.get(i);
       // A new event's index text is masked already; an artifact's preview is what a reader sees of it.
       if (d) return d.artifact ? { text: d.content, isMasked: false } : { text: d.searchText, isMasked: true };
@@ -317,10 +320,10 @@ export class Ingestor {
         ...(firstStored ? { toTurn: firstStored.record.turn - 1 } : {}),
       })
     ).reverse();
-    let window: ContextSource[] = stored.map((e) => ({ text: e.content, isMasked: false }));
+    let window: ContextSource[] = stored.filter((e) => !isDerivedEvent(e)).map((e) => ({ text: e.content, isMasked: false }));
     for (let i = 0; i < valid.length; i++) {
       const d = draftOf.get(i);
-      if (d && hasTurnContext(d.kind)) d.searchMeta = searchMetaFor(d.kind, d.toolName, d.tags, this.datesOf(d.kind, turnContext(window), d.searchText, d.tsMs));
+      if (d && hasTurnContext(d.kind) && !isDerivedEvent(d)) d.searchMeta = searchMetaFor(d.kind, d.toolName, d.tags, this.datesOf(d.kind, turnContext(window), d.searchText, d.tsMs));
       const source = sourceOf(i);
       if (source) window = [...window, source].slice(-depth);
     }
