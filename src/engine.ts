@@ -43,13 +43,17 @@ import type { AppendOptions, AppendOutcome, ListEventsQuery, StorageBackend, Sto
 import type { Principal } from './model/access.js';
 import { LOCAL_PRINCIPAL } from './model/access.js';
 import type { ReadScope } from './bus/resolvers/pointer-resolver.js';
-import { EngramView } from './view/engram-view.js';
+import { EngramView, type ViewOptions } from './view/engram-view.js';
 import type { HierarchyView } from './view/hierarchy-view.js';
 import type { StoreLocation } from './store/open-store.js';
 import { openStore } from './store/open-store.js';
 import { LruCache } from './util/lru-cache.js';
 import { wordnetCategoryMembers } from './providers/wordnet/category-members.js';
 import type { CopyOptions, CopyReport } from './memory/store-copy.js';
+import { buildProjectBrief, type BriefOptions, type ProjectBrief } from './context/project-brief.js';
+import { recallForPrompt, type PromptRecall, type PromptRecallOptions } from './memory/prompt-recall.js';
+import { CarryOver } from './context/carry-over.js';
+import type { ChatModel } from './providers/llm/chat-model.js';
 
 export interface OpenEngramOptions extends StoreLocation {
   /** Use this backend instead of opening one from `db`. The engine closes it on {@link Engram.close}. */
@@ -432,8 +436,8 @@ export class Engram {
    * The engine as `principal` may use it (model/access.ts): what HTTP, MCP and any caller with a token go
    * through. Default: the local, full-trust principal.
    */
-  viewAs(principal: Principal = LOCAL_PRINCIPAL): EngramView {
-    return new EngramView(this, principal);
+  viewAs(principal: Principal = LOCAL_PRINCIPAL, options: ViewOptions = {}): EngramView {
+    return new EngramView(this, principal, options);
   }
 
   /**
@@ -456,6 +460,49 @@ export class Engram {
    */
   recallGranular(query: string, request: Parameters<EngramView['recallGranular']>[1] = {}): ReturnType<EngramView['recallGranular']> {
     return this.viewAs().recallGranular(query, request);
+  }
+
+  /**
+   * The brief a new session of `project` starts with (context/project-brief.ts): the last sessions' summaries, the
+   * decisions in force, verified facts and open task cards, cited, within a budget. The same store gives the same bytes.
+   */
+  projectBrief(options: BriefOptions): Promise<ProjectBrief> {
+    return buildProjectBrief(
+      {
+        store: this.store,
+        tokenizer: this.tokenizer,
+        taskCard: (id) => this.taskStates.get(id),
+        // Facts of the whole store; a fact bound to one session belongs to that session's packs.
+        karma: async () => (await this.karma.list()).filter((k) => k.sessionId === undefined),
+      },
+      options,
+    );
+  }
+
+  /**
+   * Evidence for a prompt from the project's earlier sessions (memory/prompt-recall.ts): what clears the confidence
+   * floor, within a budget, never what `alreadyGiven` holds; nothing for a prompt nothing matches.
+   */
+  recallForPrompt(prompt: string, options: PromptRecallOptions): Promise<PromptRecall> {
+    return recallForPrompt({ store: this.store, tokenizer: this.tokenizer, recall: (q, o) => this.recall(q, o) }, prompt, options);
+  }
+
+  /**
+   * Memory across sessions as agent hosts drive it (context/carry-over.ts): a new session's brief, a prompt's
+   * evidence, the session's summary kept current. `llm` writes the summaries (default none: the deterministic level,
+   * consolidate/work-log.ts for coding sessions).
+   */
+  carryOver(options: { llm?: ChatModel | null } = {}): CarryOver {
+    return new CarryOver({
+      store: this.store,
+      append: (sessionId, events, owner) => this.append(sessionId, events, owner),
+      brief: (o) => this.projectBrief(o),
+      recallForPrompt: (prompt, o) => this.recallForPrompt(prompt, o),
+      consolidate: async (sessionId) => {
+        const { runConsolidation } = await import('./consolidate/consolidation-run.js');
+        await runConsolidation(this.store, this.consolidator({ llm: options.llm ?? null }), { sessionId, workerId: `hook-${process.pid}` });
+      },
+    });
   }
 
   /** Several queries at once, sharing one token budget, each event returned once (ENGRAM §4.5). */

@@ -102,8 +102,9 @@ const MAX_COMMAND_CHARS = 120;
 /** Builds the work log of a session's events (in turn order). Pure. */
 export function buildWorkLog(events: readonly EventRecord[]): WorkLog {
   const log: WorkLog = { requests: [], files: [], commands: [], errors: [], decisions: [], open: [], toolCalls: 0 };
-  const root = events.map((e) => e.meta?.['cwd']).find((c): c is string => typeof c === 'string' && c.length > 0);
-  if (root !== undefined) log.root = root;
+  // Claude Code records the shell's directory per record: a session that `cd`s elsewhere records several.
+  const roots = [...new Set(events.map((e) => e.meta?.['cwd']).filter((c): c is string => typeof c === 'string' && c.length > 1))];
+  if (roots[0] !== undefined) log.root = roots[0];
   const results = resultsByCall(events);
   const files = new Map<string, WorkLogFile>();
   let plan: { items: WorkLogItem[] } | undefined;
@@ -124,7 +125,7 @@ export function buildWorkLog(events: readonly EventRecord[]): WorkLog {
       log.toolCalls++;
       const result = e.toolCallId !== undefined ? results.get(e.toolCallId) : undefined;
       const call = readCall(e);
-      for (const w of call.writes) noteWrite(files, relativeTo(w.path, root), w.action, e, result);
+      for (const w of call.writes) noteWrite(files, relativeTo(w.path, roots), w.action, e, result);
       if (call.command !== undefined) log.commands.push(commandOf(call.command, e, result));
       else if (result && isFailure(result) && call.writes.length === 0 && !REJECTED.test(result.content.trim())) {
         log.errors.push({ tool: e.toolName ?? 'tool', text: errorLine(result.content), eventId: result.id });
@@ -327,7 +328,8 @@ export function requestText(content: string): string {
 function isRequest(e: EventRecord): boolean {
   if (e.meta?.['isMeta'] === true || e.meta?.['isCompactSummary'] === true) return false;
   const text = e.content.trim();
-  return text.length > 0 && !HOST_MESSAGE.test(text);
+  // An attachment alone (`[image: image/png, 145.0 KB]`, the importers' note for a binary) says nothing to summarize.
+  return text.length > 0 && !HOST_MESSAGE.test(text) && !/^(?:\[(?:binary|image|document|file)[^\]]*\]\s*)+$/.test(text);
 }
 
 /** The sentences of a user message that state a decision. */
@@ -339,10 +341,14 @@ function decisionSentences(text: string): string[] {
     .map((s) => oneLine(s, MAX_ITEM_CHARS));
 }
 
-function relativeTo(path: string, root: string | undefined): string {
-  if (root === undefined) return path;
-  const base = root.endsWith('/') ? root : `${root}/`;
-  return path.startsWith(base) ? path.slice(base.length) : path;
+/** The path relative to the deepest of the session's directories it lies under, else as given. */
+function relativeTo(path: string, roots: readonly string[]): string {
+  let best = '';
+  for (const root of roots) {
+    const base = root.endsWith('/') ? root : `${root}/`;
+    if (path.startsWith(base) && base.length > best.length) best = base;
+  }
+  return best ? path.slice(best.length) : path;
 }
 
 function parseArgs(text: string): Record<string, unknown> | undefined {

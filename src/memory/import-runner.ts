@@ -11,6 +11,7 @@ import type { ImportedEvent, ImportFormat, ImportIssue } from './importers/types
 import { IMPORT_FORMATS } from './importers/types.js';
 import type { Ingestor } from './ingest.js';
 import { validateEventInput } from './ingest.js';
+import { projectForDirectory } from './project-identity.js';
 
 export interface ImportSourceFile {
   path: string;
@@ -24,8 +25,11 @@ export interface ImportFileOptions {
   /** Import into this session, overriding the session ids the source names. */
   sessionId?: string;
   /**
-   * The project that sessions this import creates belong to (model/access.ts): its agents may read them.
-   * Default `default`. Sessions that already exist keep their project.
+   * The project that sessions this import creates belong to (model/access.ts): its agents may read them. Default:
+   * the project of the working directory the transcript records (`meta.cwd` of a session's first event that has
+   * one: Claude Code, Codex and other agent hosts record it; memory/project-identity.ts), so sessions of one
+   * repository form one project whether a hook or an import stored them; else `default`. Sessions that already
+   * exist keep their project.
    */
   project?: string;
   /**
@@ -125,6 +129,19 @@ export async function runImport(ingestor: Ingestor, source: ImportSourceFile, op
     onBytes: (bytesRead: number) => options.onProgress?.({ phase, bytesRead, totalBytes: stat.size, events: counter.events }),
   });
   const issues = new IssueList();
+  // The project of each session the file names, from the first working directory recorded in it.
+  const projects = new Map<string, string | undefined>();
+  const ownerOf = (entries: readonly Entry[]): AppendOptions => {
+    if (options.project !== undefined) return { project: options.project };
+    const sessionId = entries[0]?.sessionId;
+    if (sessionId === undefined) return {};
+    if (!projects.has(sessionId) || projects.get(sessionId) === undefined) {
+      const cwd = entries.map((e) => e.item.event.meta?.['cwd']).find((c): c is string => typeof c === 'string' && c.trim().length > 0);
+      projects.set(sessionId, cwd === undefined ? undefined : projectForDirectory(cwd).project);
+    }
+    const project = projects.get(sessionId);
+    return project !== undefined ? { project } : {};
+  };
 
   if (mode === 'strict') {
     const counter = { events: 0 };
@@ -162,7 +179,7 @@ export async function runImport(ingestor: Ingestor, source: ImportSourceFile, op
         const entries = await withoutDanglingSupersedes(store, batch, issues);
         batch = [];
         batchKeys = new Set();
-        await storeBatch(tx, entries, { issues, keyLines, name, tally, owner: options.project !== undefined ? { project: options.project } : {} });
+        await storeBatch(tx, entries, { issues, keyLines, name, tally, owner: ownerOf(entries) });
       };
       const counter = { events: 0 };
       for await (const item of parseImport(importSource, format, parseOptions('store', counter))) {

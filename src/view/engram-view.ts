@@ -34,6 +34,12 @@ const PREFIX_CANDIDATES = 50;
 
 type PackOptions = Parameters<Engram['context']['pack']>[1];
 
+/** How a view creates sessions. */
+export interface ViewOptions {
+  /** The project a session the local principal creates belongs to (default `default`); agents always create in their own. */
+  newSessionProject?: string;
+}
+
 /**
  * The engine as one principal may use it (model/access.ts): every read and write of sessions, events, task
  * cards, context packs, recall, expand and bus metrics goes through here for callers with a token, so the
@@ -48,6 +54,7 @@ export class EngramView {
   constructor(
     private readonly mem: Engram,
     readonly principal: Principal,
+    private readonly options: ViewOptions = {},
   ) {
     this.project = readProject(principal);
   }
@@ -244,7 +251,8 @@ export class EngramView {
 
   /** What an append writes for: the project of new sessions, the owner required of existing ones, and the writer. */
   private owner(): AppendOptions {
-    const project = projectForNewSession(this.principal);
+    // The local user may name the project of the sessions it creates (an MCP server started in a repository); an agent's are always its own.
+    const project = projectForNewSession(this.principal, this.principal.kind === 'local' ? this.options.newSessionProject : undefined);
     // Agents write as themselves: a session whose writer lease names another writer refuses them (hierarchy-view.ts).
     const writer = this.hierarchy.writer;
     return { project, ...(this.project === null ? {} : { requireProject: project }), ...(writer ? { writer } : {}) };

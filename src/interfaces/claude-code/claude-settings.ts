@@ -21,6 +21,7 @@ export const CLAUDE_CODE_HOOK_EVENTS = {
   'session-start': 'SessionStart',
   'user-prompt-submit': 'UserPromptSubmit',
   stop: 'Stop',
+  'session-end': 'SessionEnd',
   'pre-compact': 'PreCompact',
 } as const;
 export type HookEventName = keyof typeof CLAUDE_CODE_HOOK_EVENTS;
@@ -30,7 +31,7 @@ export const HOOK_EVENT_NAMES = Object.keys(CLAUDE_CODE_HOOK_EVENTS) as HookEven
 export const MCP_SERVER_NAME = 'engram';
 
 /** A hook command install wrote: `... engram[.js][']  hooks run <event>`, the only way Engram's hooks are started. */
-const ENGRAM_HOOK_COMMAND = /engram(?:\.js)?['"]?\s+hooks\s+run\s+(session-start|user-prompt-submit|stop|pre-compact)(?=\s|$)/;
+const ENGRAM_HOOK_COMMAND = /engram(?:\.js)?['"]?\s+hooks\s+run\s+(session-start|user-prompt-submit|stop|session-end|pre-compact)(?=\s|$)/;
 
 /** Which `engram hooks run` event a hook command starts, or undefined when it is not one of Engram's. */
 export function engramHookEvent(command: unknown): HookEventName | undefined {

@@ -42,8 +42,11 @@ export interface EngramLaunch {
   bin: string;
   /** Global options naming the store (`--db /abs/engram.db`), empty to use the environment's. */
   storeArgs: string[];
-  /** The session the MCP tools work for. */
-  mcpSession: string;
+  /**
+   * A fixed session for the MCP tools; absent (the default), the server works for the host's current session of
+   * the project it is started in (memory/host-sessions.ts).
+   */
+  mcpSession?: string;
   /** More options for the MCP server (`--embedder ...`). */
   mcpArgs?: string[];
 }
@@ -55,7 +58,11 @@ export function hookCommand(launch: EngramLaunch, event: HookEventName): string 
 
 /** The `engram` MCP server entry (a stdio server; Claude Code starts it without a shell). */
 export function mcpServerEntry(launch: EngramLaunch): Record<string, unknown> {
-  return { type: 'stdio', command: launch.node, args: [launch.bin, 'mcp', '--session', launch.mcpSession, ...launch.storeArgs, ...(launch.mcpArgs ?? [])] };
+  return {
+    type: 'stdio',
+    command: launch.node,
+    args: [launch.bin, 'mcp', ...(launch.mcpSession !== undefined ? ['--session', launch.mcpSession] : []), ...launch.storeArgs, ...(launch.mcpArgs ?? [])],
+  };
 }
 
 /** One file's planned change; `after` undefined removes the file. */

@@ -50,7 +50,7 @@ const hierarchyRecallInput = z.object({
  * child session, `report` sends this (delegated) session's report up, `received_reports` validates the children's
  * reports by digest, `hierarchy_tree` and `hierarchy_recall` look across the tree. Thin: the view decides everything.
  */
-export function registerHierarchyTools(server: McpServer, view: EngramView, sessionId: string, run: Run): void {
+export function registerHierarchyTools(server: McpServer, view: EngramView, session: () => Promise<string>, run: Run): void {
   server.registerTool(
     'delegate',
     {
@@ -63,6 +63,7 @@ export function registerHierarchyTools(server: McpServer, view: EngramView, sess
     },
     (args) =>
       run(async () => {
+        const sessionId = await session();
         const out = await view.hierarchy.delegate({
           parentSessionId: sessionId,
           packet: args.packet as DelegationPacketInput,
@@ -88,6 +89,7 @@ export function registerHierarchyTools(server: McpServer, view: EngramView, sess
     },
     (args) =>
       run(async () => {
+        const sessionId = await session();
         const out = await view.hierarchy.report(sessionId, args.report as DelegationReportInput);
         return { content: [{ type: 'text', text: `Report ${out.eventId} sent to session ${out.parentSessionId} (subtask ${out.subtaskId}).` }], structuredContent: { ...out } };
       }, { fieldPrefixes: { report: 'report' } }),
@@ -105,6 +107,7 @@ export function registerHierarchyTools(server: McpServer, view: EngramView, sess
     },
     (args) =>
       run(async () => {
+        const sessionId = await session();
         const reports = await view.hierarchy.reports(sessionId, {
           ...(args.childSessionId !== undefined ? { childSessionId: args.childSessionId } : {}),
           ...(args.record ? { record: true } : {}),
@@ -124,6 +127,7 @@ export function registerHierarchyTools(server: McpServer, view: EngramView, sess
     },
     () =>
       run(async () => {
+        const sessionId = await session();
         const tree = await view.hierarchy.tree(sessionId);
         const lines = tree.nodes.map(
           (n) =>
@@ -146,6 +150,7 @@ export function registerHierarchyTools(server: McpServer, view: EngramView, sess
     },
     (args) =>
       run(async () => {
+        const sessionId = await session();
         const outcome = await view.hierarchy.recall(sessionId, {
           queries: typeof args.query === 'string' ? [args.query] : args.query,
           ...(args.scope !== undefined ? { scope: args.scope } : {}),

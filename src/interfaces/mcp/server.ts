@@ -20,8 +20,14 @@ import { recallSummaries, summaryRecallText } from '../shared/summary-recall.js'
 import { granularBatch, granularLayersText, GRANULARITIES } from '../../view/granular-recall.js';
 
 export interface EngramMcpServerOptions {
-  /** The session this server works for: `append_events` writes to it, task state tools read and write its card. */
-  sessionId: string;
+  /**
+   * The session this server works for: `append_events` writes to it, task state tools read and write its card. A
+   * function is asked at every tool call: the host's current session (memory/host-sessions.ts) changes as the user
+   * starts new sessions while the server runs.
+   */
+  sessionId: string | (() => Promise<string>);
+  /** The project of a session the local principal creates through this server (default `default`). */
+  project?: string;
   /** Reported to clients in the initialize handshake. */
   version: string;
   /**
@@ -121,8 +127,9 @@ const appendEventsInput = z.object({
  * the engine and renders the answer; every failure goes through {@link toolErrorResult}.
  */
 export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): EngramMcpServer {
-  const { sessionId } = options;
-  const view = mem.viewAs(options.principal ?? LOCAL_PRINCIPAL);
+  const given = options.sessionId;
+  const session = typeof given === 'function' ? given : async () => given;
+  const view = mem.viewAs(options.principal ?? LOCAL_PRINCIPAL, options.project !== undefined ? { newSessionProject: options.project } : {});
   const server = new McpServer({ name: 'engram', version: options.version });
   const inFlight = new Set<Promise<unknown>>();
   const run = (fn: () => Promise<CallToolResult>, errorOptions: ToolErrorOptions = {}): Promise<CallToolResult> => {
@@ -146,6 +153,7 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
     },
     (args) =>
       run(async () => {
+        const sessionId = await session();
         const outcome = await view.recall({
           queries: typeof args.query === 'string' ? [args.query] : args.query,
           askingSessionId: sessionId,
@@ -214,6 +222,7 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
     },
     () =>
       run(async () => {
+        const sessionId = await session();
         const card = await view.getTaskState(sessionId);
         if (!card) {
           return {
@@ -239,6 +248,7 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
     (args) =>
       run(async () => {
         // Only shaped as an object here: the task-state store validates every field and names the bad one.
+        const sessionId = await session();
         const card = await view.updateTaskState(sessionId, args.update as TaskStateUpdate);
         return cardResult(card, `Task state of session ${sessionId} is now version ${card.version}:`);
       }, { fieldPrefixes: { taskState: 'update' } }),
@@ -258,6 +268,7 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
     (args) =>
       run(async () => {
         // The ingestor takes unknown input and validates every event, naming the field (`events[2].kind`).
+        const sessionId = await session();
         const outcomes = await view.append(sessionId, args.events);
         const events = outcomes.map((o) => ({
           id: o.record.id,
@@ -276,7 +287,7 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
   );
 
   registerBusTools(server, mem, { agent: options.agent, runId: options.runId ?? mem.bus.defaultRunId, canIssueGrants: options.canIssueGrants ?? false }, run);
-  registerHierarchyTools(server, view, sessionId, run);
+  registerHierarchyTools(server, view, session, run);
   registerKnowledgeTools(server, view, run);
 
   server.registerResource(

@@ -14,6 +14,12 @@ import { EXIT } from '../exit-codes.js';
 import type { Io } from '../output.js';
 import { printJson } from '../output.js';
 import { parseInteger } from './recall.js';
+import { openLlm } from '../llm-option.js';
+import { logLlmCallsTo } from '../../../consolidate/telemetry.js';
+import { hostProcessIds } from '../../../memory/host-sessions.js';
+import type { CarryOverOptions } from '../../../context/carry-over.js';
+import { DEFAULT_BRIEF_TOKENS } from '../../../context/project-brief.js';
+import { DEFAULT_PROMPT_RECALL_TOKENS } from '../../../memory/prompt-recall.js';
 
 export interface HooksSetupArgs extends GlobalOptions {
   claudeCode?: boolean;
@@ -28,10 +34,19 @@ export interface HooksRunArgs extends GlobalOptions {
   event: string;
   window?: string;
   maxChars?: string;
+  briefTokens?: string;
+  recallTokens?: string;
+  /** False with --no-summaries. */
+  summaries?: boolean;
 }
 
-/** The MCP server's session when neither --session nor a project names one. */
-const USER_MCP_SESSION = 'claude-code';
+/** Environment variables the hook commands read (docs/memory-across-sessions.md): set them in Claude Code's `env`. */
+export const HOOK_ENV = {
+  briefTokens: 'ENGRAM_BRIEF_TOKENS',
+  recallTokens: 'ENGRAM_RECALL_TOKENS',
+  summaries: 'ENGRAM_HOOK_SUMMARIES',
+} as const;
+
 /** Largest hook input read from stdin (a UserPromptSubmit carries the prompt, which may hold a pasted log). */
 const MAX_HOOK_INPUT_BYTES = 32 * 1024 * 1024;
 
@@ -75,10 +90,16 @@ export async function runCommand(args: HooksRunArgs, io: Io, context: CliContext
   try {
     const event = hookEvent(args.event);
     const input = parseHookInput(await readStdin());
+    const carry = carryOverOptions(args);
     const mem = await context.openStore(args, { create: true });
+    // A model writes the summaries only when one is named (--llm or ENGRAM_LLM_URL); Claude Code waits for the hook.
+    const llm = event === 'stop' || event === 'session-end' || event === 'session-start' ? await openLlm(args, { onCall: logLlmCallsTo(mem.bus) }) : null;
     const outcome = await runClaudeCodeHook(mem, event, input, {
       windowTokens: args.window !== undefined ? parseInteger(args.window, 'window') : DEFAULT_HOOK_WINDOW_TOKENS,
       maxChars: args.maxChars !== undefined ? parseInteger(args.maxChars, 'max-chars') : DEFAULT_HOOK_MAX_CHARS,
+      hostPids: hostProcessIds(),
+      llm,
+      ...carry,
     });
     if (outcome.stdout !== undefined) io.out(outcome.stdout);
     const issues = outcome.imported?.issueCount ?? 0;
@@ -90,6 +111,25 @@ export async function runCommand(args: HooksRunArgs, io: Io, context: CliContext
     return EXIT.FAILURE;
   }
 }
+
+/** Budgets and switches of the carry-over (flags first, then the environment): 0 turns a part off. */
+function carryOverOptions(args: HooksRunArgs): CarryOverOptions {
+  const env = process.env;
+  const tokens = (flag: string | undefined, name: string, field: string): number | undefined => {
+    const raw = flag ?? env[name];
+    if (raw === undefined || raw === '') return undefined;
+    const n = parseInteger(raw, flag !== undefined ? field : name);
+    if (n !== 0 && n < MIN_HOOK_TOKENS) throw new EngramError('INVALID_INPUT', `${flag !== undefined ? field : name}: ${n} tokens is too small; give 0 (off) or at least ${MIN_HOOK_TOKENS}`, { field });
+    return n;
+  };
+  const brief = tokens(args.briefTokens, HOOK_ENV.briefTokens, 'brief-tokens');
+  const recall = tokens(args.recallTokens, HOOK_ENV.recallTokens, 'recall-tokens');
+  const summaries = args.summaries === false ? false : !['0', 'false', 'off', 'no'].includes((env[HOOK_ENV.summaries] ?? '').toLowerCase());
+  return { ...(brief !== undefined ? { briefTokens: brief } : {}), ...(recall !== undefined ? { recallTokens: recall } : {}), summaries };
+}
+
+/** Smallest non-zero budget of a brief or a prompt's evidence (a frame and one line). */
+const MIN_HOOK_TOKENS = 120;
 
 /** The options that name the store in the installed commands, and how to describe it. */
 function storeArgs(args: HooksSetupArgs, context: CliContext): { args: string[]; described: string } {
@@ -106,15 +146,9 @@ function launchFor(args: HooksSetupArgs, store: string[]): EngramLaunch {
     // bin/engram.js of this package: four folders up from commands/ under dist/ (or src/ under vitest).
     bin: fileURLToPath(new URL('../../../../bin/engram.js', import.meta.url)),
     storeArgs: store,
-    mcpSession: validateSessionId(args.session ?? (args.project !== undefined ? sessionFromDirectory(args.project) : USER_MCP_SESSION), 'session'),
+    ...(args.session !== undefined ? { mcpSession: validateSessionId(args.session, 'session') } : {}),
     ...(args.embedder ? { mcpArgs: ['--embedder', args.embedder] } : {}),
   };
-}
-
-/** The project directory's name as a session id (letters, digits and ._:@-, starting with a letter or digit). */
-function sessionFromDirectory(dir: string): string {
-  const name = basename(resolve(dir)).replace(/[^A-Za-z0-9._:@-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 128);
-  return name === '' ? USER_MCP_SESSION : name;
 }
 
 function fileAction(change: FileChange): 'created' | 'changed' | 'removed' | 'unchanged' {
@@ -175,7 +209,7 @@ export function register(program: Command, context: CliContext): void {
       .option('--claude-code', 'the agent host: Claude Code (~/.claude/settings.json and ~/.claude.json)')
       .option('--project <dir>', "a project's .claude/settings.json and .mcp.json instead of the user's files")
       .option('--dry-run', 'print what would change (a diff per file) and write nothing');
-    if (action === 'install') cmd.option('--session <name>', 'the session the MCP tools work for (default: the project directory\'s name, else claude-code)');
+    if (action === 'install') cmd.option('--session <name>', "a fixed session for the MCP tools (default: Claude Code's current session of the project, as the hooks record it)");
     cmd.action(context.withoutStore(async (args: HooksSetupArgs) => setupCommand(action, args, io, context)));
   }
   hooks
@@ -183,7 +217,10 @@ export function register(program: Command, context: CliContext): void {
     .description("run one Claude Code hook with its JSON on stdin (install writes these commands); exits 0, or 1 on a failure (never 2, which Claude Code reads as 'block')")
     .argument('<event>', HOOK_EVENT_NAMES.join(' | '))
     .option('--window <tokens>', `session-start: the window the pack is built for (default ${DEFAULT_HOOK_WINDOW_TOKENS})`)
-    .option('--max-chars <n>', `session-start: the pack's character cap (default ${DEFAULT_HOOK_MAX_CHARS})`)
+    .option('--max-chars <n>', `session-start (resume, compact): the pack's character cap (default ${DEFAULT_HOOK_MAX_CHARS})`)
+    .option('--brief-tokens <n>', `session-start (startup, clear): the project brief's budget, 0 for none (default $${HOOK_ENV.briefTokens}, else ${DEFAULT_BRIEF_TOKENS})`)
+    .option('--recall-tokens <n>', `user-prompt-submit: the budget of the prompt's evidence, 0 for none (default $${HOOK_ENV.recallTokens}, else ${DEFAULT_PROMPT_RECALL_TOKENS})`)
+    .option('--no-summaries', `stop, session-end, session-start: do not keep session summaries current (or $${HOOK_ENV.summaries}=0)`)
     .action(context.withoutStore((args: HooksRunArgs) => runCommand(args, io, context)));
 }
 

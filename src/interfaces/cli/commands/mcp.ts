@@ -4,6 +4,8 @@ import type { Engram } from '../../../engine.js';
 import { EngramError } from '../../../errors.js';
 import { IdentifierCatchUpWorker } from '../../../memory/identifier-catch-up-worker.js';
 import { validateSessionId } from '../../../memory/ingest.js';
+import { currentHostSession } from '../../../memory/host-sessions.js';
+import { projectForDirectory } from '../../../memory/project-identity.js';
 import { agentPrincipal } from '../../../model/access.js';
 import { resolveRunId } from '../../shared/bus.js';
 import { EXIT } from '../exit-codes.js';
@@ -23,11 +25,11 @@ export interface McpArgs {
  * everything this command says goes to stderr.
  */
 export async function mcpCommand(mem: Engram, args: McpArgs, io: Io, version: string): Promise<number> {
-  const session = args.session || process.env.ENGRAM_SESSION;
-  if (!session) {
-    throw new EngramError('INVALID_INPUT', '--session: name the session this server works for (or set ENGRAM_SESSION)', { field: 'session' });
-  }
-  const sessionId = validateSessionId(session, 'session');
+  const named = args.session || process.env.ENGRAM_SESSION;
+  // Without a session named, the project of the directory the host started the server in, and its current session there.
+  const identity = projectForDirectory(process.cwd());
+  const fixed = named !== undefined ? validateSessionId(named, 'session') : undefined;
+  const sessionId = fixed ?? hostSessionResolver(mem, identity.project);
   // On stdio nobody presents a token: whoever starts the server already holds the store, and names the agent.
   const agentName = args.agent || process.env.ENGRAM_AGENT;
   const agent = agentName ? await mem.busAgent(agentName) : undefined;
@@ -37,7 +39,14 @@ export async function mcpCommand(mem: Engram, args: McpArgs, io: Io, version: st
   // local user's full-trust access, like the rest of the CLI.
   // Loaded when `mcp` runs, not on every command.
   const [{ StdioServerTransport }, { createMcpServer }] = await Promise.all([import('@modelcontextprotocol/sdk/server/stdio.js'), import('../../mcp/server.js')]);
-  const { server, settled } = createMcpServer(mem, { sessionId, version, ...(agent ? { agent, principal: agentPrincipal(agent) } : {}), runId, canIssueGrants });
+  const { server, settled } = createMcpServer(mem, {
+    sessionId,
+    project: identity.project,
+    version,
+    ...(agent ? { agent, principal: agentPrincipal(agent) } : {}),
+    runId,
+    canIssueGrants,
+  });
   const transport = new StdioServerTransport();
 
   let stop: (code: number) => void = () => {};
@@ -62,7 +71,7 @@ export async function mcpCommand(mem: Engram, args: McpArgs, io: Io, version: st
   try {
     await server.connect(transport);
     io.err(
-      `engram mcp: serving session ${sessionId} on stdio` +
+      `engram mcp: serving ${fixed !== undefined ? `session ${fixed}` : `the agent host's current session of project ${identity.project}`} on stdio` +
         (agent ? ` as agent ${agent.name} (run ${runId})` : ' (no --agent: the less_* bus tools are refused)'),
     );
     const code = await stopped;
@@ -78,13 +87,32 @@ export async function mcpCommand(mem: Engram, args: McpArgs, io: Io, version: st
   }
 }
 
+/** How long a resolved host session is reused before it is looked up again (a new session starts while the server runs). */
+const HOST_SESSION_TTL_MS = 2_000;
+
+/**
+ * The session the MCP tools act on when none is named: the host's current session of the project, as its hooks
+ * recorded it (memory/host-sessions.ts), found by this server's parent process (the host that started it); else the
+ * project's latest host session; else a session named after the project. Looked up again every few seconds.
+ */
+function hostSessionResolver(mem: Engram, project: string): () => Promise<string> {
+  let cached: { id: string; atMs: number } | undefined;
+  return async () => {
+    const now = Date.now();
+    if (cached && now - cached.atMs < HOST_SESSION_TTL_MS) return cached.id;
+    const id = (await currentHostSession(mem.store, project, process.ppid)) ?? project;
+    cached = { id, atMs: now };
+    return id;
+  };
+}
+
 /** `engram mcp`. */
 export function register(program: Command, context: CliContext): void {
   const { io } = context;
   program
     .command('mcp')
     .description('serve the MCP tools (recall, expand, get/update_task_state, append_events) on stdio for an agent host')
-    .option('-s, --session <id>', 'the session the tools work for (default: $ENGRAM_SESSION)')
+    .option('-s, --session <id>', "the session the tools work for (default: $ENGRAM_SESSION, else the agent host's current session of the project in this directory, as its hooks record it)")
     .option('--agent <name>', 'the agent the bus tools (less_*) act as (default: $ENGRAM_AGENT; without one they are refused)')
     .option('--run <id>', 'the run of run-scoped engrams (default: $ENGRAM_RUN, else default)')
     .action(context.withStore((m, args: McpArgs & GlobalOptions) => mcpCommand(m, args, io, context.version), true, 'background'));
