@@ -118,7 +118,8 @@ export class Consolidator {
     if (!o.backfill && this.options.gate !== false) {
       const thresholds = this.options.gate ?? {};
       const vectors = await this.noveltyVectors(session.project, events);
-      const decision = significanceGate({ events, knownTerms: await this.knownTerms(), ...vectors }, thresholds);
+      const filesChanged = buildWorkLog(events).files.filter((f) => !f.isFailed).length;
+      const decision = significanceGate({ events, knownTerms: await this.knownTerms(), ...vectors, filesChanged }, thresholds);
       if (decision.decision === 'skip') {
         const record = toSessionSkippedRecord(sessionId, session.lastTurn, decision, thresholds);
         await this.store.summaries.write({

@@ -70,6 +70,31 @@ describe('significanceGate', () => {
     expect(out.reasons[0]).toBe('has a decision event');
   });
 
+  it('passes a working session on a fresh store: tool calls are turns of work, and nothing known yet is not low overlap', () => {
+    const coding: GateEvent[] = [
+      { kind: 'user', content: 'build a countdown timer page with pause' },
+      ...Array.from({ length: 12 }, (_, i): GateEvent[] => [
+        { kind: 'tool_call', content: `{"file_path":"/app/file${i}.js"}` },
+        { kind: 'tool_result', content: 'ok' },
+      ]).flat(),
+      { kind: 'assistant', content: 'Done.' },
+    ];
+    const out = significanceGate({ events: coding, knownTerms: [] });
+    expect(out.decision).toBe('keep');
+    expect(out.checks[0]).toMatchObject({ name: 'substantive_turns', value: 13, isLow: false });
+    expect(out.reasons[0]).toBe('13 substantive turns (1 exchange, 12 tool calls) (at least 5)');
+    expect(out.checks[1]).toMatchObject({ name: 'known_overlap', isJudged: false, reason: 'known overlap not judged (nothing is known yet)' });
+  });
+
+  it('counts dictated facts answered "Noted." as substantive, and still skips small talk on a fresh store', () => {
+    const dictated: GateEvent[] = Array.from({ length: 8 }, (_, i): GateEvent[] => [
+      { kind: 'user', content: `Fact ${i}: the staging database for team ${i} lives on host db-${i}.internal, port 54${i}2.` },
+      { kind: 'assistant', content: 'Noted.' },
+    ]).flat();
+    expect(significanceGate({ events: dictated }).decision).toBe('keep');
+    expect(significanceGate({ events: trivial, knownTerms: [] }).decision).toBe('skip');
+  });
+
   it('takes configured thresholds', () => {
     expect(significanceGate({ events: trivial }, { minSubstantiveTurns: 1, minKnownOverlap: 0 }).decision).toBe('keep');
   });

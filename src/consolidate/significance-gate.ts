@@ -29,6 +29,11 @@ export interface SignificanceInput {
   sessionVector?: Float32Array;
   /** Embeddings of recent sessions of the same project, by the same embedder. */
   recentVectors?: readonly Float32Array[];
+  /**
+   * Files the session wrote, edited or deleted (consolidate/work-log.ts). A session that changed the project is kept
+   * whatever the checks say, like one with a decision: the next session needs to know.
+   */
+  filesChanged?: number;
 }
 
 export interface SignificanceThresholds {
@@ -155,6 +160,8 @@ export function significanceGate(input: SignificanceInput, thresholds: Partial<S
   const reasons = checks.map((c) => c.reason);
   const forcing = input.events.find((e) => t.alwaysKeepKinds.includes(e.kind));
   if (forcing) return { decision: 'keep', reasons: [`has a ${forcing.kind} event`, ...reasons], checks, matchedTerms: matched };
+  const files = input.filesChanged ?? 0;
+  if (files > 0) return { decision: 'keep', reasons: [`changed ${files} file${files === 1 ? '' : 's'}`, ...reasons], checks, matchedTerms: matched };
   const judged = checks.filter((c) => c.isJudged);
   const isSkip = t.skipWhen === 'all' ? judged.every((c) => c.isLow) : judged.some((c) => c.isLow);
   return { decision: isSkip ? 'skip' : 'keep', reasons, checks, matchedTerms: matched };

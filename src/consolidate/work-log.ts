@@ -82,7 +82,7 @@ const EDITOR_WRITES = new Set(['create', 'str_replace', 'insert', 'undo_edit', '
 const TEST_COMMAND =
   /(?:^|[\s;&|(])(?:(?:npm|pnpm|yarn|bun)(?:\s+run)?\s+test\b|npx\s+(?:vitest|jest|mocha|playwright\s+test)|vitest\b|jest\b|mocha\b|pytest\b|py\.test\b|python3?\s+-m\s+(?:pytest|unittest)\b|go\s+test\b|cargo\s+(?:test|nextest)\b|mvn\b.*\btest\b|gradlew?\s+test\b|make\s+(?:test|check)\b|rspec\b|phpunit\b|tox\b|nox\b|dotnet\s+test\b|deno\s+test\b|ctest\b|bats\b)/i;
 /** A line that says something failed. */
-const ERROR_LINE = /\b(?:error|errors|exception|traceback|failed|failure|fatal|panic|cannot|can't|could not|not found|no such|denied|refused|invalid|undefined|ERR!|assert(?:ion)?)\b|^E\s{2,}|✗|✘/i;
+const ERROR_LINE = /\b(?:\w*errors?|\w*exception|traceback|failed|failure|fatal|panic|cannot|can't|could not|not found|no such|denied|refused|invalid|undefined|ERR!|assert(?:ion)?)\b|^E\s{2,}|✗|✘/i;
 /** A tool result that is the user declining the call, not an error of the work. */
 const REJECTED = /^(?:the user doesn't want to (?:proceed|take this action)|user rejected|\[Request interrupted by user)/i;
 /** User messages that are the host's own (slash commands, their output, caveats), not requests. */
@@ -450,10 +450,13 @@ export function renderWorkLog(log: WorkLog, budgetTokens: number, tokenizer: Tok
   const shown = new Map<Line, number>(lines.map((l) => [l, l.items]));
   const total = (): number => [...shown].reduce((sum, [l, n]) => sum + tokenizer.count(l.render(n)) + 1, 0);
   while (shown.size > 0 && total() > budgetTokens) {
-    // The line that matters least gives way: a list first loses items (half at a time), then goes.
+    // The line that matters least gives way: a list first loses items (half at a time), then goes. Before a line
+    // that matters (a failure, a decision) goes, long lists are cut to a few items.
     const weakest = [...shown.keys()].sort((a, b) => a.priority - b.priority || b.order - a.order)[0]!;
     const n = shown.get(weakest)!;
+    const long = [...shown].filter(([l, k]) => l.items > 0 && k > KEPT_ITEMS).sort((a, b) => a[0].priority - b[0].priority)[0];
     if (weakest.items > 0 && n > 1) shown.set(weakest, Math.floor(n / 2));
+    else if (weakest.priority >= KEEP_PRIORITY && long) shown.set(long[0], Math.max(KEPT_ITEMS, Math.floor(long[1] / 2)));
     else shown.delete(weakest);
   }
   return [...shown]
@@ -461,6 +464,11 @@ export function renderWorkLog(log: WorkLog, budgetTokens: number, tokenizer: Tok
     .map(([l, n]) => l.render(n))
     .join('\n');
 }
+
+/** Lines of this priority or more (failures, errors, decisions, the first request, files) go only after long lists are cut. */
+const KEEP_PRIORITY = 6;
+/** Items a long list is cut down to before such a line goes. */
+const KEPT_ITEMS = 3;
 
 function distinct(items: readonly string[]): string[] {
   return [...new Set(items)];

@@ -86,7 +86,8 @@ export class CarryOver {
     const found = await this.deps.recallForPrompt(prompt, {
       project: session.project,
       sessionId: session.sessionId,
-      alreadyGiven: given,
+      alreadyGiven: given.ids,
+      alreadyQuoted: given.briefs,
       ...(o.recallTokens !== undefined ? { budgetTokens: o.recallTokens } : {}),
     });
     if (found.text === '') return undefined;
@@ -132,16 +133,21 @@ export class CarryOver {
     return newer.filter((e) => !e.tags.includes(DERIVED_EVENT_TAG)).length;
   }
 
-  /** The ids the session's stored injections cited. */
-  private async alreadyGiven(sessionId: string): Promise<Set<string>> {
+  /** What the session was given: the events earlier prompts' evidence quoted, and the text of its briefs. */
+  private async alreadyGiven(sessionId: string): Promise<{ ids: Set<string>; briefs: string }> {
     const events = await this.deps.store.listEvents({ sessionId: sessionId as SessionId, kinds: ['system'], order: 'desc', limit: INJECTIONS_READ });
     const ids = new Set<string>();
+    const briefs: string[] = [];
     for (const e of events) {
       if (!e.tags.includes(INJECTION_TAG)) continue;
+      if (e.meta?.['injected'] === 'brief') {
+        briefs.push(e.content);
+        continue;
+      }
       const cited = e.meta?.['citedIds'];
       if (Array.isArray(cited)) for (const id of cited) if (typeof id === 'string') ids.add(id);
     }
-    return ids;
+    return { ids, briefs: briefs.join('\n') };
   }
 
   private async recordInjection(session: HostSession, what: 'brief' | 'recall', text: string, citedIds: readonly string[]): Promise<void> {

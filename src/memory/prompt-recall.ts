@@ -51,8 +51,13 @@ export interface PromptRecallOptions {
   budgetTokens?: number;
   /** Default {@link DEFAULT_MIN_CONFIDENCE}. */
   minConfidence?: number;
-  /** Events (and summaries) already given to this session: never injected again. */
+  /** Events already given to this session as evidence: never injected again. */
   alreadyGiven?: ReadonlySet<string>;
+  /**
+   * Text already injected into the session (its brief): a hit whose excerpt it quotes is not injected again. A brief
+   * cites many events by id without quoting them (`Files created: script.js [evt_...]`); their text is still news.
+   */
+  alreadyQuoted?: string;
 }
 
 export interface PromptEvidence {
@@ -87,7 +92,8 @@ export async function recallForPrompt(r: PromptRecallReaders, prompt: string, o:
   const result = await r.recall(query, { sessionIds: sessions, k: RECALL_K, budgetTokens: Math.max(budget * 4, 2000), maxExcerptChars: MAX_EXCERPT_CHARS, logRecall: false });
   const floor = o.minConfidence ?? DEFAULT_MIN_CONFIDENCE;
   const given = o.alreadyGiven ?? new Set<string>();
-  const fresh = result.hits.filter((h) => !given.has(h.eventId));
+  const quoted = normalize(o.alreadyQuoted ?? '');
+  const fresh = result.hits.filter((h) => !given.has(h.eventId) && !(quoted.length > 0 && isQuotedIn(h.excerpt, quoted)));
   const events = new Map((await r.store.getEvents(fresh.map((h) => h.eventId as EventId))).map((e) => [e.id as string, e]));
   const scored = fresh.flatMap((h) => {
     const e = events.get(h.eventId);
@@ -185,6 +191,17 @@ function renderEvidence(h: RecallHit, e: EventRecord): string {
   const who = typeof e.meta?.['speaker'] === 'string' ? e.meta['speaker'] : h.toolName ? `${h.kind} ${h.toolName}` : h.kind;
   const excerpt = h.excerpt.replace(/\s+/g, ' ').trim();
   return `- [${h.eventId}] ${h.ts.slice(0, 10)}, session ${h.sessionId.slice(0, 8)}, ${who}: ${JSON.stringify(excerpt)}`;
+}
+
+/** Lower case, whitespace and quotes collapsed: how a text is compared with what was injected. */
+function normalize(text: string): string {
+  return text.toLowerCase().replace(/["\\]/g, '').replace(/\s+/g, ' ').trim();
+}
+
+/** Whether `injected` (normalized) holds the start of the excerpt: at least its first 80 characters, or all of a shorter one. */
+function isQuotedIn(excerpt: string, injected: string): boolean {
+  const head = normalize(excerpt).replace(/…$/, '').slice(0, 80);
+  return head.length >= 20 && injected.includes(head);
 }
 
 function quoteAttr(text: string): string {

@@ -1,0 +1,98 @@
+import { beforeEach, expect, it } from 'vitest';
+import { currentHostSession } from '../../src/memory/host-sessions.js';
+import type { EventInput } from '../../src/model/event.js';
+import { DERIVED_EVENT_TAG } from '../../src/model/event.js';
+import { runStorageContract, useEngram } from './harnesses.js';
+
+/** A coding session: a request, a file written, a test that fails then passes, a decision stated. */
+function codingSession(): EventInput[] {
+  const cwd = { cwd: '/home/dev/timer' };
+  return [
+    { kind: 'user', content: 'The pause button does not stop the countdown. Wire pauseBtn to clearInterval in script.js. From now on keep all timer state in state.js.', meta: cwd },
+    { kind: 'tool_call', toolName: 'Write', toolCallId: 't1', content: JSON.stringify({ file_path: '/home/dev/timer/script.js', content: "document.getElementById('pauseBtn').onclick = () => clearInterval(tick);" }), meta: cwd },
+    { kind: 'tool_result', toolName: 'Write', toolCallId: 't1', content: 'File created successfully at: /home/dev/timer/script.js', meta: { ...cwd, toolUseResult: { type: 'create' } } },
+    { kind: 'tool_call', toolName: 'Bash', toolCallId: 't2', content: JSON.stringify({ command: 'npm test' }), meta: cwd },
+    { kind: 'tool_result', toolName: 'Bash', toolCallId: 't2', content: 'FAIL timer.test.js\nTypeError: tick is not defined\nExit code 1', meta: { ...cwd, isError: true } },
+    { kind: 'tool_call', toolName: 'Bash', toolCallId: 't3', content: JSON.stringify({ command: 'npm test' }), meta: cwd },
+    { kind: 'tool_result', toolName: 'Bash', toolCallId: 't3', content: 'PASS timer.test.js', meta: { ...cwd, isError: false } },
+    { kind: 'assistant', content: 'The pause button now calls clearInterval(tick) in script.js; the countdown stops and npm test passes.', meta: cwd },
+  ];
+}
+
+runStorageContract('carry-over', ({ createHarness }) => {
+  const ctx = useEngram(createHarness);
+  const P = 'timer-app-0a1b2c';
+  const carry = () => ctx.mem.carryOver();
+  const start = (sessionId: string, hostPids: number[] = []) => ({ sessionId, project: P, host: 'claude-code', source: 'startup', cwd: '/home/dev/timer', hostPids });
+
+  beforeEach(async () => {
+    await carry().recordStart(start('s-a', [1001]));
+    await ctx.mem.append('s-a', codingSession(), { project: P });
+    await carry().sessionEnded({ sessionId: 's-a', project: P, host: 'claude-code' });
+    await ctx.mem.append('s-q', [{ kind: 'user', content: 'Caroline researched adoption agencies in Lyon last spring.' }], { project: 'other-project' });
+  });
+
+  it("summarizes a coding session from its tool calls at its end, with no model and on a fresh store", async () => {
+    const [summary] = await ctx.mem.store.summaries.list({ sessionId: 's-a', depth: 0, limit: 5 });
+    expect(summary).toBeDefined();
+    expect(summary!.text).toContain('Files created: script.js');
+    expect(summary!.text).toMatch(/Failed: `npm test` \(exit 1\): TypeError: tick is not defined \[evt_[0-9a-z]{26}\]; fixed/);
+    expect(summary!.text).toContain('Decision: From now on keep all timer state in state.js.');
+  });
+
+  it("gives a new session of the project its brief: cited, within budget, the same bytes for the same store, nothing of another project", async () => {
+    const brief = await carry().sessionStarted(start('s-b'));
+    expect(brief).toBeDefined();
+    expect(brief!).toMatch(/^<engram-brief project="timer-app-0a1b2c">/);
+    expect(brief!).toContain('### Session s-a');
+    expect(brief!).toContain('Files created: script.js');
+    expect(brief!).not.toContain('Caroline');
+    for (const [, id] of brief!.matchAll(/\[(evt_[0-9a-z]{26})\]/g)) expect((await ctx.mem.getEvent(id!)).sessionId).toBe('s-a');
+    expect(ctx.mem.tokenizer.count(brief!)).toBeLessThanOrEqual(1200);
+    const again = await ctx.mem.projectBrief({ project: P, excludeSessionIds: ['s-c'] });
+    expect(again.text).toBe(brief);
+    const small = await ctx.mem.projectBrief({ project: P, budgetTokens: 150 });
+    expect(ctx.mem.tokenizer.count(small.text)).toBeLessThanOrEqual(150);
+    expect(await carry().sessionStarted(start('s-z'), { briefTokens: 0 })).toBeUndefined();
+  });
+
+  it('injects evidence for a related prompt from earlier sessions only, once, and nothing for unrelated or gibberish prompts', async () => {
+    await carry().sessionStarted(start('s-b'), { briefTokens: 0 });
+    await ctx.mem.append('s-b', { kind: 'user', content: 'where is the pause button wired up? the countdown keeps going' }, { project: P });
+    const session = { sessionId: 's-b', project: P, host: 'claude-code' };
+    const found = await carry().promptSubmitted(session, 'where is the pause button wired up? the countdown keeps going');
+    expect(found).toBeDefined();
+    expect(found!).toMatch(/^<engram-recall for=/);
+    expect(found!).toContain('pauseBtn');
+    expect(found!).not.toContain('session s-b');
+    const ids = [...found!.matchAll(/\[(evt_[0-9a-z]{26})\]/g)].map((m) => m[1]);
+    const second = await carry().promptSubmitted(session, 'where is the pause button wired up? the countdown keeps going');
+    for (const id of ids) expect(second ?? '').not.toContain(id!);
+    expect(await carry().promptSubmitted(session, 'xyzzy qwerty frobnicate')).toBeUndefined();
+    expect(await carry().promptSubmitted(session, 'What did Caroline research about adoption agencies?')).toBeUndefined();
+    expect(await carry().promptSubmitted(session, 'pause button', { recallTokens: 0 })).toBeUndefined();
+  });
+
+  it('does not repeat in a prompt what the session brief already quoted', async () => {
+    const brief = await carry().sessionStarted(start('s-c'));
+    expect(brief).toContain('Asked: "The pause button does not stop the countdown.');
+    const found = await carry().promptSubmitted({ sessionId: 's-c', project: P, host: 'claude-code' }, 'where is the pause button wired up? the countdown keeps going');
+    expect(found ?? '').not.toContain('The pause button does not stop the countdown.');
+  });
+
+  it("stores what it injected as Engram's own, never recalled as evidence, and finds the host's current session by its process", async () => {
+    await carry().sessionStarted(start('s-b', [2002, 2001]));
+    const injected = (await ctx.mem.listEvents({ sessionId: 's-b' as never, limit: 10 })).filter((e) => e.tags.includes('engram:injected'));
+    expect(injected).toHaveLength(1);
+    expect(injected[0]!.tags).toContain(DERIVED_EVENT_TAG);
+    const quoted = await ctx.mem.append('s-b', { kind: 'tool_result', toolName: 'mcp__engram__recall', content: '> pauseBtn clearInterval quoted back' }, { project: P });
+    expect(quoted[0]!.record.tags).toContain(DERIVED_EVENT_TAG);
+    const hits = (await ctx.mem.recall('pauseBtn clearInterval', { logRecall: false })).hits.map((h) => h.eventId);
+    expect(hits).not.toContain(quoted[0]!.record.id);
+    expect(hits).not.toContain(injected[0]!.id);
+    expect(await currentHostSession(ctx.mem.store, P, 2001)).toBe('s-b');
+    expect(await currentHostSession(ctx.mem.store, P, 1001)).toBe('s-a');
+    expect(await currentHostSession(ctx.mem.store, P, 9999)).toBe('s-b');
+    expect(await currentHostSession(ctx.mem.store, 'other-project', 9999)).toBeUndefined();
+  });
+});
