@@ -8,6 +8,7 @@ import type { EventRecord, SessionRecord } from '../model/event.js';
 import type { EventId, SessionId } from '../model/ids.js';
 import { newSummaryId, SUMMARY_DEPTH_NAMES, type SummaryDepth, type SummaryRecord } from '../model/summary.js';
 import { maskPrivate } from '../memory/private-spans.js';
+import { isDerivedEvent } from '../memory/derived-events.js';
 import type { ChatModel } from '../providers/llm/chat-model.js';
 import type { Tokenizer } from '../providers/tokenizer.js';
 import type { StorageBackend } from '../store/backend.js';
@@ -114,7 +115,9 @@ export class Consolidator {
     const [skip] = await this.store.summaries.skipped({ sessionIds: [sessionId], limit: 1 });
     if (skip && skip.throughTurn >= session.lastTurn && !o.backfill && this.options.gate !== false) return done('unchanged', { reasons: (skip.record['reasons'] as string[]) ?? [] });
 
-    const events = (await this.store.listEvents({ sessionId: sessionId as SessionId, limit: MAX_SESSION_EVENTS })).map(masked);
+    // Engram's own records (a host's start records, injected briefs) are not the session's work.
+    const events = (await this.store.listEvents({ sessionId: sessionId as SessionId, limit: MAX_SESSION_EVENTS })).filter((e) => !isDerivedEvent(e)).map(masked);
+    if (events.length === 0) return done('empty');
     if (!o.backfill && this.options.gate !== false) {
       const thresholds = this.options.gate ?? {};
       const vectors = await this.noveltyVectors(session.project, events);

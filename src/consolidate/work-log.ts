@@ -94,7 +94,7 @@ const HOST_MESSAGE = /^\s*(?:<command-(?:name|message|args)>|<local-command-(?:s
 const HOST_BLOCK = /<(ide_opened_file|ide_selection|ide_diagnostics|system-reminder|environment_context|user_instructions|turn_aborted)>[\s\S]*?<\/\1>/g;
 /** A sentence stating a decision. */
 const DECISION_CUE =
-  /^(?:decision:|decided:|we(?:'ll| will| have)? (?:decided|agreed)|(?:we|i)(?:'ll| will)? (?:go with|stick with|switch to|use)\b|let's (?:go with|stick with|switch to|use|keep)\b|from now on\b|going forward\b|always\b|never\b|don't ever\b|do not ever\b)/i;
+  /^(?:decision:|decided:|we(?:'ll| will| have)? (?:decided|agreed)|(?:we|i)(?:'ll| will)? (?:go with|stick with|switch to|use)\b|let's (?:always |never |just )?(?:go with|stick with|switch to|use|keep)\b|from now on\b|going forward\b|always\b|never\b|don't ever\b|do not ever\b)/i;
 const MAX_ITEM_CHARS = 240;
 const MAX_ERROR_CHARS = 160;
 const MAX_COMMAND_CHARS = 120;

@@ -87,7 +87,11 @@ export async function buildProjectBrief(r: BriefReaders, o: BriefOptions): Promi
   }
   const decisions = await r.store.summaries.list({ project: o.project, kind: 'decision', order: 'desc', limit: MAX_DECISIONS });
   for (const [i, d] of decisions.entries()) candidates.push({ section: 'decisions', order: i, tier: 1, text: `- ${oneLine(d.text.replace(/^Decision:\s*/i, ''))} [${d.sourceEventIds[0] ?? d.id}]` });
-  for (const [i, line] of (await taskLines(r, sessions.map((s) => s.sessionId))).entries()) candidates.push({ section: 'tasks', order: i, tier: 2, text: line });
+  // Cards of the project's recently active sessions, summarized or not (a card set through MCP in a session that had no turns yet).
+  const active = (await r.store.listSessions({ visibleToProject: o.project, limit: MAX_SESSIONS * 4 })).filter((s) => s.project === o.project && !excluded.has(s.id)).map((s) => s.id as string);
+  for (const [i, line] of (await taskLines(r, [...new Set([...active.slice(0, MAX_SESSIONS * 2), ...sessions.map((s) => s.sessionId)])])).entries()) {
+    candidates.push({ section: 'tasks', order: i, tier: 2, text: line });
+  }
   const karma = (await r.karma()).filter((k) => !k.removedAt).slice(0, MAX_KARMA);
   for (const [i, k] of karma.entries()) candidates.push({ section: 'karma', order: i, tier: 3, text: `- ${oneLine(k.text)} [${k.sourceEventId ?? k.id}]` });
   if (candidates.length === 0) return { text: '', tokens: 0, citedIds: [], sessionIds: [] };

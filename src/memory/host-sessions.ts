@@ -43,20 +43,23 @@ export function sessionStartEvent(start: HostSessionStart, tsMs?: number): Event
 }
 
 /**
- * The session the host that started this process is in: the project's session whose latest start names `hostPid`,
- * else the project's most recently active session that a host started; undefined when none did.
+ * The session the host that started this process is in: of the project's recently active sessions, the one a host
+ * started (or resumed) last from the process `hostPid`, else the one a host started last; undefined when none was.
  */
 export async function currentHostSession(store: StorageBackend, project: string, hostPid?: number): Promise<string | undefined> {
   const sessions = (await store.listSessions({ visibleToProject: project, limit: CANDIDATE_SESSIONS * 2 })).filter((s) => s.project === project).slice(0, CANDIDATE_SESSIONS);
-  let fallback: string | undefined;
+  // The session whose latest start (by the host's clock order: stored time, then id) names the pid; else the latest start of all.
+  let matched: { id: string; at: EventRecord } | undefined;
+  let latest: { id: string; at: EventRecord } | undefined;
+  const isLater = (a: EventRecord, b: EventRecord | undefined): boolean => b === undefined || a.ts > b.ts || (a.ts === b.ts && a.id > b.id);
   for (const s of sessions) {
     const starts = (await store.listEvents({ sessionId: s.id as SessionId, kinds: ['system'], order: 'desc', limit: START_EVENTS_READ })).filter(isStart);
-    if (starts.length === 0) continue;
-    if (hostPid === undefined) return s.id;
-    if (starts.some((e) => pidsOf(e).includes(hostPid))) return s.id;
-    fallback ??= s.id;
+    for (const e of starts) {
+      if (isLater(e, latest?.at)) latest = { id: s.id, at: e };
+      if (hostPid !== undefined && pidsOf(e).includes(hostPid) && isLater(e, matched?.at)) matched = { id: s.id, at: e };
+    }
   }
-  return fallback;
+  return (matched ?? latest)?.id;
 }
 
 /** This process's parent and grandparent ids (the grandparent from /proc on Linux; elsewhere only the parent). */

@@ -160,7 +160,10 @@ export function promptWords(text: string): PromptWords {
  */
 export function evidenceConfidence(words: PromptWords, text: string): number {
   const lower = text.toLowerCase();
-  const stems = new Set(lower.split(/[^\p{L}\p{N}]+/u).filter(Boolean).map(stemWord));
+  // Words as written and the parts of camelCase names (`pauseBtn` holds "pause"), stemmed.
+  const written = text.split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+  const parts = written.flatMap((w) => (/\p{Ll}\p{Lu}/u.test(w) ? w.split(/(?<=\p{Ll})(?=\p{Lu})/u) : []));
+  const stems = new Set([...written, ...parts].map((w) => stemWord(w.toLowerCase())));
   let total = 0;
   let held = 0;
   let anchorsHeld = 0;

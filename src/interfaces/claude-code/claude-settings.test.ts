@@ -12,6 +12,7 @@ const commands = {
   SessionStart: hookCommand(launch, 'session-start'),
   UserPromptSubmit: hookCommand(launch, 'user-prompt-submit'),
   Stop: hookCommand(launch, 'stop'),
+  SessionEnd: hookCommand(launch, 'session-end'),
   PreCompact: hookCommand(launch, 'pre-compact'),
 };
 const FILE = '/home/me/.claude/settings.json';
@@ -31,12 +32,13 @@ function userSettings(): Record<string, unknown> {
 describe('Claude Code hooks in settings.json', () => {
   it('adds one command hook per event to empty settings', () => {
     const { next, hooks } = installHooks({}, commands, FILE);
-    expect(hooks).toEqual({ SessionStart: 'added', UserPromptSubmit: 'added', Stop: 'added', PreCompact: 'added' });
+    expect(hooks).toEqual({ SessionStart: 'added', UserPromptSubmit: 'added', Stop: 'added', SessionEnd: 'added', PreCompact: 'added' });
     expect(next).toEqual({
       hooks: {
         SessionStart: [{ hooks: [{ type: 'command', command: commands.SessionStart }] }],
         UserPromptSubmit: [{ hooks: [{ type: 'command', command: commands.UserPromptSubmit }] }],
         Stop: [{ hooks: [{ type: 'command', command: commands.Stop }] }],
+        SessionEnd: [{ hooks: [{ type: 'command', command: commands.SessionEnd }] }],
         PreCompact: [{ hooks: [{ type: 'command', command: commands.PreCompact }] }],
       },
     });
@@ -60,7 +62,7 @@ describe('Claude Code hooks in settings.json', () => {
     const once = installHooks(userSettings(), commands, FILE).next;
     const twice = installHooks(once, commands, FILE);
     expect(twice.next).toEqual(once);
-    expect(Object.values(twice.hooks)).toEqual(['unchanged', 'unchanged', 'unchanged', 'unchanged']);
+    expect(Object.values(twice.hooks)).toEqual(['unchanged', 'unchanged', 'unchanged', 'unchanged', 'unchanged']);
   });
 
   it('updates its command in place when the checkout or the store moved, and drops a second copy', () => {
@@ -79,7 +81,7 @@ describe('Claude Code hooks in settings.json', () => {
       const installed = installHooks(before, commands, FILE).next;
       const { next, hooks } = uninstallHooks(installed, FILE);
       expect(next).toEqual(before);
-      expect(Object.values(hooks)).toEqual(['removed', 'removed', 'removed', 'removed']);
+      expect(Object.values(hooks)).toEqual(['removed', 'removed', 'removed', 'removed', 'removed']);
     }
   });
 
