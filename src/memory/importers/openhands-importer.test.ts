@@ -16,7 +16,7 @@ const skipsOfFixture = [
 ];
 
 describe('openhands importer', () => {
-  it('maps a saved trajectory: messages, thoughts, tool calls paired with their observations by cause', async () => {
+  it('maps a saved trajectory: messages, thoughts, tool calls paired with their observations by cause, and the shell working directory from the first command on', async () => {
     const { events, issues, skips } = await parseText(fixture('openhands-trajectory.json'), 'openhands');
     expect(issues).toEqual([]);
     expect(skips.map((s) => s.reason)).toEqual(skipsOfFixture);
@@ -55,7 +55,7 @@ describe('openhands importer', () => {
         ts: ts('06.845930'),
         toolName: 'execute_bash',
         toolCallId: 'toolu_01Rq8sVfXb2Lm',
-        meta: { observation: 'run', exitCode: 0 },
+        meta: { cwd: '/workspace', observation: 'run', exitCode: 0 },
       },
       {
         kind: 'tool_call',
@@ -64,7 +64,7 @@ describe('openhands importer', () => {
         ts: ts('12.402118'),
         toolName: 'str_replace_editor',
         toolCallId: 'toolu_02Kp4wNz7Hc',
-        meta: { action: 'edit' },
+        meta: { cwd: '/workspace', action: 'edit' },
       },
       {
         kind: 'tool_result',
@@ -73,9 +73,9 @@ describe('openhands importer', () => {
         ts: ts('12.530074'),
         toolName: 'str_replace_editor',
         toolCallId: 'toolu_02Kp4wNz7Hc',
-        meta: { observation: 'edit', path: '/workspace/scripts/rotate_logs.py' },
+        meta: { cwd: '/workspace', observation: 'edit', path: '/workspace/scripts/rotate_logs.py' },
       },
-      { kind: 'assistant', content: 'Is there a test file?', key: 'oh:9:0', ts: ts('15.004551') },
+      { kind: 'assistant', content: 'Is there a test file?', key: 'oh:9:0', ts: ts('15.004551'), meta: { cwd: '/workspace' } },
       {
         kind: 'tool_call',
         content: '{"path":"/workspace/tests/test_rotate_logs.py","start":0,"end":-1,"impl_source":"oh_aci","view_range":null}',
@@ -83,7 +83,7 @@ describe('openhands importer', () => {
         ts: ts('15.004551'),
         toolName: 'str_replace_editor',
         toolCallId: 'toolu_03Zt6yGm1Qd',
-        meta: { action: 'read' },
+        meta: { cwd: '/workspace', action: 'read' },
       },
       {
         kind: 'tool_result',
@@ -93,16 +93,16 @@ describe('openhands importer', () => {
         toolName: 'str_replace_editor',
         toolCallId: 'toolu_03Zt6yGm1Qd',
         tags: ['error'],
-        meta: { observation: 'error', isError: true },
+        meta: { cwd: '/workspace', observation: 'error', isError: true },
       },
-      { kind: 'assistant', content: expect.stringContaining('skip os.remove'), key: 'oh:11:0', ts: ts('18.771903'), tags: ['thinking'] },
+      { kind: 'assistant', content: expect.stringContaining('skip os.remove'), key: 'oh:11:0', ts: ts('18.771903'), tags: ['thinking'], meta: { cwd: '/workspace' } },
       {
         kind: 'assistant',
         content: expect.stringMatching(/^Added --dry-run/),
         key: 'oh:13:0',
         ts: ts('25.310006'),
         tags: ['finish'],
-        meta: { taskCompleted: 'true' },
+        meta: { cwd: '/workspace', taskCompleted: 'true' },
       },
     ]);
   });
