@@ -60,6 +60,11 @@ export interface ImportReport {
   /** Invalid lines left out, by line (the first {@link MAX_REPORTED_ISSUES}). */
   issues: ImportIssue[];
   issueCount: number;
+  /**
+   * The format the file looks like, when another was asked for and some records were invalid (a skipInvalid import
+   * that stored the rest): likely the reason they were.
+   */
+  detectedFormat?: ImportFormat;
 }
 
 /** Most issues kept in a report or an error (all are counted): bounds memory on a file of nothing but bad lines. */
@@ -202,8 +207,7 @@ export async function runImport(ingestor: Ingestor, source: ImportSourceFile, op
       // Throwing rolls the transaction back: a strict import stores nothing when any line is bad.
       if (mode === 'strict' && issues.count > 0) throw rejection(name, issues, hint);
       // Nothing read in the format asked for, and the file looks like another: that is the answer, not a report.
-      const isNothingStored = [...perSession.values()].every((s) => s.stored === 0 && s.duplicates === 0);
-      if (hint !== undefined && issues.count > 0 && isNothingStored) throw rejection(name, issues, hint);
+      if (hint !== undefined && counter.events === 0) throw issues.count > 0 ? rejection(name, issues, hint) : unreadable(name, report.skipped, hint);
     });
   } catch (err) {
     throw nothingImported(err, name);
@@ -216,6 +220,7 @@ export async function runImport(ingestor: Ingestor, source: ImportSourceFile, op
   report.sessions = [...perSession.values()];
   report.issues = issues.sorted();
   report.issueCount = issues.count;
+  if (hint !== undefined && issues.count > 0) report.detectedFormat = hint.detected;
   return report;
 }
 
@@ -403,6 +408,19 @@ async function* withFormatHint<T>(items: AsyncIterable<T>, hint: FormatHint | un
     if (hint === undefined || !isEngramError(err, 'INVALID_INPUT')) throw err;
     throw new EngramError('INVALID_INPUT', `${err.message}. ${hintText(hint)}`, { ...err.data, detectedFormat: hint.detected }, { cause: err });
   }
+}
+
+/** An import in the wrong format that read no record as an event, only records it does not import. */
+function unreadable(name: string, skipped: Record<string, number>, hint: FormatHint): EngramError {
+  const reasons = Object.entries(skipped);
+  const count = reasons.reduce((n, [, k]) => n + k, 0);
+  const first = reasons[0];
+  const what = first === undefined ? '' : ` (${count} record${count === 1 ? '' : 's'} skipped, e.g. ${first[0]})`;
+  return new EngramError('INVALID_INPUT', `${name}: no record was read as ${IMPORT_FORMAT_NAMES[hint.format]}${what}; nothing was imported. ${hintText(hint)}`, {
+    field: 'format',
+    file: name,
+    detectedFormat: hint.detected,
+  });
 }
 
 /**

@@ -22,9 +22,10 @@ interface ChatMessage {
   line: number;
   /** Path of the message in the source, for issues: `messages[3]`, or `` for a JSON Lines record. */
   field: string;
-  /** Removed from the conversation by a `/rewind`; imported all the same (it happened), tagged `rewound`. */
-  isRewound: boolean;
 }
+
+/** What the chat holds, in the order it was first written: messages, and the points where the user rewound it. */
+type ChatEntry = { type: 'message'; message: ChatMessage } | { type: 'rewind'; line: number; messageId: string };
 
 /**
  * Reads a Gemini CLI chat (`~/.gemini/tmp/<project hash>/chats/session-<time>-<id>.json` or `.jsonl`).
@@ -40,15 +41,18 @@ interface ChatMessage {
  * `thoughts` an assistant event tagged `thinking`, each of its `toolCalls` a `tool_call` and, when it has a
  * `result`, a `tool_result` with the same call id), `info`, `warning` and `error` system events tagged so. Content is
  * a string or a list of parts: text parts become events, inline data becomes stored bytes, a file reference is kept
- * by URI. Messages a rewind removed are imported too (they happened, and their tool calls ran), tagged `rewound`.
+ * by URI. Messages a rewind removed stay (they happened, and their tool calls ran); the rewind itself becomes a
+ * system event tagged `rewind` where it happened.
  *
- * Keys are `gm:<message id>:<part>`, so a chat that grew imports only what is new. Every event gets the chat's
- * `projectHash` and, when the chat records its workspace directories, the first of them (the project root) as
- * `meta.cwd`. The session is the chat's `sessionId` unless `options.sessionId` overrides it.
+ * Keys are `gm:<message id>:<part>` (a rewind `gm:rewind:L<line>`), and nothing an event holds changes when the
+ * chat grows (a tool call keeps its message's time, whatever its status), so importing a chat again stores only
+ * what is new. Every event gets the chat's `projectHash` (Gemini CLI's sha256 of the project root) and, when the
+ * header line of a `.jsonl` chat lists workspace directories (a subagent's does), the first of them as `meta.cwd`.
+ * The session is the chat's `sessionId` unless `options.sessionId` overrides it.
  */
 export async function* parseGemini(source: ImportSource, options: ImportOptions = {}): AsyncGenerator<ImportItem> {
   const state: ChatState = {};
-  const messages: ChatMessage[] = [];
+  const entries: ChatEntry[] = [];
   const isDocument = await startsAsIndentedDocument(source);
   if (isDocument === null) {
     yield issueItem(0, 'the file is empty');
@@ -60,7 +64,7 @@ export async function* parseGemini(source: ImportSource, options: ImportOptions 
       yield { type: 'issue', value: doc.issue };
       return;
     }
-    const problem = readChatRecord(doc.value, state, messages, (index) => doc.lineOf(`messages/${index}`), 1);
+    const problem = readChatRecord(doc.value, state, entries, (index) => doc.lineOf(`messages/${index}`), 1);
     if (problem !== null) {
       yield problem;
       return;
@@ -76,45 +80,57 @@ export async function* parseGemini(source: ImportSource, options: ImportOptions 
       const { line, record } = item.value;
       if (Array.isArray(record.messages) && !hasHeader) {
         // A `.json` chat written on one line.
-        const problem = readChatRecord(record, state, messages, () => line, line);
+        const problem = readChatRecord(record, state, entries, () => line, line);
         if (problem !== null) yield problem;
         continue;
       }
       if (typeof record.$rewindTo === 'string') {
-        markRewound(byId, record.$rewindTo);
+        entries.push({ type: 'rewind', line, messageId: record.$rewindTo });
         continue;
       }
       if (isRecord(record.$set)) {
-        readHeader(record.$set, state);
         // A `$set` of the whole message list re-states the messages (with large tool outputs masked): the message
         // lines hold them already, unmasked. Only a message that has no line of its own is taken from it.
         if (Array.isArray(record.$set.messages)) {
           for (const message of record.$set.messages) {
             if (isRecord(message) && typeof message.id === 'string' && !byId.has(message.id)) {
-              byId.set(message.id, { record: message, line, field: '$set.messages', isRewound: false });
+              const entry: ChatMessage = { record: message, line, field: '$set.messages' };
+              byId.set(message.id, entry);
+              entries.push({ type: 'message', message: entry });
             }
           }
         }
         continue;
       }
       if (typeof record.id === 'string' && typeof record.type === 'string') {
-        // A later version replaces an earlier one in place (a Map keeps a key's first position).
-        byId.set(record.id, { record, line, field: '', isRewound: false });
+        // A later version replaces an earlier one in place: the message keeps the place of its first line.
+        const known = byId.get(record.id);
+        if (known !== undefined) Object.assign(known, { record, line });
+        else {
+          const entry: ChatMessage = { record, line, field: '' };
+          byId.set(record.id, entry);
+          entries.push({ type: 'message', message: entry });
+        }
         continue;
       }
-      if (typeof record.sessionId === 'string') {
+      if (typeof record.sessionId === 'string' && !hasHeader) {
         hasHeader = true;
-        readHeader(record, state);
+        readHeader(record, state, true);
         continue;
       }
       yield skipItem(line, 'Gemini CLI chat line without a message id and type is not imported');
     }
-    messages.push(...byId.values());
   }
 
   const sessionId = options.sessionId ?? state.sessionId;
-  for (const message of messages) {
-    for (const block of convertMessage(message, state)) yield blockToItem(block, message.line, sessionId);
+  for (const entry of entries) {
+    if (entry.type === 'rewind') {
+      const content = `The user rewound the conversation to before message ${entry.messageId}; what follows replaces it`;
+      const ctx: MessageContext = { keyPrefix: 'gm:rewind', tags: [], meta: baseMeta(state) };
+      yield blockToItem({ type: 'event', event: build(ctx, 'system', content, `L${entry.line}`, { tags: ['rewind'] }), source: '$rewindTo' }, entry.line, sessionId);
+      continue;
+    }
+    for (const block of convertMessage(entry.message, state)) yield blockToItem(block, entry.message.line, sessionId);
   }
 }
 
@@ -138,34 +154,37 @@ async function startsAsIndentedDocument(source: ImportSource): Promise<boolean |
 function readChatRecord(
   value: unknown,
   state: ChatState,
-  messages: ChatMessage[],
+  entries: ChatEntry[],
   lineOf: (index: number) => number,
   line: number,
 ): ImportItem | null {
   if (!isRecord(value) || !Array.isArray(value.messages)) {
     return issueItem(line, 'messages: a Gemini CLI chat is an object with a messages array', 'messages');
   }
-  readHeader(value, state);
+  readHeader(value, state, false);
   value.messages.forEach((message: unknown, index) => {
-    messages.push({ record: message, line: lineOf(index), field: `messages[${index}]`, isRewound: false });
+    entries.push({ type: 'message', message: { record: message, line: lineOf(index), field: `messages[${index}]` } });
   });
   return null;
 }
 
-function readHeader(header: Record<string, unknown>, state: ChatState): void {
-  if (state.sessionId === undefined && typeof header.sessionId === 'string' && header.sessionId !== '') state.sessionId = header.sessionId;
+/**
+ * The session and project of the chat. Directories only from a `.jsonl` header line, written once when the chat
+ * starts: a `/dir add` later (a `$set`, or a `.json` chat written again) would give events stored before another
+ * `meta.cwd`, and a chat imported again would conflict with itself.
+ */
+function readHeader(header: Record<string, unknown>, state: ChatState, isHeaderLine: boolean): void {
+  if (typeof header.sessionId === 'string' && header.sessionId !== '') state.sessionId = header.sessionId;
   if (typeof header.projectHash === 'string' && header.projectHash !== '') state.projectHash = header.projectHash;
   const directories = header.directories;
-  if (state.cwd === undefined && Array.isArray(directories) && typeof directories[0] === 'string' && directories[0] !== '') state.cwd = directories[0];
+  if (isHeaderLine && Array.isArray(directories) && typeof directories[0] === 'string' && directories[0] !== '') state.cwd = directories[0];
 }
 
-/** Gemini CLI drops the message and everything after it; here they are marked instead. */
-function markRewound(byId: Map<string, ChatMessage>, messageId: string): void {
-  let isAfter = !byId.has(messageId);
-  for (const [id, message] of byId) {
-    if (id === messageId) isAfter = true;
-    if (isAfter) message.isRewound = true;
-  }
+function baseMeta(state: ChatState): Record<string, unknown> {
+  const meta: Record<string, unknown> = {};
+  if (state.cwd !== undefined) meta.cwd = state.cwd;
+  if (state.projectHash !== undefined) meta.projectHash = state.projectHash;
+  return meta;
 }
 
 interface MessageContext {
@@ -184,11 +203,7 @@ function convertMessage(message: ChatMessage, state: ChatState): ConvertedBlock[
   const kind = typeof type === 'string' ? MESSAGE_KINDS[type] : undefined;
   if (kind === undefined) return [{ type: 'skip', reason: `Gemini CLI message type ${JSON.stringify(type)} is not imported` }];
 
-  const meta: Record<string, unknown> = {};
-  if (state.cwd !== undefined) meta.cwd = state.cwd;
-  if (state.projectHash !== undefined) meta.projectHash = state.projectHash;
-  const tags = message.isRewound ? ['rewound'] : [];
-  const ctx: MessageContext = { keyPrefix: `gm:${record.id}`, ts: typeof record.timestamp === 'string' ? record.timestamp : undefined, tags, meta };
+  const ctx: MessageContext = { keyPrefix: `gm:${record.id}`, ts: typeof record.timestamp === 'string' ? record.timestamp : undefined, tags: [], meta: baseMeta(state) };
   const modelMeta = typeof record.model === 'string' && record.model !== '' ? { model: record.model } : {};
 
   const out: ConvertedBlock[] = [];
@@ -290,7 +305,9 @@ function convertToolCall(call: unknown, ctx: MessageContext, field: string, mode
   if (typeof call.name !== 'string' || call.name === '') return [issue(`${field}.name`, 'missing; a tool call needs a tool name')];
   const ts = typeof call.timestamp === 'string' ? call.timestamp : undefined;
   const status = typeof call.status === 'string' && call.status !== '' ? call.status : undefined;
-  const callExtra: Extra = { toolName: call.name, toolCallId: call.id, ts, meta: { ...modelMeta, ...(status !== undefined ? { status } : {}) } };
+  // The call is written when it is scheduled and again when it is done, its status and time changed: the call
+  // event takes its message's time and no status, so that it is the same event either way.
+  const callExtra: Extra = { toolName: call.name, toolCallId: call.id, meta: modelMeta };
   const out: ConvertedBlock[] = [
     { type: 'event', event: build(ctx, 'tool_call', JSON.stringify(call.args ?? {}), `tc:${call.id}`, callExtra), source: `${field}.args` },
   ];

@@ -196,6 +196,96 @@ describe('openhands importer', () => {
     expect((await parseText('[]', 'openhands')).issues).toEqual([{ line: 1, message: 'the document holds no events' }]);
   });
 
+  it('reads an evaluation output: each instance a session, tool calls paired with their observations, the patch as a note', async () => {
+    const { events, issues, skips } = await parseText(fixture('openhands-output.jsonl'), 'openhands');
+    expect(issues).toEqual([]);
+    expect(skips.map((s) => s.reason)).toEqual([
+      "OpenHands action 'recall' is not imported",
+      "OpenHands observation 'recall' is not imported",
+      "OpenHands observation 'agent_state_changed' is not imported",
+      "OpenHands observation 'null' is not imported",
+      "OpenHands observation 'null' is not imported",
+    ]);
+    const first = events.filter((e) => e.sessionId === 'ledgerly__ledgerly-88');
+    const second = events.filter((e) => e.sessionId === 'ledgerly__ledgerly-91');
+    expect(first.length + second.length).toBe(events.length);
+    expect(first.map((e) => [e.event.kind, e.event.toolName ?? null])).toEqual([
+      ['system', null],
+      ['user', null],
+      ['assistant', null],
+      ['tool_call', 'execute_bash'],
+      ['tool_result', 'execute_bash'],
+      ['assistant', null],
+      ['tool_call', 'str_replace_editor'],
+      ['tool_result', 'str_replace_editor'],
+      ['tool_call', 'execute_bash'],
+      ['tool_result', 'execute_bash'],
+      ['assistant', null],
+      ['note', null],
+    ]);
+    const callIds = (kind: string) => events.filter((e) => e.event.kind === kind).map((e) => e.event.toolCallId);
+    expect(callIds('tool_result')).toEqual(callIds('tool_call'));
+    expect(callIds('tool_call')).toEqual(['toolu_01LgR8aVd2Qx', 'toolu_02Hq5mWc8Nz', 'toolu_03Tz6yGm1Qd', 'oh-3']);
+    expect(first[3]?.event.meta).toEqual({ model: 'anthropic/claude-3-7-sonnet-20250219', action: 'run' });
+    // The working directory is known from the first command's observation on.
+    expect(first.map((e) => e.event.meta?.cwd ?? null)).toEqual([null, null, null, null, ...Array(7).fill('/workspace/ledgerly__ledgerly__0.4'), null]);
+    expect(first[11]?.event).toMatchObject({ kind: 'note', tags: ['patch'], content: expect.stringMatching(/^diff --git a\/ledgerly\/ledger.py/) });
+    expect(first.every((e) => e.line === 1) && second.every((e) => e.line === 2)).toBe(true);
+
+    // An older output: [action, observation] pairs, the observation without a cause; an error.
+    expect(second.map((e) => [e.event.kind, e.event.tags ?? []])).toEqual([
+      ['user', []],
+      ['assistant', []],
+      ['tool_call', []],
+      ['tool_result', []],
+      ['assistant', ['finish']],
+      ['system', ['error']],
+    ]);
+    expect(second[3]?.event).toMatchObject({ content: '30:    def add(self, entry: Entry) -> None:', toolName: 'run', toolCallId: 'oh-3' });
+    expect(second[5]?.event.content).toBe('Agent reached maximum iteration in headless mode.');
+    expect(new Set(events.map((e) => `${e.sessionId} ${e.event.key}`)).size).toBe(events.length);
+  });
+
+  it('names sessions after instance ids, within the session id alphabet, under the caller\'s base session', async () => {
+    const line = (id: unknown, history: unknown = []) => ({ instance_id: id, instruction: `task ${String(id)}`, history, test_result: {} });
+    const text = jsonl(line('HumanEval/0'), line('HumanEval-0'), line(17), line('a'.repeat(140)), line('__x y__'));
+    const { events, issues } = await parseText(text, 'openhands');
+    expect(issues).toEqual([]);
+    const sessions = events.map((e) => e.sessionId!);
+    expect(sessions[0]).toMatch(/^HumanEval-0-[0-9a-f]{8}$/);
+    expect(sessions.slice(1, 3)).toEqual(['HumanEval-0', '17']);
+    expect(sessions[3]).toMatch(/^a{119}-[0-9a-f]{8}$/);
+    expect(sessions[4]).toMatch(/^x-y__-[0-9a-f]{8}$/);
+    for (const id of sessions) expect(id).toMatch(/^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/);
+    const based = await parseText(text, 'openhands', { sessionId: 'run-7' });
+    expect(based.events.map((e) => e.sessionId).slice(1, 3)).toEqual(['run-7:HumanEval-0', 'run-7:17']);
+  });
+
+  it('states the instruction when no user message of the history holds it', async () => {
+    const text = jsonl({ instance_id: 'i1', instruction: 'Fix the flaky test.', history: [], test_result: {}, error: 'RuntimeError: sandbox did not start' });
+    const { events } = await parseText(text, 'openhands');
+    expect(events.map((e) => e.event)).toEqual([
+      { kind: 'user', content: 'Fix the flaky test.', key: 'oh:instance:0', tags: ['instruction'] },
+      { kind: 'system', content: 'RuntimeError: sandbox did not start', key: 'oh:instance:2', tags: ['error'] },
+    ]);
+  });
+
+  it('names the line and field of a bad instance and reads on', async () => {
+    const text = jsonl(
+      { instance_id: null, history: [] },
+      { instance_id: 'i1', history: 'none' },
+      { instance_id: 'i2', history: [[{ id: 1, source: 'agent', action: 'run', args: { command: 'ls' } }], 7, { id: 3, source: 'agent', action: 'message', args: { content: 'ok' } }] },
+    );
+    const { events, issues } = await parseText(text, 'openhands');
+    expect(issues).toEqual([
+      { line: 1, field: 'instance_id', message: 'instance_id: an evaluation output line needs a string instance id' },
+      { line: 2, field: 'history', message: 'history: expected an array of OpenHands events' },
+      { line: 3, field: 'history[0]', message: 'history[0]: expected an OpenHands event or an [action, observation] pair' },
+      { line: 3, field: 'history[1]', message: 'history[1]: an OpenHands event must be an object' },
+    ]);
+    expect(events.map((e) => [e.sessionId, e.event.content])).toEqual([['i2', 'ok']]);
+  });
+
   it('reports an empty file', async () => {
     expect(await parseText('', 'openhands')).toEqual({ events: [], skips: [], issues: [{ line: 0, message: 'the file is empty' }] });
     expect((await parseText(' \n\n', 'openhands')).issues).toEqual([{ line: 0, message: 'the file is empty' }]);
