@@ -104,6 +104,12 @@ describe('gemini importer', () => {
         binary: { base64: 'iVBORw0KGgo=', mediaType: 'image/png' },
       },
     ]);
+    // Indented with CRLF line ends, after white space: still the document.
+    const crlf = `\r\n  ${JSON.stringify({ sessionId: 's1', projectHash: 'h', messages: [message] }, null, 2).replace(/\n/g, '\r\n')}`;
+    expect((await parseText(crlf, 'gemini')).events.map((e) => [e.line, e.event.key])).toEqual([
+      [6, 'gm:m1:c0'],
+      [6, 'gm:m1:c1'],
+    ]);
     const summary = { id: 'm2', timestamp: '2025-09-18T09:00:00.000Z', type: 'user', content: [{ text: 'earlier turns, summarized' }] };
     const withSet = await parseText(jsonl({ sessionId: 's2', projectHash: 'h' }, message, { $set: { messages: [message, summary] } }), 'gemini');
     expect(withSet.events.map((e) => [e.line, e.event.key])).toEqual([

@@ -105,7 +105,7 @@ export async function* parseGemini(source: ImportSource, options: ImportOptions 
       if (typeof record.id === 'string' && typeof record.type === 'string') {
         // A later version replaces an earlier one in place: the message keeps the place of its first line.
         const known = byId.get(record.id);
-        if (known !== undefined) Object.assign(known, { record, line });
+        if (known !== undefined) Object.assign(known, { record, line, field: '' });
         else {
           const entry: ChatMessage = { record, line, field: '' };
           byId.set(record.id, entry);
@@ -139,15 +139,20 @@ export async function* parseGemini(source: ImportSource, options: ImportOptions 
  * 2)` writes it) rather than JSON Lines; null for a blank source.
  */
 async function startsAsIndentedDocument(source: ImportSource): Promise<boolean | null> {
-  let seen = '';
+  let isAfterBrace = false;
   // Leaving the loop returns the iterator, which destroys the source stream: only the first chunks are read.
   for await (const chunk of readByteChunks(source)) {
-    seen += chunk.toString('latin1');
-    const text = seen.replace(/^(?:\xEF\xBB\xBF)?\s*/, '');
-    if (text.length >= 2 || (text.length > 0 && seen.length > 4096)) return /^\{[ \t]*\r?\n/.test(text);
+    for (const byte of chunk) {
+      const isBlank = byte === 0x20 || byte === 0x09;
+      if (isAfterBrace) {
+        if (byte === 0x0a || byte === 0x0d) return true;
+        if (!isBlank) return false;
+      } else if (byte === 0x7b) isAfterBrace = true;
+      // White space, line breaks and the bytes of a UTF-8 byte order mark before the first character.
+      else if (!isBlank && byte !== 0x0a && byte !== 0x0d && byte !== 0xef && byte !== 0xbb && byte !== 0xbf) return false;
+    }
   }
-  const text = seen.replace(/^(?:\xEF\xBB\xBF)?\s*/, '');
-  return text === '' ? null : /^\{[ \t]*\r?\n/.test(text);
+  return isAfterBrace ? false : null;
 }
 
 /** The messages of a whole ConversationRecord; an issue when it is not one. */
