@@ -62,6 +62,7 @@ const SAMPLES: Array<[string, ImportFormat]> = [
   ['openhands-events.jsonl', 'openhands'],
   ['openhands-trajectory.json', 'openhands'],
   ['openhands-output.jsonl', 'openhands'],
+  ['openhands-sdk-output.jsonl', 'openhands'],
   ['swe-agent-textkit__textkit-231.traj', 'swe-agent'],
   ['gemini-session-2025-09-18T08-14-6f3c9a2e.json', 'gemini'],
   ['gemini-session-2026-03-11T21-02-c41d7e9a.jsonl', 'gemini'],

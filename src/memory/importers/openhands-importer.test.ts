@@ -261,6 +261,45 @@ describe('openhands importer', () => {
     expect(based.events.map((e) => e.sessionId).slice(1, 3)).toEqual(['run-7:HumanEval-0', 'run-7:17']);
   });
 
+  it("reads an evaluation output of the OpenHands agent SDK (1.x): its events' tool calls paired with their observations by call id", async () => {
+    const { events, issues, skips } = await parseText(fixture('openhands-sdk-output.jsonl'), 'openhands');
+    expect(issues).toEqual([]);
+    expect(skips.map((s) => s.reason)).toEqual(["OpenHands SDK event 'ConversationStateUpdateEvent' is not imported"]);
+    expect(new Set(events.map((e) => e.sessionId))).toEqual(new Set(['ledgerly__ledgerly-102']));
+    expect(events.map((e) => [e.event.kind, e.event.toolName ?? null, e.event.tags ?? []])).toEqual([
+      ['system', null, []],
+      ['user', null, []],
+      ['assistant', null, []],
+      ['tool_call', 'terminal', []],
+      ['tool_result', 'terminal', []],
+      ['assistant', null, []],
+      ['tool_call', 'file_editor', []],
+      ['tool_result', 'file_editor', ['error']],
+      ['assistant', null, []],
+      ['tool_call', 'terminal', []],
+      ['tool_result', 'terminal', []],
+      ['note', null, ['summary']],
+      ['assistant', null, []],
+      ['tool_call', 'finish', []],
+      ['tool_result', 'finish', []],
+    ]);
+    const callIds = (kind: string) => events.filter((e) => e.event.kind === kind).map((e) => e.event.toolCallId);
+    expect(callIds('tool_result')).toEqual(callIds('tool_call'));
+    expect(events[3]?.event).toEqual({
+      kind: 'tool_call',
+      content: '{"command": "grep -n \\"reversed\\" ledgerly/ledger.py", "security_risk": "LOW"}',
+      key: 'oh:3e0a4f5b-8c6d-4b1e-8d9f-4a5b6c7d8e93:1',
+      ts: '2025-11-20T09:41:06.517204',
+      toolName: 'terminal',
+      toolCallId: 'toolu_01Vq7bXe3Rk',
+      meta: { model: 'litellm_proxy/claude-sonnet-4-5-20250929', action: 'TerminalAction' },
+    });
+    expect(events[4]?.event).toMatchObject({ meta: { cwd: '/workspace/ledgerly', observation: 'TerminalObservation', exitCode: 0 } });
+    expect(events[8]?.event.content).toMatch(/^The grep line starts with 8 spaces/);
+    expect(events[10]?.event).toMatchObject({ content: expect.stringContaining('1 failed, 7 passed'), meta: { exitCode: 1 } });
+    expect(events.map((e) => e.event.meta?.cwd ?? null).slice(0, 5)).toEqual([null, null, null, null, '/workspace/ledgerly']);
+  });
+
   it('states the instruction when no user message of the history holds it', async () => {
     const text = jsonl({ instance_id: 'i1', instruction: 'Fix the flaky test.', history: [], test_result: {}, error: 'RuntimeError: sandbox did not start' });
     const { events } = await parseText(text, 'openhands');

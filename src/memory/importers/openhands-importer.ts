@@ -1,5 +1,6 @@
 import type { EventInput, InputEventKind as EventKind } from '../../model/event.js';
 import { blockToItem } from './anthropic-blocks.js';
+import { SdkEventConverter } from './openhands-sdk-events.js';
 import type { ConvertedBlock } from './anthropic-blocks.js';
 import { readJsonDocument } from './document-reader.js';
 import { imageUrlParts } from './image-url.js';
@@ -71,7 +72,8 @@ interface PendingCall {
  * Each instance of an evaluation output is a session of its own, named after its `instance_id` (characters a
  * session id cannot hold become `-`, and then a hash of the id keeps two such ids apart), or `<options.sessionId>:
  * <instance id>`. Its `history` is read as above: a list of events, or (older outputs) of `[action, observation]`
- * pairs, an observation without a `cause` answering the action of its pair. The `instruction` becomes a user event
+ * pairs, an observation without a `cause` answering the action of its pair, or (OpenHands 1.x) a list of the agent
+ * SDK's events (see SdkEventConverter). The `instruction` becomes a user event
  * when no user message in the history holds it, `test_result.git_patch` a `note` tagged `patch`, and `error` a system
  * event tagged `error`; the model of `metadata.llm_config` goes to assistant and tool call events' meta.
  */
@@ -137,13 +139,15 @@ function* convertInstance(record: Record<string, unknown>, line: number, base: s
     return;
   }
   const metadata = isRecord(record.metadata) ? record.metadata : {};
-  const llmConfig = isRecord(metadata.llm_config) ? metadata.llm_config : {};
+  // `llm_config` in OpenHands 0.x, `llm` in the SDK's benchmarks.
+  const llmConfig = isRecord(metadata.llm_config) ? metadata.llm_config : isRecord(metadata.llm) ? metadata.llm : {};
   const model = typeof llmConfig.model === 'string' && llmConfig.model !== '' ? llmConfig.model : undefined;
   const stream = new EventStreamConverter(model);
+  const sdkStream = new SdkEventConverter(model);
   const emit = (blocks: ConvertedBlock[]): ImportItem[] => blocks.map((block) => blockToItem(block, line, sessionId));
   const ctx: BuildContext = { keyPrefix: 'oh:instance' };
 
-  const hasUserMessage = history.flat().some((e: unknown) => isRecord(e) && e.action === 'message' && e.source === 'user');
+  const hasUserMessage = history.flat().some((e: unknown) => isRecord(e) && (e.action === 'message' || e.kind === 'MessageEvent') && e.source === 'user');
   if (!hasUserMessage && typeof record.instruction === 'string' && record.instruction !== '') {
     yield* emit([{ type: 'event', event: build(ctx, 'user', record.instruction, 0, { tags: ['instruction'] }), source: 'instruction' }]);
   }
@@ -158,6 +162,8 @@ function* convertInstance(record: Record<string, unknown>, line: number, base: s
       }
       yield* emit(stream.convert(action, { line, field: `${field}[0].`, fallbackKey: `@${index}a` }));
       yield* emit(stream.convert(observation, { line, field: `${field}[1].`, fallbackKey: `@${index}o`, causeKey: keyOf(action, `@${index}a`) }));
+    } else if (isRecord(entry) && isSdkEvent(entry)) {
+      yield* emit(sdkStream.convert(entry, `${field}.`, `@${index}`));
     } else if (isRecord(entry)) {
       yield* emit(stream.convert(entry, { line, field: `${field}.`, fallbackKey: `@${index}` }));
     } else {
@@ -186,6 +192,11 @@ function instanceSessionId(instanceId: string, base: string | undefined): string
   if (clean === instanceId && clean.length <= room) return `${prefix}${clean}`;
   const hash = `-${shortSha256(instanceId).slice(0, 8)}`;
   return `${prefix}${clean.slice(0, Math.max(0, room - hash.length))}${hash}`.replace(/^-/, 'i-');
+}
+
+/** An event of the OpenHands agent SDK (1.x): a `kind` such as `ActionEvent`, where older events have an action or observation. */
+function isSdkEvent(record: Record<string, unknown>): boolean {
+  return typeof record.kind === 'string' && typeof record.action !== 'string' && typeof record.observation !== 'string';
 }
 
 /** The key a tool call of this action is remembered by: its integer id, else its place in the file. */
