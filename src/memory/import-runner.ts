@@ -6,7 +6,7 @@ import type { EventId } from '../model/ids.js';
 import { SESSION_ID_PATTERN } from '../model/ids.js';
 import type { AppendOptions, AppendOutcome, StorageBackend } from '../store/backend.js';
 import { agentProjectSchema } from '../model/agent.js';
-import { detectFormat, parseImport, readTranscriptHead } from './importers/index.js';
+import { detectFormat, MAX_HEAD_BYTES, parseImport, readTranscriptHead } from './importers/index.js';
 import type { ImportedEvent, ImportFormat, ImportIssue } from './importers/types.js';
 import { IMPORT_FORMAT_NAMES, IMPORT_FORMATS } from './importers/types.js';
 import type { Ingestor } from './ingest.js';
@@ -124,7 +124,8 @@ export async function runImport(ingestor: Ingestor, source: ImportSourceFile, op
   const detected = detectFormat(head.text);
   const format = options.format ?? detected;
   if (format === null) {
-    throw new EngramError('INVALID_INPUT', `${name}: cannot tell the transcript format; pass --format (${IMPORT_FORMATS.join(', ')})`, { field: 'format' });
+    const why = head.hasFirstRecord ? '' : ` from its first ${MAX_HEAD_BYTES / (1024 * 1024)} MiB (its first record is longer)`;
+    throw new EngramError('INVALID_INPUT', `${name}: cannot tell the transcript format${why}; pass --format (${IMPORT_FORMATS.join(', ')})`, { field: 'format' });
   }
   // The format the file looks like, when the caller named another: said in any refusal, which is then likely its cause.
   const hint = options.format !== undefined && detected !== null && detected !== options.format ? { format, detected } : undefined;

@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEngram, type Engram } from '../../src/engine.js';
 import { isEngramError, type EngramError } from '../../src/errors.js';
+import { MAX_HEAD_BYTES } from '../../src/memory/importers/index.js';
 import { IMPORT_FORMAT_NAMES, IMPORT_FORMATS, type ImportFormat } from '../../src/memory/importers/types.js';
 
 /**
@@ -156,6 +157,14 @@ describe('import format detection', () => {
     ]);
     const again = await mem.importFile({ path: join(dir, 'output.jsonl') });
     expect([again.stored, again.duplicates]).toEqual([0, 6]);
+  });
+
+  it('says when it could not tell the format because the first record is longer than it reads', async () => {
+    writeFileSync(join(dir, 'huge.jsonl'), `{"note": "${'x'.repeat(MAX_HEAD_BYTES + 1024)}"}\n`);
+    const err = await failure(mem.importFile({ path: join(dir, 'huge.jsonl') }));
+    expect(err?.message).toBe(`huge.jsonl: cannot tell the transcript format from its first 16 MiB (its first record is longer); pass --format (${IMPORT_FORMATS.join(', ')})`);
+    writeFileSync(join(dir, 'unknown.jsonl'), '{"note": "x"}\n');
+    expect((await failure(mem.importFile({ path: join(dir, 'unknown.jsonl') })))?.message).toMatch(/^unknown\.jsonl: cannot tell the transcript format; pass --format/);
   });
 
   it('refuses a blank file as a whole, with or without skipInvalid, in any format', async () => {

@@ -300,6 +300,25 @@ describe('openhands importer', () => {
     expect(events.map((e) => e.event.meta?.cwd ?? null).slice(0, 5)).toEqual([null, null, null, null, '/workspace/ledgerly']);
   });
 
+  it('names the field of a bad SDK event, and keeps the images of an SDK message', async () => {
+    const history = [
+      { kind: 'ActionEvent', id: 'a1', source: 'agent', thought: [], action: { kind: 'TerminalAction', command: 'ls' }, tool_call_id: 't1' },
+      { kind: 'ObservationEvent', id: 'o1', source: 'environment', tool_name: 'terminal', observation: { content: [{ type: 'text', text: 'x' }] } },
+      { kind: 'MessageEvent', id: 'm1', source: 'robot', llm_message: { role: 'user', content: [] } },
+      { kind: 'MessageEvent', id: 'm2', source: 'user', llm_message: { role: 'user', content: [{ type: 'text', text: 'see' }, { type: 'image', image_urls: ['https://example.com/a.png'] }] } },
+      { kind: 'UserRejectObservation', id: 'r1', source: 'environment', tool_name: 'terminal', tool_call_id: 't2', rejection_reason: 'not on main' },
+      { kind: 'HookExecutionEvent', id: 'h1', source: 'environment' },
+    ];
+    const { events, issues, skips } = await parseText(jsonl({ instance_id: 'i1', test_result: {}, history }), 'openhands');
+    expect(issues.map((i) => i.field)).toEqual(['history[0].tool_name', 'history[1].tool_call_id', 'history[2].source']);
+    expect(events.map((e) => e.event)).toEqual([
+      { kind: 'user', content: 'see', key: 'oh:m2:1' },
+      { kind: 'user', content: '[image: https://example.com/a.png]', key: 'oh:m2:2.0', meta: { url: 'https://example.com/a.png' } },
+      { kind: 'tool_result', content: 'not on main', key: 'oh:r1:0', toolName: 'terminal', toolCallId: 't2', tags: ['rejected'] },
+    ]);
+    expect(skips.map((s) => s.reason)).toEqual(["OpenHands SDK event 'HookExecutionEvent' (unknown kind) is not imported"]);
+  });
+
   it('states the instruction when no user message of the history holds it', async () => {
     const text = jsonl({ instance_id: 'i1', instruction: 'Fix the flaky test.', history: [], test_result: {}, error: 'RuntimeError: sandbox did not start' });
     const { events } = await parseText(text, 'openhands');
