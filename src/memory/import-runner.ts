@@ -106,7 +106,11 @@ interface Entry {
  * store the rest, still in one transaction.
  *
  * Every problem is named by its line in the file (a JSON document's lines too) and field, or for a document
- * the JSON path of the part the event came from. Events carry deterministic keys, so importing the same (or
+ * the JSON path of the part the event came from. A file that is empty or only white space has no line: it is refused
+ * as a whole (`field: 'file'`, line 0) in both modes. The format is detected from the file's first record
+ * (readTranscriptHead) unless `format` is given; when it is given and the file looks like another format, a refusal
+ * says which (`data.detectedFormat`), an import that reads no record of the file as an event is refused, and a
+ * skipInvalid report that lists invalid records carries it in `detectedFormat`. Events carry deterministic keys, so importing the same (or
  * a grown) file again stores only what is new.
  */
 export async function runImport(ingestor: Ingestor, source: ImportSourceFile, options: ImportFileOptions = {}): Promise<ImportReport> {

@@ -90,8 +90,8 @@ const ANTHROPIC_HINTS = [
  * once tool blocks appear in its first chunk; keys differ between the two, so pass the format explicitly
  * when importing such a file more than once.
  */
-export function detectFormat(firstChunk: string): ImportFormat | null {
-  const text = firstChunk.replace(/^\uFEFF/, '').trimStart();
+export function detectFormat(head: string): ImportFormat | null {
+  const text = head.replace(/^\uFEFF/, '').trimStart();
   if (text === '') return null;
   if (CODEX_ROLLOUT_START.test(text)) return 'codex';
   if (text.startsWith('{')) {
