@@ -33,9 +33,13 @@ function firstRecord(text: string, chunk = 5): string | null {
 }
 
 describe('FirstRecordScanner', () => {
-  it('ends a JSON Lines record at the end of its first line, whatever a string inside holds', () => {
-    expect(firstRecord('{"a": "}]\\\\\\"{", "b": [1, {"c": 2}]}\n{"d": 1}\n')).toBe('done');
-    expect(firstRecord('{"a": "}]\\\\\\"{", "b": [1, {"c": 2}]')).toBeNull();
+  it('ends a JSON Lines record at the end of its first line, whatever a string inside holds, however the chunks fall', () => {
+    for (const chunk of [1, 2, 3, 5, 7, 64]) {
+      expect(firstRecord('{"a": "}]\\\\\\"{", "b": [1, {"c": 2}]}\n{"d": 1}\n', chunk)).toBe('done');
+      expect(firstRecord('{"a": "}]\\\\\\"{", "b": [1, {"c": 2}]', chunk)).toBeNull();
+      expect(firstRecord('{"a": "x\\\\"}', chunk)).toBe('done');
+      expect(firstRecord('{"a": "x\\"}', chunk)).toBeNull();
+    }
   });
 
   it('ends an indented document at the end of the first element of its first array', () => {
