@@ -1,4 +1,4 @@
-import { createReadStream, openSync, readSync, closeSync, statSync } from 'node:fs';
+import { createReadStream, statSync } from 'node:fs';
 import { basename, extname } from 'node:path';
 import { EngramError, isEngramError } from '../errors.js';
 import type { ErrorCode } from '../errors.js';
@@ -6,9 +6,9 @@ import type { EventId } from '../model/ids.js';
 import { SESSION_ID_PATTERN } from '../model/ids.js';
 import type { AppendOptions, AppendOutcome, StorageBackend } from '../store/backend.js';
 import { agentProjectSchema } from '../model/agent.js';
-import { detectFormat, parseImport } from './importers/index.js';
+import { detectFormat, MAX_HEAD_BYTES, parseImport, readTranscriptHead } from './importers/index.js';
 import type { ImportedEvent, ImportFormat, ImportIssue } from './importers/types.js';
-import { IMPORT_FORMATS } from './importers/types.js';
+import { IMPORT_FORMAT_NAMES, IMPORT_FORMATS } from './importers/types.js';
 import type { Ingestor } from './ingest.js';
 import { validateEventInput } from './ingest.js';
 import { projectForDirectory } from './project-identity.js';
@@ -20,7 +20,7 @@ export interface ImportSourceFile {
 }
 
 export interface ImportFileOptions {
-  /** Default: detected from the first 64 KiB. */
+  /** Default: detected from the start of the file (its first record; see readTranscriptHead). */
   format?: ImportFormat;
   /** Import into this session, overriding the session ids the source names. */
   sessionId?: string;
@@ -64,11 +64,15 @@ export interface ImportReport {
   /** Invalid lines left out, by line (the first {@link MAX_REPORTED_ISSUES}). */
   issues: ImportIssue[];
   issueCount: number;
+  /**
+   * The format the file looks like, when another was asked for and some records were invalid (a skipInvalid import
+   * that stored the rest): likely the reason they were.
+   */
+  detectedFormat?: ImportFormat;
 }
 
 /** Most issues kept in a report or an error (all are counted): bounds memory on a file of nothing but bad lines. */
 export const MAX_REPORTED_ISSUES = 10_000;
-const SNIFF_BYTES = 64 * 1024;
 const DEFAULT_BATCH_SIZE = 500;
 /**
  * Attempts at one batch that the store refuses for one of its events before the rest of the batch goes one
@@ -106,17 +110,33 @@ interface Entry {
  * store the rest, still in one transaction.
  *
  * Every problem is named by its line in the file (a JSON document's lines too) and field, or for a document
- * the JSON path of the part the event came from. Events carry deterministic keys, so importing the same (or
+ * the JSON path of the part the event came from. A file that is empty or only white space has no line: it is refused
+ * as a whole (`field: 'file'`, line 0) in both modes. The format is detected from the file's first record
+ * (readTranscriptHead) unless `format` is given; when it is given and the file looks like another format, a refusal
+ * says which (`data.detectedFormat`), an import that reads no record of the file as an event is refused, and a
+ * skipInvalid report that lists invalid records carries it in `detectedFormat`. Events carry deterministic keys, so importing the same (or
  * a grown) file again stores only what is new.
  */
 export async function runImport(ingestor: Ingestor, source: ImportSourceFile, options: ImportFileOptions = {}): Promise<ImportReport> {
   const stat = statOrThrow(source.path);
   const name = source.displayName ?? basename(source.path);
-  if (stat.size === 0) throw new EngramError('INVALID_INPUT', `${name}: the file is empty; nothing was imported`, { field: 'file', file: name, line: 0 });
-  const format = options.format ?? sniffFormat(source.path, name);
-  if (!(IMPORT_FORMATS as readonly string[]).includes(format)) {
-    throw new EngramError('INVALID_INPUT', `format: unknown format "${format}"; expected one of ${IMPORT_FORMATS.join(', ')}`, { field: 'format' });
+  if (options.format !== undefined && !(IMPORT_FORMATS as readonly string[]).includes(options.format)) {
+    throw new EngramError('INVALID_INPUT', `format: unknown format "${options.format}"; expected one of ${IMPORT_FORMATS.join(', ')}`, { field: 'format' });
   }
+  // A file without a record has no line to name: it is refused as a whole, whatever the format and mode.
+  const head = stat.size === 0 ? null : readTranscriptHead(source.path);
+  if (head === null || head.isBlank) {
+    const what = head === null ? 'the file is empty' : 'the file is empty (white space only)';
+    throw new EngramError('INVALID_INPUT', `${name}: ${what}; nothing was imported`, { field: 'file', file: name, line: 0 });
+  }
+  const detected = detectFormat(head.text);
+  const format = options.format ?? detected;
+  if (format === null) {
+    const why = head.hasFirstRecord ? '' : ` from its first ${MAX_HEAD_BYTES / (1024 * 1024)} MiB (its first record is longer)`;
+    throw new EngramError('INVALID_INPUT', `${name}: cannot tell the transcript format${why}; pass --format (${IMPORT_FORMATS.join(', ')})`, { field: 'format' });
+  }
+  // The format the file looks like, when the caller named another: said in any refusal, which is then likely its cause.
+  const hint = options.format !== undefined && detected !== null && detected !== options.format ? { format, detected } : undefined;
   if (options.project !== undefined && !agentProjectSchema.safeParse(options.project).success) {
     throw new EngramError('INVALID_INPUT', `project: "${options.project}" is not a project name (1-200 characters, no control characters)`, { field: 'project' });
   }
@@ -145,7 +165,7 @@ export async function runImport(ingestor: Ingestor, source: ImportSourceFile, op
 
   if (mode === 'strict') {
     const counter = { events: 0 };
-    for await (const item of parseImport(importSource, format, parseOptions('validate', counter))) {
+    for await (const item of withFormatHint(parseImport(importSource, format, parseOptions('validate', counter)), hint)) {
       if (item.type === 'issue') issues.add(item.value);
       else if (item.type === 'event') {
         counter.events++;
@@ -153,7 +173,7 @@ export async function runImport(ingestor: Ingestor, source: ImportSourceFile, op
         if (problem) issues.add(problem);
       }
     }
-    if (issues.count > 0) throw rejection(name, issues);
+    if (issues.count > 0) throw rejection(name, issues, hint);
   }
 
   const report: ImportReport = { file: name, format, mode, stored: 0, duplicates: 0, sessions: [], skipped: {}, issues: [], issueCount: 0 };
@@ -182,7 +202,7 @@ export async function runImport(ingestor: Ingestor, source: ImportSourceFile, op
         await storeBatch(tx, entries, { issues, keyLines, name, tally, owner: ownerOf(entries) });
       };
       const counter = { events: 0 };
-      for await (const item of parseImport(importSource, format, parseOptions('store', counter))) {
+      for await (const item of withFormatHint(parseImport(importSource, format, parseOptions('store', counter)), hint)) {
         if (item.type === 'skip') {
           report.skipped[item.value.reason] = (report.skipped[item.value.reason] ?? 0) + 1;
           continue;
@@ -207,7 +227,9 @@ export async function runImport(ingestor: Ingestor, source: ImportSourceFile, op
       }
       await flush();
       // Throwing rolls the transaction back: a strict import stores nothing when any line is bad.
-      if (mode === 'strict' && issues.count > 0) throw rejection(name, issues);
+      if (mode === 'strict' && issues.count > 0) throw rejection(name, issues, hint);
+      // Nothing read in the format asked for, and the file looks like another: that is the answer, not a report.
+      if (hint !== undefined && counter.events === 0) throw issues.count > 0 ? rejection(name, issues, hint) : unreadable(name, report.skipped, hint);
     });
   } catch (err) {
     throw nothingImported(err, name);
@@ -220,6 +242,7 @@ export async function runImport(ingestor: Ingestor, source: ImportSourceFile, op
   report.sessions = [...perSession.values()];
   report.issues = issues.sorted();
   report.issueCount = issues.count;
+  if (hint !== undefined && issues.count > 0) report.detectedFormat = hint.detected;
   return report;
 }
 
@@ -386,35 +409,61 @@ function nothingImported(err: unknown, name: string): unknown {
   return new EngramError(err.code, `${name}: nothing was imported: ${err.message}`, { ...err.data, file: name }, { cause: err });
 }
 
-/** A strict import's refusal: the first problem by line, how many there are, all of them in `data.issues`. */
-function rejection(name: string, issues: IssueList): EngramError {
+/** The format asked for and the one the file looks like, when they differ. */
+interface FormatHint {
+  format: ImportFormat;
+  detected: ImportFormat;
+}
+
+function hintText(hint: FormatHint): string {
+  return `The file looks like ${IMPORT_FORMAT_NAMES[hint.detected]}, not ${IMPORT_FORMAT_NAMES[hint.format]}: pass --format ${hint.detected}.`;
+}
+
+/**
+ * The importer's items; an INVALID_INPUT it throws (an OpenAI list of conversations without a session) says which
+ * format the file looks like when that is another.
+ */
+async function* withFormatHint<T>(items: AsyncIterable<T>, hint: FormatHint | undefined): AsyncGenerator<T> {
+  try {
+    yield* items;
+  } catch (err) {
+    if (hint === undefined || !isEngramError(err, 'INVALID_INPUT')) throw err;
+    throw new EngramError('INVALID_INPUT', `${err.message}. ${hintText(hint)}`, { ...err.data, detectedFormat: hint.detected }, { cause: err });
+  }
+}
+
+/** An import in the wrong format that read no record as an event, only records it does not import. */
+function unreadable(name: string, skipped: Record<string, number>, hint: FormatHint): EngramError {
+  const reasons = Object.entries(skipped);
+  const count = reasons.reduce((n, [, k]) => n + k, 0);
+  const first = reasons[0];
+  const what = first === undefined ? '' : ` (${count} record${count === 1 ? '' : 's'} skipped, e.g. ${first[0]})`;
+  return new EngramError('INVALID_INPUT', `${name}: no record was read as ${IMPORT_FORMAT_NAMES[hint.format]}${what}; nothing was imported. ${hintText(hint)}`, {
+    field: 'format',
+    file: name,
+    detectedFormat: hint.detected,
+  });
+}
+
+/**
+ * A strict import's refusal: the first problem by line, how many there are, all of them in `data.issues`; with a
+ * hint, the format the file looks like (`data.detectedFormat`).
+ */
+function rejection(name: string, issues: IssueList, hint?: FormatHint): EngramError {
   const all = issues.sorted();
   const first = all[0]!;
   const at = first.line > 0 ? `${name}:${first.line}` : name;
   const others = issues.count - 1;
   const more = others > 0 ? ` (and ${others} more invalid record${others === 1 ? '' : 's'})` : '';
-  return new EngramError(
-    first.code ?? 'INVALID_INPUT',
-    `${at}: ${first.message}${more}; nothing was imported. Fix the file, or pass --skip-invalid to import the valid records and list the rest.`,
-    { file: name, line: first.line, ...(first.field !== undefined ? { field: first.field } : {}), issueCount: issues.count, issues: all },
-  );
-}
-
-function sniffFormat(path: string, name: string): ImportFormat {
-  const fd = openSync(path, 'r');
-  try {
-    const buf = Buffer.alloc(SNIFF_BYTES);
-    const n = readSync(fd, buf, 0, SNIFF_BYTES, 0);
-    const format = detectFormat(buf.subarray(0, n).toString('utf8'));
-    if (!format) {
-      throw new EngramError('INVALID_INPUT', `${name}: cannot tell the transcript format; pass --format (${IMPORT_FORMATS.join(', ')})`, {
-        field: 'format',
-      });
-    }
-    return format;
-  } finally {
-    closeSync(fd);
-  }
+  const advice = hint === undefined ? 'Fix the file, or pass --skip-invalid to import the valid records and list the rest.' : hintText(hint);
+  return new EngramError(first.code ?? 'INVALID_INPUT', `${at}: ${first.message}${more}; nothing was imported. ${advice}`, {
+    file: name,
+    line: first.line,
+    ...(first.field !== undefined ? { field: first.field } : {}),
+    issueCount: issues.count,
+    issues: all,
+    ...(hint !== undefined ? { detectedFormat: hint.detected } : {}),
+  });
 }
 
 function statOrThrow(path: string): { size: number } {

@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -91,6 +91,52 @@ describe('engram ingest of agent transcript formats', () => {
 
     const hit = JSON.parse(engram(['recall', 'rocknroll', '--kind', 'tool_result', '--json']).stdout).hits[0];
     expect(hit).toMatchObject({ sessionId: 'swe-agent-textkit__textkit-231', toolName: 'bash' });
+  });
+
+  it('detects an OpenHands evaluation output, stores each instance in its own session, and recalls a tool output', () => {
+    const report = ingestJson([place('openhands-output.jsonl', 'output.jsonl')]);
+    expect(report.format).toBe('openhands');
+    expect(report.sessions).toEqual([
+      { id: 'ledgerly__ledgerly-88', stored: 12, duplicates: 0 },
+      { id: 'ledgerly__ledgerly-91', stored: 6, duplicates: 0 },
+    ]);
+    const hit = JSON.parse(engram(['recall', '8 passed in 0.41s', '--kind', 'tool_result', '--json']).stdout).hits[0];
+    expect(hit).toMatchObject({ sessionId: 'ledgerly__ledgerly-88', kind: 'tool_result', toolName: 'execute_bash' });
+    expect(ingestJson(['output.jsonl']).duplicates).toBe(18);
+  });
+
+  it('detects an evaluation output whose first line is over 64 KiB (issue #30: "malformed JSON ... position 214391")', () => {
+    const [first, second] = readFileSync(join(TRANSCRIPTS, 'openhands-output.jsonl'), 'utf8').split('\n');
+    const instance = JSON.parse(first!);
+    // A long test run's output in an observation: the line grows past 200 KB, as in the issue's file.
+    instance.history[9].content = `${'tests/test_ledger.py::test_case PASSED\n'.repeat(5500)}8 passed in 0.41s`;
+    const line = JSON.stringify(instance);
+    expect(line.length).toBeGreaterThan(214_391);
+    writeFileSync(join(dir, 'output.jsonl'), `${line}\n${second}\n`);
+    const report = ingestJson(['output.jsonl']);
+    expect(report.format).toBe('openhands');
+    expect(report.stored).toBe(18);
+  });
+
+  it('detects Gemini CLI chats (.json and .jsonl) and pairs their tool calls with the results', () => {
+    const json = ingestJson([place('gemini-session-2025-09-18T08-14-6f3c9a2e.json')]);
+    expect(json.format).toBe('gemini');
+    expect(json.sessions).toEqual([{ id: '6f3c9a2e-1b7d-4e58-9c0a-2d4b8e7f1a36', stored: 10, duplicates: 0 }]);
+    const lines = ingestJson([place('gemini-session-2026-03-11T21-02-c41d7e9a.jsonl')]);
+    expect(lines.format).toBe('gemini');
+    expect(lines.sessions).toEqual([{ id: 'c41d7e9a-5b3f-4a2c-8e1d-6f0b9a3c7d25', stored: 10, duplicates: 0 }]);
+    const hit = JSON.parse(engram(['recall', 'AssertionError 2.67', '--kind', 'tool_result', '--json']).stdout).hits[0];
+    expect(hit).toMatchObject({ sessionId: 'c41d7e9a-5b3f-4a2c-8e1d-6f0b9a3c7d25', toolName: 'run_shell_command' });
+  });
+
+  it('names the format a file looks like when --format names another', () => {
+    const r = engram(['ingest', place('codex-rollout.jsonl'), '--format', 'openai', '--session', 'x']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('codex-rollout.jsonl:');
+    expect(r.stderr).toContain('The file looks like a Codex CLI rollout, not an OpenAI chat: pass --format codex.');
+    const gemini = engram(['ingest', place('gemini-session-2026-03-11T21-02-c41d7e9a.jsonl'), '--format', 'claude-code']);
+    expect(gemini.code).toBe(2);
+    expect(gemini.stderr).toContain('The file looks like a Gemini CLI chat, not a Claude Code session: pass --format gemini.');
   });
 
   it('rejects a Codex rollout with a bad line, naming the line and field, and stores nothing', () => {

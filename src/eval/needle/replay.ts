@@ -6,14 +6,14 @@
  * numbers, error codes with addresses, flag strings, "because" clauses) that occur in its first part, each
  * asked for with the words found beside it on its line.
  */
-import { createReadStream, openSync, readSync, closeSync, statSync } from 'node:fs';
+import { createReadStream, statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { defaultCacheMarks } from '../../context/context-engine.js';
 import { EngramError } from '../../errors.js';
 import type { EventInput } from '../../model/event.js';
 import { SESSION_ID_PATTERN } from '../../model/ids.js';
-import { DETECT_FORMAT_BYTES, detectFormat, parseImport, type ImportFormat } from '../../memory/importers/index.js';
+import { detectFormat, parseImport, readTranscriptHead, type ImportFormat } from '../../memory/importers/index.js';
 import { validateEventInput } from '../../memory/ingest.js';
 import type { Embedder } from '../../providers/embedder.js';
 import type { Tokenizer } from '../../providers/tokenizer.js';
@@ -172,16 +172,9 @@ async function readTranscript(options: ReplayOptions): Promise<{ format: ImportF
 }
 
 function sniff(file: string): ImportFormat {
-  const fd = openSync(file, 'r');
-  try {
-    const buf = Buffer.alloc(DETECT_FORMAT_BYTES);
-    const n = readSync(fd, buf, 0, DETECT_FORMAT_BYTES, 0);
-    const format = detectFormat(buf.subarray(0, n).toString('utf8'));
-    if (!format) throw new EngramError('INVALID_INPUT', `${basename(file)}: cannot tell the transcript format; pass --format`, { field: 'format' });
-    return format;
-  } finally {
-    closeSync(fd);
-  }
+  const format = detectFormat(readTranscriptHead(file).text);
+  if (!format) throw new EngramError('INVALID_INPUT', `${basename(file)}: cannot tell the transcript format; pass --format`, { field: 'format' });
+  return format;
 }
 
 /** Turns: a tool call and the results that follow it form one turn; every other event is a turn of its own. */

@@ -105,6 +105,33 @@ describe('detectFormat', () => {
     expect(detectFormat(jsonl({ type: 'message', role: 'user', content: [{ type: 'text', text: 'x' }] }))).toBeNull();
   });
 
+  it('detects an OpenHands evaluation output whole, and from the start of a first line cut off', () => {
+    const instance = {
+      instance_id: 'ledgerly__ledgerly-88',
+      test_result: { git_patch: 'diff' },
+      instruction: 'fix it',
+      metadata: { agent_class: 'CodeActAgent', llm_config: { model: 'm' } },
+      // The LLM response inside tool_call_metadata holds `role` keys: what made the file look like an OpenAI chat.
+      history: [{ id: 1, source: 'agent', action: 'run', args: {}, tool_call_metadata: { model_response: { choices: [{ message: { role: 'assistant' } }] } } }],
+    };
+    expect(detectFormat(jsonl(instance, instance))).toBe('openhands');
+    expect(detectFormat(JSON.stringify(instance).slice(0, 100))).toBe('openhands');
+    // Python's json.dumps writes a space after the colon.
+    expect(detectFormat('{"instance_id": "x", "instruction": "y", "history": [{"id": 0, "mess')).toBe('openhands');
+  });
+
+  it('detects a Gemini CLI chat: indented (.json), on one line, or as JSON Lines with a header', () => {
+    const chat = { sessionId: 's', projectHash: 'h', startTime: 't', lastUpdated: 'u', messages: [{ id: 'm', timestamp: 't', type: 'user', content: 'hi' }] };
+    const pretty = JSON.stringify(chat, null, 2);
+    expect(detectFormat(pretty)).toBe('gemini');
+    expect(detectFormat(pretty.slice(0, 130))).toBe('gemini');
+    expect(detectFormat(JSON.stringify(chat))).toBe('gemini');
+    expect(detectFormat(jsonl({ sessionId: 's', projectHash: 'h', startTime: 't', lastUpdated: 'u', kind: 'main' }, chat.messages[0]))).toBe('gemini');
+    // Not the other formats that name a sessionId.
+    expect(detectFormat(jsonl({ kind: 'user', content: 'x', sessionId: 's' }))).toBe('jsonl');
+    expect(detectFormat(jsonl({ type: 'user', sessionId: 's', uuid: 'u', projectHash: 'h' }))).toBe('claude-code');
+  });
+
   it('returns null for what it does not recognise', () => {
     expect(detectFormat('')).toBeNull();
     expect(detectFormat('hello world')).toBeNull();

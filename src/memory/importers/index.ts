@@ -1,6 +1,7 @@
 import { parseAnthropic } from './anthropic-importer.js';
 import { parseClaudeCode } from './claude-code-importer.js';
 import { parseCodex } from './codex-importer.js';
+import { parseGemini } from './gemini-importer.js';
 import { isRecord } from './import-item.js';
 import { parseJsonl } from './jsonl-importer.js';
 import { parseOpenAi } from './openai-importer.js';
@@ -8,7 +9,7 @@ import { parseOpenHands } from './openhands-importer.js';
 import { parseSweAgent } from './swe-agent-importer.js';
 import type { ImportFormat, ImportItem, ImportOptions, ImportSource } from './types.js';
 
-export { IMPORT_FORMATS, MAX_DOCUMENT_BYTES, MAX_TOOL_USE_RESULT_BYTES, CONVERSATION_SESSION_SEPARATOR } from './types.js';
+export { IMPORT_FORMATS, IMPORT_FORMAT_NAMES, MAX_DOCUMENT_BYTES, MAX_TOOL_USE_RESULT_BYTES, CONVERSATION_SESSION_SEPARATOR } from './types.js';
 export type { ImportFormat, ImportItem, ImportOptions, ImportSource, ImportedEvent, ImportIssue, ImportSkip } from './types.js';
 export { parseJsonl } from './jsonl-importer.js';
 export { parseOpenAi } from './openai-importer.js';
@@ -17,9 +18,10 @@ export { parseClaudeCode } from './claude-code-importer.js';
 export { parseCodex } from './codex-importer.js';
 export { parseOpenHands } from './openhands-importer.js';
 export { parseSweAgent } from './swe-agent-importer.js';
+export { parseGemini } from './gemini-importer.js';
 
-/** How much of the start of a file {@link detectFormat} wants to see, in bytes. */
-export const DETECT_FORMAT_BYTES = 64 * 1024;
+export { DETECT_FORMAT_BYTES, MAX_HEAD_BYTES, readTranscriptHead } from './transcript-head.js';
+export type { TranscriptHead } from './transcript-head.js';
 
 const CLAUDE_CODE_TYPES = new Set(['user', 'assistant', 'summary', 'system']);
 const CLAUDE_CODE_ID_FIELDS = ['uuid', 'sessionId', 'leafUuid'];
@@ -29,6 +31,11 @@ const CODEX_LINE_TYPES = new Set(['session_meta', 'response_item', 'event_msg', 
  * text because the first line, the session_meta with the built-in instructions, can be longer than the chunk.
  */
 const CODEX_ROLLOUT_START = /^\{\s*"timestamp"\s*:\s*"[^"\\]*"\s*,\s*"type"\s*:\s*"(?:session_meta|response_item|event_msg|turn_context|compacted)"\s*,\s*"payload"\s*:/;
+/**
+ * The start of an OpenHands evaluation output line (`output.jsonl`) as OpenHands writes it (pydantic's compact JSON,
+ * `instance_id` first), looked for in raw text when the line is longer than what detection read.
+ */
+const OPENHANDS_EVAL_START = /^\{[ \t]*"instance_id"[ \t]*:/;
 const OPENHANDS_SOURCES = new Set(['user', 'agent', 'environment']);
 /** JSONL lines looked at before giving up. */
 const DETECT_FORMAT_MAX_LINES = 50;
@@ -51,22 +58,27 @@ const ANTHROPIC_HINTS = [
 ];
 
 /**
- * Guesses the format from the start of a file (pass at least the first DETECT_FORMAT_BYTES, decoded).
- * Returns null when nothing fits.
+ * Guesses the format from the start of a file: pass what readTranscriptHead read (at least the first
+ * DETECT_FORMAT_BYTES, and the whole first record when it is longer), decoded. Returns null when nothing fits.
  *
  * - A Codex rollout line at the start (`{"timestamp": ..., "type": "session_meta", "payload": ...}`, as Codex
- *   writes it) → `codex`, even when that first line is cut off by the end of the chunk.
+ *   writes it) → `codex`, even when that first line is cut off by the end of the text; likewise an OpenHands
+ *   evaluation output line (`{"instance_id": ...`, as OpenHands writes it) → `openhands`.
  * - JSON Lines (the first line parses as an object on its own, without `messages` or `traj`): the first
- *   line with a string `kind` → `jsonl`; with a string `type` of `user`, `assistant`, `summary` or `system`
+ *   line that is a Gemini CLI chat header (`sessionId` and `projectHash`, no `type`) → `gemini`; with a string
+ *   `kind` → `jsonl`; with a string `type` of `user`, `assistant`, `summary` or `system`
  *   and a `uuid`, `sessionId` or `leafUuid` → `claude-code`; a Codex rollout line (`type` and `payload`), or a
  *   bare Codex response item of an older rollout (a message with `input_`/`output_` content parts, a function
  *   call or output with a `call_id`) → `codex`; an event with a `source` of user, agent or environment and an
- *   `action` or `observation` → `openhands`. Lines that fit none (newer Claude Code files can start with
- *   `file-history-snapshot` records, older Codex rollouts with a session header) are passed over, up to 50 lines.
+ *   `action` or `observation`, or an evaluation output line (`instance_id` and a `history` array) → `openhands`.
+ *   Lines that fit none (newer Claude Code files can start with `file-history-snapshot` records, older Codex
+ *   rollouts with a session header) are passed over, up to 50 lines.
  * - A JSON array whose text names an OpenHands event `source` and an `action` or `observation` before any `role`,
  *   `messages` or `traj` key → `openhands`.
  * - A JSON object with a `trajectory` array, on one line or whose text names the `trajectory` key before any
  *   `role`, `messages` or `traj` key → `swe-agent`.
+ * - A Gemini CLI chat document: on one line, an object with `sessionId`, `projectHash` and `messages`; indented,
+ *   a text naming the `projectHash` key before any `role`, `messages` or `traj` key → `gemini`.
  * - A JSON document (starts with `[` or `{` but the first line is not a complete object): an OpenAI or
  *   Anthropic chat if the text mentions `messages`, `role` or `traj`. Shape hints decide which: OpenAI
  *   has `tool_calls`, `role: "tool"`, `tool_call_id`, system/developer roles, `traj`; Anthropic has
@@ -78,15 +90,19 @@ const ANTHROPIC_HINTS = [
  * once tool blocks appear in its first chunk; keys differ between the two, so pass the format explicitly
  * when importing such a file more than once.
  */
-export function detectFormat(firstChunk: string): ImportFormat | null {
-  const text = firstChunk.replace(/^\uFEFF/, '').trimStart();
+export function detectFormat(head: string): ImportFormat | null {
+  const text = head.replace(/^\uFEFF/, '').trimStart();
   if (text === '') return null;
   if (CODEX_ROLLOUT_START.test(text)) return 'codex';
   if (text.startsWith('{')) {
     const lines = text.split('\n');
     const first = parseObject(lines[0]!);
+    // A long evaluation output line that the chunk cut off.
+    if (first === null && OPENHANDS_EVAL_START.test(text)) return 'openhands';
     // A SWE-agent trajectory written on one line.
     if (first !== null && typeof first.kind !== 'string' && Array.isArray(first.trajectory)) return 'swe-agent';
+    // A Gemini CLI chat written on one line.
+    if (first !== null && isGeminiHeader(first) && Array.isArray(first.messages)) return 'gemini';
     if (first !== null && !('messages' in first) && !('traj' in first)) {
       // JSON Lines. Records of other types (a Claude Code file-history-snapshot) may come first: look on.
       for (const line of lines.slice(0, DETECT_FORMAT_MAX_LINES)) {
@@ -98,6 +114,7 @@ export function detectFormat(firstChunk: string): ImportFormat | null {
       return null;
     }
     if (first === null && isSweAgentDocument(text)) return 'swe-agent';
+    if (first === null && isGeminiDocument(text)) return 'gemini';
   } else if (!text.startsWith('[')) {
     return null;
   } else if (isOpenHandsArray(text)) {
@@ -110,13 +127,37 @@ export function detectFormat(firstChunk: string): ImportFormat | null {
 }
 
 function jsonlFormatOf(record: Record<string, unknown>): ImportFormat | null {
+  // Before `kind`: a Gemini CLI chat header has one (`main` or `subagent`).
+  if (isGeminiHeader(record)) return 'gemini';
   if (typeof record.kind === 'string') return 'jsonl';
   if (typeof record.type === 'string') {
     const hasId = CLAUDE_CODE_ID_FIELDS.some((f) => typeof record[f] === 'string');
     if (CLAUDE_CODE_TYPES.has(record.type) && hasId) return 'claude-code';
     if (isCodexLine(record, record.type)) return 'codex';
   }
-  return isOpenHandsEvent(record) ? 'openhands' : null;
+  return isOpenHandsEvent(record) || isOpenHandsEvalOutput(record) ? 'openhands' : null;
+}
+
+/** An OpenHands evaluation output line: one instance of a benchmark run with its `history` of events. */
+function isOpenHandsEvalOutput(record: Record<string, unknown>): boolean {
+  return (typeof record.instance_id === 'string' || typeof record.instance_id === 'number') && Array.isArray(record.history);
+}
+
+/** The header of a Gemini CLI chat: the whole chat (`.json`) or the first line of one written as JSON Lines. */
+function isGeminiHeader(record: Record<string, unknown>): boolean {
+  return typeof record.sessionId === 'string' && typeof record.projectHash === 'string' && record.type === undefined;
+}
+
+/**
+ * A Gemini CLI chat written as an indented JSON document, judged from raw text: a `projectHash` key before the
+ * `messages` key (Gemini CLI writes sessionId, projectHash, startTime, lastUpdated, then messages) and no `role`
+ * key before it (a Gemini message has a `type`, not a role).
+ */
+function isGeminiDocument(text: string): boolean {
+  const hashAt = text.search(/"projectHash"\s*:\s*"/);
+  if (hashAt === -1) return false;
+  const chatAt = text.search(/"(?:role|messages|traj|trajectory)"\s*:/);
+  return chatAt === -1 || hashAt < chatAt;
 }
 
 /** An OpenHands event: a `source` of user, agent or environment, and an action or an observation type. */
@@ -209,5 +250,7 @@ export function parseImport(source: ImportSource, format: ImportFormat, options:
       return parseOpenHands(source, options);
     case 'swe-agent':
       return parseSweAgent(source, options);
+    case 'gemini':
+      return parseGemini(source, options);
   }
 }

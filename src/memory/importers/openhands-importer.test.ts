@@ -16,7 +16,7 @@ const skipsOfFixture = [
 ];
 
 describe('openhands importer', () => {
-  it('maps a saved trajectory: messages, thoughts, tool calls paired with their observations by cause', async () => {
+  it('maps a saved trajectory: messages, thoughts, tool calls paired with their observations by cause, and the shell working directory from the first command on', async () => {
     const { events, issues, skips } = await parseText(fixture('openhands-trajectory.json'), 'openhands');
     expect(issues).toEqual([]);
     expect(skips.map((s) => s.reason)).toEqual(skipsOfFixture);
@@ -55,7 +55,7 @@ describe('openhands importer', () => {
         ts: ts('06.845930'),
         toolName: 'execute_bash',
         toolCallId: 'toolu_01Rq8sVfXb2Lm',
-        meta: { observation: 'run', exitCode: 0 },
+        meta: { cwd: '/workspace', observation: 'run', exitCode: 0 },
       },
       {
         kind: 'tool_call',
@@ -64,7 +64,7 @@ describe('openhands importer', () => {
         ts: ts('12.402118'),
         toolName: 'str_replace_editor',
         toolCallId: 'toolu_02Kp4wNz7Hc',
-        meta: { action: 'edit' },
+        meta: { cwd: '/workspace', action: 'edit' },
       },
       {
         kind: 'tool_result',
@@ -73,9 +73,9 @@ describe('openhands importer', () => {
         ts: ts('12.530074'),
         toolName: 'str_replace_editor',
         toolCallId: 'toolu_02Kp4wNz7Hc',
-        meta: { observation: 'edit', path: '/workspace/scripts/rotate_logs.py' },
+        meta: { cwd: '/workspace', observation: 'edit', path: '/workspace/scripts/rotate_logs.py' },
       },
-      { kind: 'assistant', content: 'Is there a test file?', key: 'oh:9:0', ts: ts('15.004551') },
+      { kind: 'assistant', content: 'Is there a test file?', key: 'oh:9:0', ts: ts('15.004551'), meta: { cwd: '/workspace' } },
       {
         kind: 'tool_call',
         content: '{"path":"/workspace/tests/test_rotate_logs.py","start":0,"end":-1,"impl_source":"oh_aci","view_range":null}',
@@ -83,7 +83,7 @@ describe('openhands importer', () => {
         ts: ts('15.004551'),
         toolName: 'str_replace_editor',
         toolCallId: 'toolu_03Zt6yGm1Qd',
-        meta: { action: 'read' },
+        meta: { cwd: '/workspace', action: 'read' },
       },
       {
         kind: 'tool_result',
@@ -93,16 +93,16 @@ describe('openhands importer', () => {
         toolName: 'str_replace_editor',
         toolCallId: 'toolu_03Zt6yGm1Qd',
         tags: ['error'],
-        meta: { observation: 'error', isError: true },
+        meta: { cwd: '/workspace', observation: 'error', isError: true },
       },
-      { kind: 'assistant', content: expect.stringContaining('skip os.remove'), key: 'oh:11:0', ts: ts('18.771903'), tags: ['thinking'] },
+      { kind: 'assistant', content: expect.stringContaining('skip os.remove'), key: 'oh:11:0', ts: ts('18.771903'), tags: ['thinking'], meta: { cwd: '/workspace' } },
       {
         kind: 'assistant',
         content: expect.stringMatching(/^Added --dry-run/),
         key: 'oh:13:0',
         ts: ts('25.310006'),
         tags: ['finish'],
-        meta: { taskCompleted: 'true' },
+        meta: { cwd: '/workspace', taskCompleted: 'true' },
       },
     ]);
   });
@@ -194,6 +194,154 @@ describe('openhands importer', () => {
     ]);
     expect((await parseText('[\n  {"id": 1,\n', 'openhands')).issues).toEqual([{ line: 3, message: expect.stringMatching(/^malformed JSON/) }]);
     expect((await parseText('[]', 'openhands')).issues).toEqual([{ line: 1, message: 'the document holds no events' }]);
+  });
+
+  it('reads an evaluation output: each instance a session, tool calls paired with their observations, the patch as a note', async () => {
+    const { events, issues, skips } = await parseText(fixture('openhands-output.jsonl'), 'openhands');
+    expect(issues).toEqual([]);
+    expect(skips.map((s) => s.reason)).toEqual([
+      "OpenHands action 'recall' is not imported",
+      "OpenHands observation 'recall' is not imported",
+      "OpenHands observation 'agent_state_changed' is not imported",
+      "OpenHands observation 'null' is not imported",
+      "OpenHands observation 'null' is not imported",
+    ]);
+    const first = events.filter((e) => e.sessionId === 'ledgerly__ledgerly-88');
+    const second = events.filter((e) => e.sessionId === 'ledgerly__ledgerly-91');
+    expect(first.length + second.length).toBe(events.length);
+    expect(first.map((e) => [e.event.kind, e.event.toolName ?? null])).toEqual([
+      ['system', null],
+      ['user', null],
+      ['assistant', null],
+      ['tool_call', 'execute_bash'],
+      ['tool_result', 'execute_bash'],
+      ['assistant', null],
+      ['tool_call', 'str_replace_editor'],
+      ['tool_result', 'str_replace_editor'],
+      ['tool_call', 'execute_bash'],
+      ['tool_result', 'execute_bash'],
+      ['assistant', null],
+      ['note', null],
+    ]);
+    const callIds = (kind: string) => events.filter((e) => e.event.kind === kind).map((e) => e.event.toolCallId);
+    expect(callIds('tool_result')).toEqual(callIds('tool_call'));
+    expect(callIds('tool_call')).toEqual(['toolu_01LgR8aVd2Qx', 'toolu_02Hq5mWc8Nz', 'toolu_03Tz6yGm1Qd', 'oh-3']);
+    expect(first[3]?.event.meta).toEqual({ model: 'anthropic/claude-3-7-sonnet-20250219', action: 'run' });
+    // The working directory is known from the first command's observation on.
+    expect(first.map((e) => e.event.meta?.cwd ?? null)).toEqual([null, null, null, null, ...Array(7).fill('/workspace/ledgerly__ledgerly__0.4'), null]);
+    expect(first[11]?.event).toMatchObject({ kind: 'note', tags: ['patch'], content: expect.stringMatching(/^diff --git a\/ledgerly\/ledger.py/) });
+    expect(first.every((e) => e.line === 1) && second.every((e) => e.line === 2)).toBe(true);
+
+    // An older output: [action, observation] pairs, the observation without a cause; an error.
+    expect(second.map((e) => [e.event.kind, e.event.tags ?? []])).toEqual([
+      ['user', []],
+      ['assistant', []],
+      ['tool_call', []],
+      ['tool_result', []],
+      ['assistant', ['finish']],
+      ['system', ['error']],
+    ]);
+    expect(second[3]?.event).toMatchObject({ content: '30:    def add(self, entry: Entry) -> None:', toolName: 'run', toolCallId: 'oh-3' });
+    expect(second[5]?.event.content).toBe('Agent reached maximum iteration in headless mode.');
+    expect(new Set(events.map((e) => `${e.sessionId} ${e.event.key}`)).size).toBe(events.length);
+  });
+
+  it('names sessions after instance ids, within the session id alphabet, under the caller\'s base session', async () => {
+    const line = (id: unknown, history: unknown = []) => ({ instance_id: id, instruction: `task ${String(id)}`, history, test_result: {} });
+    const text = jsonl(line('HumanEval/0'), line('HumanEval-0'), line(17), line('a'.repeat(140)), line('__x y__'));
+    const { events, issues } = await parseText(text, 'openhands');
+    expect(issues).toEqual([]);
+    const sessions = events.map((e) => e.sessionId!);
+    expect(sessions[0]).toMatch(/^HumanEval-0-[0-9a-f]{8}$/);
+    expect(sessions.slice(1, 3)).toEqual(['HumanEval-0', '17']);
+    expect(sessions[3]).toMatch(/^a{119}-[0-9a-f]{8}$/);
+    expect(sessions[4]).toMatch(/^x-y__-[0-9a-f]{8}$/);
+    for (const id of sessions) expect(id).toMatch(/^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/);
+    const based = await parseText(text, 'openhands', { sessionId: 'run-7' });
+    expect(based.events.map((e) => e.sessionId).slice(1, 3)).toEqual(['run-7:HumanEval-0', 'run-7:17']);
+  });
+
+  it("reads an evaluation output of the OpenHands agent SDK (1.x): its events' tool calls paired with their observations by call id", async () => {
+    const { events, issues, skips } = await parseText(fixture('openhands-sdk-output.jsonl'), 'openhands');
+    expect(issues).toEqual([]);
+    expect(skips.map((s) => s.reason)).toEqual(["OpenHands SDK event 'ConversationStateUpdateEvent' is not imported"]);
+    expect(new Set(events.map((e) => e.sessionId))).toEqual(new Set(['ledgerly__ledgerly-102']));
+    expect(events.map((e) => [e.event.kind, e.event.toolName ?? null, e.event.tags ?? []])).toEqual([
+      ['system', null, []],
+      ['user', null, []],
+      ['assistant', null, []],
+      ['tool_call', 'terminal', []],
+      ['tool_result', 'terminal', []],
+      ['assistant', null, []],
+      ['tool_call', 'file_editor', []],
+      ['tool_result', 'file_editor', ['error']],
+      ['assistant', null, []],
+      ['tool_call', 'terminal', []],
+      ['tool_result', 'terminal', []],
+      ['note', null, ['summary']],
+      ['assistant', null, []],
+      ['tool_call', 'finish', []],
+      ['tool_result', 'finish', []],
+    ]);
+    const callIds = (kind: string) => events.filter((e) => e.event.kind === kind).map((e) => e.event.toolCallId);
+    expect(callIds('tool_result')).toEqual(callIds('tool_call'));
+    expect(events[3]?.event).toEqual({
+      kind: 'tool_call',
+      content: '{"command": "grep -n \\"reversed\\" ledgerly/ledger.py", "security_risk": "LOW"}',
+      key: 'oh:3e0a4f5b-8c6d-4b1e-8d9f-4a5b6c7d8e93:1',
+      ts: '2025-11-20T09:41:06.517204',
+      toolName: 'terminal',
+      toolCallId: 'toolu_01Vq7bXe3Rk',
+      meta: { model: 'litellm_proxy/claude-sonnet-4-5-20250929', action: 'TerminalAction' },
+    });
+    expect(events[4]?.event).toMatchObject({ meta: { cwd: '/workspace/ledgerly', observation: 'TerminalObservation', exitCode: 0 } });
+    expect(events[8]?.event.content).toMatch(/^The grep line starts with 8 spaces/);
+    expect(events[10]?.event).toMatchObject({ content: expect.stringContaining('1 failed, 7 passed'), meta: { exitCode: 1 } });
+    expect(events.map((e) => e.event.meta?.cwd ?? null).slice(0, 5)).toEqual([null, null, null, null, '/workspace/ledgerly']);
+  });
+
+  it('names the field of a bad SDK event, and keeps the images of an SDK message', async () => {
+    const history = [
+      { kind: 'ActionEvent', id: 'a1', source: 'agent', thought: [], action: { kind: 'TerminalAction', command: 'ls' }, tool_call_id: 't1' },
+      { kind: 'ObservationEvent', id: 'o1', source: 'environment', tool_name: 'terminal', observation: { content: [{ type: 'text', text: 'x' }] } },
+      { kind: 'MessageEvent', id: 'm1', source: 'robot', llm_message: { role: 'user', content: [] } },
+      { kind: 'MessageEvent', id: 'm2', source: 'user', llm_message: { role: 'user', content: [{ type: 'text', text: 'see' }, { type: 'image', image_urls: ['https://example.com/a.png'] }] } },
+      { kind: 'UserRejectObservation', id: 'r1', source: 'environment', tool_name: 'terminal', tool_call_id: 't2', rejection_reason: 'not on main' },
+      { kind: 'HookExecutionEvent', id: 'h1', source: 'environment' },
+    ];
+    const { events, issues, skips } = await parseText(jsonl({ instance_id: 'i1', test_result: {}, history }), 'openhands');
+    expect(issues.map((i) => i.field)).toEqual(['history[0].tool_name', 'history[1].tool_call_id', 'history[2].source']);
+    expect(events.map((e) => e.event)).toEqual([
+      { kind: 'user', content: 'see', key: 'oh:m2:1' },
+      { kind: 'user', content: '[image: https://example.com/a.png]', key: 'oh:m2:2.0', meta: { url: 'https://example.com/a.png' } },
+      { kind: 'tool_result', content: 'not on main', key: 'oh:r1:0', toolName: 'terminal', toolCallId: 't2', tags: ['rejected'] },
+    ]);
+    expect(skips.map((s) => s.reason)).toEqual(["OpenHands SDK event 'HookExecutionEvent' (unknown kind) is not imported"]);
+  });
+
+  it('states the instruction when no user message of the history holds it', async () => {
+    const text = jsonl({ instance_id: 'i1', instruction: 'Fix the flaky test.', history: [], test_result: {}, error: 'RuntimeError: sandbox did not start' });
+    const { events } = await parseText(text, 'openhands');
+    expect(events.map((e) => e.event)).toEqual([
+      { kind: 'user', content: 'Fix the flaky test.', key: 'oh:instance:0', tags: ['instruction'] },
+      { kind: 'system', content: 'RuntimeError: sandbox did not start', key: 'oh:instance:2', tags: ['error'] },
+    ]);
+  });
+
+  it('names the line and field of a bad instance and reads on', async () => {
+    const text = jsonl(
+      { instance_id: null, history: [] },
+      { instance_id: 'i1', history: 'none' },
+      { instance_id: 'i2', history: [[{ id: 1, source: 'agent', action: 'run', args: { command: 'ls' } }], 7, { id: 3, source: 'agent', action: 'message', args: { content: 'ok' } }] },
+    );
+    const { events, issues } = await parseText(text, 'openhands');
+    expect(issues).toEqual([
+      { line: 1, field: 'instance_id', message: 'instance_id: an evaluation output line needs a string instance id' },
+      { line: 2, field: 'history', message: 'history: expected an array of OpenHands events' },
+      { line: 3, field: 'history[0]', message: 'history[0]: expected an OpenHands event or an [action, observation] pair' },
+      { line: 3, field: 'history[1]', message: 'history[1]: an OpenHands event must be an object' },
+    ]);
+    expect(events.map((e) => [e.sessionId, e.event.content])).toEqual([['i2', 'ok']]);
   });
 
   it('reports an empty file', async () => {

@@ -1,8 +1,20 @@
 import type { EventInput } from '../../model/event.js';
 
 /** Transcript formats the importers read. */
-export const IMPORT_FORMATS = ['jsonl', 'openai', 'anthropic', 'claude-code', 'codex', 'openhands', 'swe-agent'] as const;
+export const IMPORT_FORMATS = ['jsonl', 'openai', 'anthropic', 'claude-code', 'codex', 'openhands', 'swe-agent', 'gemini'] as const;
 export type ImportFormat = (typeof IMPORT_FORMATS)[number];
+
+/** What a file of each format is, for messages (`the file looks like a Codex CLI rollout`). */
+export const IMPORT_FORMAT_NAMES: Readonly<Record<ImportFormat, string>> = {
+  jsonl: 'Engram JSONL',
+  openai: 'an OpenAI chat',
+  anthropic: 'an Anthropic chat',
+  'claude-code': 'a Claude Code session',
+  codex: 'a Codex CLI rollout',
+  openhands: 'an OpenHands event stream or evaluation output',
+  'swe-agent': 'a SWE-agent trajectory',
+  gemini: 'a Gemini CLI chat',
+};
 
 /**
  * Largest whole-JSON document (openai, anthropic, an OpenHands event array, a SWE-agent trajectory) read into

@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import type { CliContext, GlobalOptions } from '../cli-context.js';
-import { IMPORT_FORMATS } from '../../../memory/importers/types.js';
+import { IMPORT_FORMAT_NAMES, IMPORT_FORMATS } from '../../../memory/importers/types.js';
 import { drainQueue } from './embedding.js';
 import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -79,6 +79,7 @@ function renderReport(r: ImportReport): string {
   const skipped = Object.entries(r.skipped);
   if (skipped.length > 0) lines.push(`skipped records: ${skipped.map(([why, n]) => `${n} ${why}`).join('; ')}`);
   if (r.issueCount > 0) {
+    if (r.detectedFormat !== undefined) lines.push(`the file looks like ${IMPORT_FORMAT_NAMES[r.detectedFormat]}, not ${IMPORT_FORMAT_NAMES[r.format]}: pass --format ${r.detectedFormat}`);
     lines.push(`${r.issueCount} invalid record(s) were left out:`);
     const listed = r.issues.slice(0, ISSUES_LISTED);
     for (const i of listed) lines.push(`  ${i.line > 0 ? `${r.file}:${i.line}` : r.file}: ${i.message}`);
@@ -93,11 +94,13 @@ export function register(program: Command, context: CliContext): void {
   const { io } = context;
   program
     .command('ingest')
-    .description('import a transcript (generic JSONL, OpenAI or Anthropic messages, a Claude Code session, a Codex CLI rollout, an OpenHands event stream, a SWE-agent trajectory)')
+    .description(
+      'import a transcript (generic JSONL, OpenAI or Anthropic messages, a Claude Code session, a Codex CLI rollout, an OpenHands event stream or evaluation output, a SWE-agent trajectory, a Gemini CLI chat)',
+    )
     .argument('<file>', 'transcript file, or - for standard input')
     .option('-s, --session <id>', 'import into this session (default: the session ids in the file, else the file name)')
     .option('-p, --project <name>', "the project new sessions belong to: its agents may read them (default: default; see docs/security.md)")
-    .addOption(new Option('-f, --format <format>', 'input format (default: detected)').choices([...IMPORT_FORMATS]))
+    .addOption(new Option('-f, --format <format>', 'input format (default: detected from the first record)').choices([...IMPORT_FORMATS]))
     .option('--skip-invalid', 'store the valid records and list invalid ones (default: reject the whole file)')
     .option('--no-embed', 'do not embed the new events now (they stay queued for `engram reindex` or `engram serve`); the identifier index is caught up either way')
     .action(
