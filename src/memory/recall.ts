@@ -65,7 +65,10 @@ export interface RecallOptions {
   disableFactors?: ModifierFactor[];
   /** Tuning of the modifier's constants (cross-task factor, floor, ...); see {@link ModifierOptions}. */
   modifierOptions?: Omit<ModifierOptions, 'disable'>;
-  /** Pack in Maximal Marginal Relevance order instead of score order. Default true. */
+  /**
+   * Fill the pack in Maximal Marginal Relevance order instead of score order (which hits make it under k and the
+   * budget); the packed hits are listed by score either way. Default true.
+   */
   useMmr?: boolean;
   /** MMR weight of relevance against novelty, 0..1. Default 0.7 (ENGRAM §5.2). */
   lambda?: number;
@@ -441,9 +444,9 @@ export class Recaller {
   }
 
   /**
-   * The ranking, stage by stage: retrieve and fuse candidates, add the task's key events, score them with the
-   * task modifier, read the head's full text (exact matches, excerpts), order by novelty (MMR), pack under
-   * the budget and quotas, render.
+   * The ranking, stage by stage: retrieve and fuse candidates (derived events dropped), add the task's key events,
+   * score them with the task modifier, read the head's full text (exact matches, coverage, excerpts), order by
+   * novelty (MMR), pack under the budget and quotas, list the packed hits by score, judge the match, render.
    */
   private async rank(query: string, o: ResolvedOptions, excluded: ReadonlySet<string> = new Set()): Promise<RecallResult> {
     const parsed = parseQuery(query);
