@@ -291,6 +291,14 @@ describe('calibrated recall', () => {
     expect(r.match).toBe('related');
   });
 
+  it('in a batch, says the matches of a query were returned for an earlier one instead of "no match"', async () => {
+    const id = await add({ kind: 'tool_result', content: 'Error: connect ECONNREFUSED 10.0.4.12:5433' });
+    const batch = await mem.recallBatch(['ECONNREFUSED', 'ECONNREFUSED 10.0.4.12:5433', 'xyzzyqwerty']);
+    expect(batch.results.map((r) => [r.match, r.hits.map((h) => h.eventId)])).toEqual([['exact', [id]], ['exact', []], ['none', []]]);
+    expect(batch.results[1]!.text).toBe('Every event matching "ECONNREFUSED 10.0.4.12:5433" was returned for an earlier query of this batch.');
+    expect(batch.results[2]!.text).toBe('No event in memory matches "xyzzyqwerty".');
+  });
+
   it('lists hits in the order of the scores it prints, over random candidate sets', async () => {
     // MMR picks which hits fill the pack and the quotas' second pass adds skipped ones late; the list is then by score.
     const rng = new Prng(29);

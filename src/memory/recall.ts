@@ -13,7 +13,7 @@ import type { EventFilter, RecallLogInput, StorageBackend, TextHit, VectorHit } 
 import { cutExcerpt } from './excerpt.js';
 import { exactMatch, exactNeedles, type ExactNeedles } from './exact-match.js';
 import { coverageTerms, ownTextParts, termCoverage, type CoverageTerm } from './term-coverage.js';
-import { noMatchHeader, packHeader, recallMatch, reservedHeader, type RecallMatch } from './recall-match.js';
+import { noMatchHeader, packHeader, recallMatch, reservedHeader, returnedEarlierHeader, type RecallMatch } from './recall-match.js';
 import type { RedactionPolicy } from './event-redaction.js';
 import { maskPrivate } from './private-spans.js';
 import { mmrSelect, MMR_DEFAULTS } from './mmr.js';
@@ -284,7 +284,8 @@ export interface RecallResult {
   /**
    * How the hits match the query (recall-match.ts): `exact` (some hit is an exact match), `related` (some hit holds
    * some of its terms or is close in meaning), `none` (no hit does: `hits` is empty but for the task card's key
-   * events, and `text` says no event matches).
+   * events, and `text` says no event matches). In a batch, a query whose matching events were all returned for an
+   * earlier query keeps their match, with no hits, and its text says they are above.
    */
   match: RecallMatch;
   hits: RecallHit[];
@@ -464,7 +465,9 @@ export class Recaller {
     const detailed = ownMatchesOnly(await this.detailHead(scored, query, parsed, o), parsed, retriever);
     const ordered = await this.orderByNovelty(detailed, embedder, o);
     const out = this.pack(query, ordered, excluded, candidates, o);
-    return this.render(query, retriever, out, candidates, o.budgetTokens, out.length < candidates);
+    // In a batch, what an earlier query returned is left out here: when that was all that matched, the result says so.
+    const matchedEarlier = excluded.size > 0 ? recallMatch(ordered.filter((d) => excluded.has(d.event.id) && !(d.isKeyEvent && d.relevance === 0))) : 'none';
+    return this.render(query, retriever, out, candidates, o.budgetTokens, out.length < candidates, matchedEarlier);
   }
 
   /**
@@ -802,17 +805,31 @@ export class Recaller {
    * The result: its match judged on the packed hits (recall-match.ts), and its text. When nothing matches, the hits
    * are dropped but for the task card's key events (pinned, not matched), and the text says no event matches.
    */
-  private render(query: string, retriever: Retriever, packed: RecallHit[], candidates: number, budgetTokens: number, isTruncated: boolean): RecallResult {
-    const match = recallMatch(packed.filter((h) => !(h.isKeyEvent && h.relevance === 0)));
-    const hits = match === 'none' ? packed.filter((h) => h.isKeyEvent) : packed;
+  private render(
+    query: string,
+    retriever: Retriever,
+    packed: RecallHit[],
+    candidates: number,
+    budgetTokens: number,
+    isTruncated: boolean,
+    matchedEarlier: RecallMatch = 'none',
+  ): RecallResult {
+    const found = recallMatch(packed.filter((h) => !(h.isKeyEvent && h.relevance === 0)));
+    const hits = found === 'none' ? packed.filter((h) => h.isKeyEvent) : packed;
+    const match = found === 'none' ? matchedEarlier : found;
     const holding = hits.filter((h) => h.isExactMatch || h.coverage > 0).length;
     const exact = hits.filter((h) => h.isExactMatch).length;
-    const header = match === 'none' ? noMatchHeader(query, hits.length) : packHeader(query, { hits: hits.length, candidates, holding, exact });
+    const header =
+      found !== 'none'
+        ? packHeader(query, { hits: hits.length, candidates, holding, exact })
+        : matchedEarlier !== 'none'
+          ? returnedEarlierHeader(query, hits.length)
+          : noMatchHeader(query, hits.length);
     const text = [header, ...hits.map((h, i) => renderHit(h, i + 1))].join('\n');
     // The parts were counted while packing; BPE never merges across a newline, so the sum of the parts
     // plus one token per separator bounds the whole from above (counting the text again cost ~10 % of recall).
     const usedTokens = this.tokenizer.count(header) + hits.reduce((sum, h) => sum + h.tokens + 1, 0);
-    return { query, retriever, match, hits, candidates, budgetTokens, usedTokens, isTruncated: match !== 'none' && isTruncated, text };
+    return { query, retriever, match, hits, candidates, budgetTokens, usedTokens, isTruncated: found !== 'none' && isTruncated, text };
   }
 }
 
