@@ -35,6 +35,9 @@ export type { HttpServerOptions, RunningHttpServer } from './interfaces/http/ser
 export type { VectorStats } from './engine.js';
 export { RETRIEVERS, HYBRID_VECTOR_WEIGHT } from './memory/recall.js';
 export type { Retriever } from './memory/recall.js';
+export { MATCH_SIMILARITY_FLOOR, RECALL_MATCHES } from './memory/recall-match.js';
+export type { RecallMatch } from './memory/recall-match.js';
+export { eventCoverage } from './memory/term-coverage.js';
 export type { Embedder } from './providers/embedder.js';
 export { createBuiltinEmbedder, BUILTIN_EMBEDDER_NAME } from './providers/builtin-embedder.js';
 export { createOpenAiEmbedder } from './providers/openai-embedder.js';

@@ -29,6 +29,12 @@ describe('parseQuery', () => {
     expect(q.identifiers).toEqual(['connection reset by peer']);
   });
 
+  it("keeps a call as code writes it as one identifier, not its quoted argument as a phrase", () => {
+    expect(parseQuery("where is getElementById('pause') wired?")).toEqual({ terms: [{ text: "getElementById('pause')" }, { text: 'wired' }], identifiers: ["getElementById('pause')"] });
+    expect(parseQuery('useState(0).').identifiers).toEqual(['useState(0)']);
+    expect(parseQuery("find 'connection reset' (see pool.ts)").identifiers).toEqual(['connection reset', 'pool.ts']);
+  });
+
   it('returns no terms for punctuation-only input', () => {
     expect(parseQuery('?? !! ...').terms).toEqual([]);
   });

@@ -27,6 +27,14 @@ const HEX_FRAGMENT = /^[0-9a-f]{6,64}$/i;
  */
 const LEADING_PUNCT = new Set(' \t\n\r\f\v"\'`([{<,;!?');
 const TRAILING_PUNCT = new Set(' \t\n\r\f\v"\'`)]}>,;!?.:');
+/**
+ * A call as code writes it (`getElementById('pause')`, `useState(0)`, `os.path.join(a,b)`): one identifier, its
+ * quotes and brackets kept, so `'pause'` inside it is not a phrase of its own and an event holding only
+ * `getElementById('pauseBtn')` is not an exact match for it (exact-match.ts).
+ */
+const CALL = /^[\p{L}_$][\p{L}\p{N}_$.]*\([^\s()]*\)$/u;
+/** Sentence punctuation after a call (`... getElementById('pause')?`). */
+const CALL_TRAILING = /[.,;:!?]+$/;
 
 export interface ParsedQuery {
   terms: SearchTerm[];
@@ -52,7 +60,16 @@ export function parseQuery(query: string): ParsedQuery {
     return true;
   };
 
-  const rest = query.replace(/"([^"]+)"|'([^'\s][^']*[^'\s])'|`([^`]+)`/g, (_m, a?: string, b?: string, c?: string) => {
+  const withoutCalls = query
+    .split(/(\s+)/)
+    .map((raw) => {
+      const token = raw.replace(CALL_TRAILING, '');
+      if (!CALL.test(token)) return raw;
+      if (add(token)) identifiers.push(token);
+      return ' ';
+    })
+    .join('');
+  const rest = withoutCalls.replace(/"([^"]+)"|'([^'\s][^']*[^'\s])'|`([^`]+)`/g, (_m, a?: string, b?: string, c?: string) => {
     const phrase = (a ?? b ?? c ?? '').trim();
     // Identifiers follow the terms kept: a query repeating one phrase 700 times made 700 excerpt scans.
     if (WORD_CHAR.test(phrase) && add(phrase)) identifiers.push(phrase);

@@ -7,6 +7,7 @@ import { isEngramError } from '../errors.js';
 import type { EventInput } from '../model/event.js';
 import type { TaskState } from '../model/task-state.js';
 import { EMPTY_TASK_STATE } from '../model/task-state.js';
+import { Prng } from '../util/prng.js';
 import type { RecallOptions } from './recall.js';
 import { MODIFIER_FACTORS } from './task-modifier.js';
 
@@ -119,6 +120,10 @@ describe('key events', () => {
     const key = await add({ kind: 'note', content: 'The staging database is reset every Sunday.' });
     const state = card({ keyEvents: [key as never] });
     expect(await order('kubernetes helm chart', { taskState: state })).toEqual([key]);
+    // Pinned, not matched: the result says no event matches, and the key event follows.
+    const r = await mem.recall('kubernetes helm chart', { taskState: state });
+    expect(r.match).toBe('none');
+    expect(r.text).toMatch(/^No event in memory matches "kubernetes helm chart"\. The task card's key events follow/);
     expect(await order('kubernetes helm chart', { taskState: state, kinds: ['decision'] })).toEqual([]);
     expect(await order('kubernetes helm chart', { taskState: state, sessionIds: ['other'] })).toEqual([]);
   });
@@ -253,5 +258,68 @@ describe('options', () => {
     await add({ kind: 'note', content: 'alpha release notes', taskId: 'a' });
     const b = await add({ kind: 'note', content: 'alpha checklist', taskId: 'b' });
     expect(await order('alpha', { taskState: card({ taskId: 'b' }), modifierOptions: { crossTaskFactor: 0 } })).toEqual([b]);
+  });
+});
+
+describe('calibrated recall', () => {
+  it('reports no match, with no hits, for a string stored nowhere', async () => {
+    await add({ kind: 'note', content: 'The checkout service reads its database settings from config/database.yml.' });
+    const r = await mem.recall('xyzzyqwerty');
+    expect(r).toMatchObject({ match: 'none', hits: [], isTruncated: false });
+    expect(r.text).toBe('No event in memory matches "xyzzyqwerty".');
+  });
+
+  it('says how many hits hold the query\'s terms, and flags only whole-token exact matches', async () => {
+    const btn = await add({ kind: 'tool_result', toolName: 'Read', content: "const btn = document.getElementById('pauseBtn');" });
+    const r = await mem.recall("getElementById('pause')");
+    expect(r.hits.find((h) => h.eventId === btn)?.isExactMatch ?? false).toBe(false);
+    expect(r.match).not.toBe('exact');
+    const exact = await add({ kind: 'tool_result', toolName: 'Read', content: "const p = document.getElementById('pause');" });
+    const again = await mem.recall("getElementById('pause')");
+    expect(again.match).toBe('exact');
+    expect(again.hits[0]).toMatchObject({ eventId: exact, isExactMatch: true, coverage: 1 });
+    expect(again.text).toMatch(/: \d+ of \d+ candidate events; 1 holds the query's terms \(1 exactly\)/);
+  });
+
+  it('gives each hit the share of the query\'s terms its own text holds, not its context\'s', async () => {
+    // The reply is indexed with the question's words as context (turn-context.ts) but holds none of them itself.
+    const question = (await mem.append('c', [{ kind: 'user', content: 'Which port does the staging database listen on?' }]))[0]!.record.id;
+    const reply = (await mem.append('c', [{ kind: 'assistant', content: 'Five four three three.' }]))[0]!.record.id;
+    const r = await mem.recall('staging database port');
+    expect(r.hits.find((h) => h.eventId === question)?.coverage).toBe(1);
+    expect(r.hits.find((h) => h.eventId === reply)?.coverage).toBe(0);
+    expect(r.match).toBe('related');
+  });
+
+  it('in a batch, says the matches of a query were returned for an earlier one instead of "no match"', async () => {
+    const id = await add({ kind: 'tool_result', content: 'Error: connect ECONNREFUSED 10.0.4.12:5433' });
+    const batch = await mem.recallBatch(['ECONNREFUSED', 'ECONNREFUSED 10.0.4.12:5433', 'xyzzyqwerty']);
+    expect(batch.results.map((r) => [r.match, r.hits.map((h) => h.eventId)])).toEqual([['exact', [id]], ['exact', []], ['none', []]]);
+    expect(batch.results[1]!.text).toBe('Every event matching "ECONNREFUSED 10.0.4.12:5433" was returned for an earlier query of this batch.');
+    expect(batch.results[2]!.text).toBe('No event in memory matches "xyzzyqwerty".');
+  });
+
+  it('lists hits in the order of the scores it prints, over random candidate sets', async () => {
+    // MMR picks which hits fill the pack and the quotas' second pass adds skipped ones late; the list is then by score.
+    const rng = new Prng(29);
+    const words = ['pool', 'size', 'retry', 'timeout', 'deploy', 'cache', 'port', 'queue', 'index', 'token'];
+    const kinds = ['note', 'tool_result', 'assistant', 'decision'] as const;
+    for (let round = 0; round < 12; round++) {
+      const session = `p${round}`;
+      const n = rng.int(3, 25);
+      const events = Array.from({ length: n }, (_, i) => {
+        const text = Array.from({ length: rng.int(3, 12) }, () => rng.pick(words)).join(' ');
+        // Repeats make MMR drop and defer near-duplicates.
+        return { kind: rng.pick(kinds), content: rng.chance(0.3) ? `${text} ${text}` : text, ts: 1_000_000 + i * rng.int(1, 1000) };
+      });
+      await mem.append(session, events);
+      const query = Array.from({ length: rng.int(1, 3) }, () => rng.pick(words)).join(' ');
+      const r = await mem.recall(query, { sessionIds: [session], k: rng.int(2, 8), budgetTokens: rng.int(200, 2000), lambda: rng.pick([0.3, 0.5, 0.7]) });
+      const scores = r.hits.map((h) => h.score);
+      expect(scores, query).toEqual([...scores].sort((a, b) => b - a));
+      const printed = [...r.text.matchAll(/\| score (\d+\.\d+)/g)].map((m) => Number(m[1]));
+      expect(printed).toEqual([...printed].sort((a, b) => b - a));
+      expect(printed).toHaveLength(r.hits.length);
+    }
   });
 });

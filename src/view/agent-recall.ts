@@ -1,4 +1,5 @@
 import type { RecallHit, RecallOptions, RecallResult } from '../memory/recall.js';
+import type { RecallMatch } from '../memory/recall-match.js';
 import { MAX_BATCH_QUERIES } from '../memory/recall.js';
 
 /** Most queries in one batched recall call; the batch shares one token budget (the engine's limit). */
@@ -27,7 +28,10 @@ export interface HitSummary {
   kind: string;
   ts: string;
   score: number;
+  /** The query's exact string, or each of its identifiers, occurs in the event's own text as whole tokens. */
   isExactMatch: boolean;
+  /** Share of the query's content terms in the event's own text, 0..1 (RecallHit.coverage). */
+  coverage: number;
   isKeyEvent: boolean;
   excerpt: string;
   toolName?: string;
@@ -37,6 +41,8 @@ export interface HitSummary {
 
 export interface RecallResultSummary {
   query: string;
+  /** `exact`, `related` or `none` (RecallResult.match); with `none`, `hits` is empty but for the task card's key events. */
+  match: RecallMatch;
   hits: HitSummary[];
   candidates: number;
   usedTokens: number;
@@ -64,6 +70,7 @@ export function recallAnswer(outcome: RecallOutcome): RecallAnswer {
     ...(outcome.taskStateVersion !== undefined ? { taskStateVersion: outcome.taskStateVersion } : {}),
     results: outcome.results.map((r) => ({
       query: r.query,
+      match: r.match,
       hits: r.hits.map(hitSummary),
       candidates: r.candidates,
       usedTokens: r.usedTokens,
@@ -92,6 +99,7 @@ export function hitSummary(h: RecallHit): HitSummary {
     ts: h.ts,
     score: h.score,
     isExactMatch: h.isExactMatch,
+    coverage: h.coverage,
     isKeyEvent: h.isKeyEvent,
     excerpt: h.excerpt,
     ...(h.toolName ? { toolName: h.toolName } : {}),

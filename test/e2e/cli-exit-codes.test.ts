@@ -35,7 +35,7 @@ function jsonError(r: CliRun): { code: string; message: string; data: Record<str
 
 describe('engram exit codes, as documented', () => {
   it('walks every code of the table (a new code needs a case here)', () => {
-    expect(Object.values(EXIT)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 130]);
+    expect(Object.values(EXIT)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 130]);
   });
 
   it('0: a command that succeeds prints its result and no error', () => {
@@ -119,6 +119,20 @@ describe('engram exit codes, as documented', () => {
     } finally {
       await close(server);
     }
+  });
+
+  it('9: recall found no event matching the query (not an error; the answer says so on stdout)', () => {
+    const file = join(dir, 'one.jsonl');
+    writeFileSync(file, `${JSON.stringify({ kind: 'tool_result', toolName: 'Bash', content: 'Error: connect ECONNREFUSED 10.0.4.12:5433' })}\n`);
+    expect(engram(['ingest', file, '--session', 'nine']).code).toBe(0);
+    const none = engram(['recall', 'xyzzyqwerty', '--session', 'nine']);
+    expect(none).toMatchObject({ code: 9, stdout: 'No event in memory matches "xyzzyqwerty".\n', stderr: '' });
+    const json = engram(['recall', 'xyzzyqwerty', '--session', 'nine', '--json']);
+    expect(json.code).toBe(9);
+    expect(JSON.parse(json.stdout)).toMatchObject({ match: 'none', hits: [] });
+    const found = engram(['recall', 'ECONNREFUSED', '--session', 'nine', '--json']);
+    expect(found.code).toBe(0);
+    expect(JSON.parse(found.stdout)).toMatchObject({ match: 'exact', hits: [{ isExactMatch: true, coverage: 1 }] });
   });
 
   it('130: interrupted (Ctrl-C while engram mcp serves)', async () => {

@@ -238,6 +238,12 @@ describe('HTTP API: recall, expand, context, task state', () => {
 
     const filtered = await api('/v1/recall', { body: { query: 'ECONNREFUSED', kinds: ['decision'] } });
     expect(filtered.body.results[0].hits).toEqual([]);
+    // Nothing matching is an answer, not an error: 200, match none, and a text that says so.
+    const none = await api('/v1/recall', { body: { query: 'xyzzyqwerty' } });
+    expect(none.status).toBe(200);
+    expect(none.body.results[0]).toMatchObject({ match: 'none', hits: [], text: 'No event in memory matches "xyzzyqwerty".' });
+    expect(one.body.results[0]).toMatchObject({ match: 'exact' });
+    expect(one.body.results[0].hits[0].coverage).toBe(1);
     const bad = await api('/v1/recall', { body: { query: 'x', k: 0 } });
     expect(bad.status).toBe(400);
     expect(bad.body.error.data.field).toBe('k');

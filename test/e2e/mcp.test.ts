@@ -121,6 +121,16 @@ describe('engram mcp (stdio, real SDK client)', () => {
     expect(results[0]!.hits[0]!.isExactMatch).toBe(true);
   });
 
+  it('answers a query nothing matches with a normal result that says so, not an error', async () => {
+    await appendDemo();
+    const r = await call('recall', { query: 'xyzzyqwerty' });
+    expect(r.isError).toBeFalsy();
+    expect(text(r)).toBe('No event in memory matches "xyzzyqwerty".');
+    expect(r.structuredContent).toMatchObject({ results: [{ query: 'xyzzyqwerty', match: 'none', hits: [] }] });
+    const found = await call('recall', { query: 'ECONNREFUSED' });
+    expect(found.structuredContent).toMatchObject({ results: [{ match: 'exact', hits: [{ isExactMatch: true, coverage: 1 }] }] });
+  });
+
   it('answers a batch of two queries in one call', async () => {
     const stored = await appendDemo();
     const r = await call('recall', { query: ['ECONNREFUSED', 'port 6543'] });

@@ -22,6 +22,11 @@ export const EXIT = {
   PARTIAL: 7,
   /** An external model provider (embeddings, LLM) failed or is misconfigured. */
   PROVIDER: 8,
+  /**
+   * Not an error: `engram recall` ran and no event in memory matches the query (its result's `match` is `none`). A
+   * code of its own, like grep's 1, so a script can tell "nothing found" from a failure (1).
+   */
+  NO_MATCH: 9,
   /** Interrupted (Ctrl-C); everything acknowledged before is stored. */
   INTERRUPTED: 130,
 } as const;

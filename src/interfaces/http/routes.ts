@@ -262,7 +262,12 @@ export const ROUTES: readonly Route[] = [
     summary: 'Search everything stored: quoted evidence with provenance',
     description: 'One query or a batch; the batch shares `budgetTokens` and returns each event once. Every call is written to the recall log.',
     body: recallBody,
-    success: { status: 200, description: '`{ taskStateVersion?, results: [{ query, hits, candidates, usedTokens, budgetTokens, isTruncated, text }], summaries?, granular? }`' },
+    success: {
+      status: 200,
+      description:
+        '`{ taskStateVersion?, results: [{ query, match, hits, candidates, usedTokens, budgetTokens, isTruncated, text }], summaries?, granular? }`; ' +
+        '`match` is `exact`, `related` or `none` (no event matches: no hits, and the text says so; still 200); each hit has `isExactMatch` and `coverage`',
+    },
     errors: [400, 404],
     handle: async ({ view, body }) => {
       const outcome = await view.recall({

@@ -147,7 +147,8 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
         'Search the lossless memory of this and earlier sessions: every message, tool call and tool output is stored verbatim, ' +
         'including what was compacted out of your context. Returns quoted evidence with provenance (session, turn, event id). ' +
         'If you are unsure about an exact value (a path, a hash, an error message, a port, a version, a decision), call recall before answering; ' +
-        'do not guess. Use expand on a hit id to read its full content.',
+        'do not guess. Use expand on a hit id to read its full content. ' +
+        'Each result says how its hits match (`match`: exact, related or none); "No event in memory matches" means memory holds nothing on it.',
       inputSchema: recallInput,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },

@@ -6,6 +6,7 @@ import type { Engram } from '../../../engine.js';
 import { EngramError } from '../../../errors.js';
 import type { EventKind } from '../../../model/event.js';
 import type { Retriever } from '../../../memory/recall.js';
+import { EXIT } from '../exit-codes.js';
 import type { Io } from '../output.js';
 import { printJson } from '../output.js';
 import { checkGranularity, GRANULARITIES, granularText, type Granularity } from '../../../view/granular-recall.js';
@@ -27,6 +28,10 @@ export interface RecallArgs {
   json?: boolean;
 }
 
+/**
+ * `engram recall`: prints the pack (or the JSON result) and exits 0, or {@link EXIT.NO_MATCH} (9) when no event matches
+ * the query (`match: "none"`; with `--granularity`, only when no summary or entity answers either).
+ */
 export async function recallCommand(mem: Engram, args: RecallArgs, io: Io): Promise<number> {
   // The local CLI is full trust; the engine's view applies the task-card rule (one session: its card ranks).
   const request = {
@@ -43,13 +48,15 @@ export async function recallCommand(mem: Engram, args: RecallArgs, io: Io): Prom
   if (args.granularity !== undefined) {
     const { taskStateVersion: _v, ...out } = await mem.viewAs().recallGranular(args.query.join(' '), { ...request, granularity: checkGranularity(args.granularity) });
     if (args.json) printJson(io, out);
-    else io.out(granularText(out.granular, out.hits.length > 0 ? out.text : `No matching events for ${JSON.stringify(out.query)}.`));
-    return 0;
+    else io.out(granularText(out.granular, out.text));
+    const layers = out.granular.summaries.length + out.granular.entities.length;
+    return out.match === 'none' && layers === 0 ? EXIT.NO_MATCH : EXIT.OK;
   }
   const { taskStateVersion: _version, ...result } = await mem.viewAs().recallOne(args.query.join(' '), request);
+  // The text says so itself when nothing matches (`No event in memory matches "..."`).
   if (args.json) printJson(io, result);
-  else io.out(result.hits.length > 0 ? result.text : `No matches for ${JSON.stringify(result.query)}.`);
-  return 0;
+  else io.out(result.text);
+  return result.match === 'none' ? EXIT.NO_MATCH : EXIT.OK;
 }
 
 export function parseInteger(value: string, field: string): number {
