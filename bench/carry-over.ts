@@ -432,6 +432,16 @@ export async function runCarryOver(options: CarryOverOptions & { label?: string 
   const root = mkdtempSync(join(tmpdir(), 'engram-carry-over-'));
   const cacheDir = join(root, 'cache');
   const seconds: Record<string, number> = {};
+  const { data: _data, codingDir: _codingDir, resultsDir: _resultsDir, ...shown } = options;
+  const report: CarryOverReport = { date: new Date().toISOString(), machine: machineLine(), commit: gitCommit(), label: options.label ?? '', options: shown, seconds };
+  const dir = options.resultsDir ?? join(REPO_ROOT, 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  // The report is written after every part, so a long run that is stopped still leaves what it measured.
+  const write = (): void => {
+    seconds.total = round((performance.now() - started) / 1000, 1);
+    writeFileSync(join(dir, `${options.out}.json`), `${JSON.stringify(report, null, 2)}\n`);
+    writeFileSync(join(dir, `${options.out}.md`), renderCarryOver(report));
+  };
   const lap = async <T>(name: string, f: () => Promise<T>): Promise<T> => {
     const t = performance.now();
     const value = await f();
@@ -439,14 +449,19 @@ export async function runCarryOver(options: CarryOverOptions & { label?: string 
     console.log(`carry-over: ${name} done in ${seconds[name]} s`);
     return value;
   };
-  const { data: _data, codingDir: _codingDir, resultsDir: _resultsDir, ...shown } = options;
-  const report: CarryOverReport = { date: new Date().toISOString(), machine: machineLine(), commit: gitCommit(), label: options.label ?? '', options: shown, seconds };
   try {
+    // Cheapest parts first, the target budget (2K) before the others.
+    if (options.parts.includes('coding')) {
+      report.coding = await lap('coding', () => measureCoding(root, cacheDir, options));
+      write();
+    }
     if (options.parts.includes('locomo') || options.parts.includes('noise')) {
       const all = loadLocomo(options.data);
       const chosen = options.conversations.length === 0 ? all : all.filter((c) => options.conversations.includes(c.sampleId));
       if (chosen.length === 0) throw new Error(`--conversations: none of ${options.conversations.join(', ')} is in ${options.data}`);
-      const projects = chosen.slice(0, options.quick && options.conversations.length === 0 ? 1 : undefined).map((c) => locomoProject(c, join(root, 'locomo', 'projects')));
+      const projects = chosen
+        .slice(0, options.quick && options.conversations.length === 0 ? 1 : undefined)
+        .map((c) => locomoProject(options.quick ? firstSessions(c, QUICK_SESSIONS) : c, join(root, 'locomo', 'projects')));
       const world = installHookWorld({ home: join(root, 'locomo', 'home'), db: join(root, 'locomo', 'engram.db'), cacheDir });
       const replayRuns = await lap('replay', () => replayLocomo(world, projects, options.jobs));
       const snapshot = join(root, 'locomo', 'snapshot.db');
@@ -459,50 +474,66 @@ export async function runCarryOver(options: CarryOverOptions & { label?: string 
         replayHooks[event] = { p50: round(s.p50, 0), p95: round(s.p95, 0), n: s.n };
       }
       const sessions = projects.reduce((n, p) => n + new Set(p.conversation.turns.map((t) => t.session)).size, 0);
-      report.locomo = {
+      const locomo: NonNullable<CarryOverReport['locomo']> = {
         conversations: projects.map((p) => p.conversation.sampleId),
         replay: { sessions, hookRuns: replayRuns.length, failures: replayRuns.filter((r) => r.codes.some((c) => c !== 0)).length, hooks: replayHooks },
         budgets: [],
       };
+      report.locomo = locomo;
+      write();
       const failed = replayRuns.find((r) => r.codes.some((c) => c !== 0));
       if (failed) console.warn(`carry-over: a ${failed.event} hook failed during the replay: ${failed.stderr.slice(0, 400)}`);
 
-      if (options.parts.includes('locomo')) {
-        for (const budget of options.budgets) {
-          copyStore(snapshot, world.db);
-          const results = await lap(`questions@${budget}`, () => askQuestions(world, projects, budget, options));
-          const group = <K extends string | number>(key: (r: QuestionResult) => K): Record<string, ShareRow> =>
-            Object.fromEntries([...new Set(results.map(key))].sort().map((k) => [String(k), shareRow(results.filter((r) => key(r) === k))]));
-          report.locomo.budgets.push({
-            budget,
-            env: budgetEnv(budget),
-            overall: shareRow(results),
-            byCategory: group((r) => `${r.category} ${LOCOMO_CATEGORIES[r.category]}`),
-            byConversation: group((r) => r.sampleId),
-            questions: results,
-          });
-        }
-      }
+      const askAt = async (budget: number): Promise<void> => {
+        copyStore(snapshot, world.db);
+        const results = await lap(`questions@${budget}`, () => askQuestions(world, projects, budget, options));
+        const group = <K extends string | number>(key: (r: QuestionResult) => K): Record<string, ShareRow> =>
+          Object.fromEntries([...new Set(results.map(key))].sort().map((k) => [String(k), shareRow(results.filter((r) => key(r) === k))]));
+        locomo.budgets.push({
+          budget,
+          env: budgetEnv(budget),
+          overall: shareRow(results),
+          byCategory: group((r) => `${r.category} ${LOCOMO_CATEGORIES[r.category]}`),
+          byConversation: group((r) => r.sampleId),
+          questions: results,
+        });
+        locomo.budgets.sort((a, b) => a.budget - b.budget);
+        write();
+      };
+      const budgets = options.parts.includes('locomo') ? [...options.budgets].sort((a, b) => Math.abs(a - 2000) - Math.abs(b - 2000) || a - b) : [];
+      if (budgets.length > 0) await askAt(budgets[0]!);
       if (options.parts.includes('noise')) {
         copyStore(snapshot, world.db);
         report.noise = await lap('noise', () => measureNoise(world, projects, all, options));
+        write();
       }
-    }
-    if (options.parts.includes('latency')) {
-      report.latency = [];
-      for (const size of options.latencySizes) report.latency.push(await lap(`latency@${size}`, () => measureLatency(root, cacheDir, size, options)));
-    }
-    if (options.parts.includes('coding')) report.coding = await lap('coding', () => measureCoding(root, cacheDir, options));
+      if (options.parts.includes('latency')) await latency();
+      for (const budget of budgets.slice(1)) await askAt(budget);
+    } else if (options.parts.includes('latency')) await latency();
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
-  seconds.total = round((performance.now() - started) / 1000, 1);
-  const dir = options.resultsDir ?? join(REPO_ROOT, 'bench', 'results');
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, `${options.out}.json`), `${JSON.stringify(report, null, 2)}\n`);
-  writeFileSync(join(dir, `${options.out}.md`), renderCarryOver(report));
+  write();
   console.log(`carry-over: wrote ${join(dir, `${options.out}.md`)} in ${seconds.total} s`);
   return report;
+
+  async function latency(): Promise<void> {
+    report.latency = [];
+    for (const size of options.latencySizes) {
+      report.latency.push(await lap(`latency@${size}`, () => measureLatency(root, cacheDir, size, options)));
+      write();
+    }
+  }
+}
+
+/** Sessions a quick run replays per conversation (its questions: those whose evidence is all in them). */
+const QUICK_SESSIONS = 4;
+
+/** The conversation cut to its first `sessions` sessions, with the questions answered inside them. */
+export function firstSessions(conversation: LocomoConversation, sessions: number): LocomoConversation {
+  const turns = conversation.turns.filter((t) => t.session <= sessions);
+  const ids = new Set(turns.map((t) => t.diaId));
+  return { ...conversation, turns, questions: conversation.questions.filter((q) => q.evidence.length > 0 && q.evidence.every((e) => ids.has(e))) };
 }
 
 function gitCommit(): string {
