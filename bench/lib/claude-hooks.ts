@@ -5,7 +5,7 @@
  * the working directory (and as `$CLAUDE_PROJECT_DIR`). Whatever the installed hooks do is what gets measured.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -32,6 +32,11 @@ export interface HookRun {
   event: HookEvent;
   /** Wall time of all of the event's commands, ms (what Claude Code waits for). */
   ms: number;
+  /**
+   * CPU time (user + system) of the commands and their children, ms, when asked for and `/usr/bin/time` exists:
+   * on a machine shared with other work the wall time mostly measures the wait for a core.
+   */
+  cpuMs?: number;
   /** Exit codes, one per command. */
   codes: number[];
   /** The text the hook injects into the conversation ('' when nothing). */
@@ -105,7 +110,7 @@ export async function fireHook(
   world: HookWorld,
   event: HookEvent,
   input: Record<string, unknown>,
-  options: { cwd: string; env?: Record<string, string>; spawnCwd?: string },
+  options: { cwd: string; env?: Record<string, string>; spawnCwd?: string; measureCpu?: boolean },
 ): Promise<HookRun | undefined> {
   const commands = world.commands.get(event);
   if (!commands) return undefined;
@@ -115,8 +120,15 @@ export async function fireHook(
   const codes: number[] = [];
   const injected: string[] = [];
   let stderr = '';
+  let cpuMs: number | undefined;
   for (const command of commands) {
-    const r = await runShell(command, payload, options.spawnCwd ?? options.cwd, env);
+    const cpuFile = options.measureCpu && existsSync(TIME_BIN) ? join(world.home, `.hook-cpu-${process.pid}-${Math.random().toString(36).slice(2)}`) : undefined;
+    const r = await runShell(command, payload, options.spawnCwd ?? options.cwd, env, cpuFile);
+    if (cpuFile !== undefined) {
+      const [user, system] = readFileSync(cpuFile, 'utf8').trim().split(/\s+/).slice(-2).map(Number);
+      rmSync(cpuFile, { force: true });
+      cpuMs = (cpuMs ?? 0) + ((user ?? 0) + (system ?? 0)) * 1000;
+    }
     codes.push(r.code);
     stderr += r.stderr;
     if (event === 'SessionStart' || event === 'UserPromptSubmit') {
@@ -124,12 +136,18 @@ export async function fireHook(
       if (text !== '') injected.push(text);
     }
   }
-  return { event, ms: performance.now() - started, codes, injected: injected.join('\n\n'), stderr };
+  const run: HookRun = { event, ms: performance.now() - started, codes, injected: injected.join('\n\n'), stderr };
+  if (cpuMs !== undefined) run.cpuMs = cpuMs;
+  return run;
 }
 
-function runShell(command: string, stdin: string, cwd: string, env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+/** GNU time: `sh -c` run under it when a hook's CPU time is wanted (it writes user and system seconds to a file). */
+const TIME_BIN = '/usr/bin/time';
+
+function runShell(command: string, stdin: string, cwd: string, env: Record<string, string>, cpuFile?: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((done, fail) => {
-    const child = spawn('sh', ['-c', command], { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const argv = cpuFile !== undefined ? [TIME_BIN, ['-f', '%U %S', '-o', cpuFile, 'sh', '-c', command]] as const : (['sh', ['-c', command]] as const);
+    const child = spawn(argv[0], [...argv[1]], { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on('data', (b: Buffer) => out.push(b));
@@ -158,6 +176,8 @@ export class ClaudeSession {
     readonly env: Record<string, string> = {},
     /** The process's working directory when `cwd` (sent in the JSON) does not exist here, e.g. a recorded one. */
     readonly spawnCwd?: string,
+    /** Measure each hook's CPU time too ({@link HookRun.cpuMs}). */
+    readonly measureCpu = false,
   ) {
     this.transcriptPath = transcriptPathFor(world, cwd, sessionId);
     writeFileSync(this.transcriptPath, '');
@@ -185,7 +205,12 @@ export class ClaudeSession {
   }
 
   private async fire(event: HookEvent, extra: Record<string, unknown>): Promise<HookRun | undefined> {
-    const run = await fireHook(this.world, event, { session_id: this.sessionId, transcript_path: this.transcriptPath, cwd: this.cwd, ...extra }, { cwd: this.cwd, env: this.env, ...(this.spawnCwd !== undefined ? { spawnCwd: this.spawnCwd } : {}) });
+    const run = await fireHook(this.world, event, { session_id: this.sessionId, transcript_path: this.transcriptPath, cwd: this.cwd, ...extra }, {
+      cwd: this.cwd,
+      env: this.env,
+      measureCpu: this.measureCpu,
+      ...(this.spawnCwd !== undefined ? { spawnCwd: this.spawnCwd } : {}),
+    });
     if (run) this.runs.push(run);
     return run;
   }
