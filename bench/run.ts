@@ -44,6 +44,8 @@ const USAGE = `usage:
   npm run bench -- artifact-lifecycle [--backends sqlite,postgres] [--quick]
   npm run bench -- term-expansion [--data FILE]
   npm run bench -- category-members [--data FILE]
+  npm run bench -- carry-over [--quick] [--conversations conv-26,conv-30] [--budgets 1000,2000,4000] [--categories 1,2,3,4] [--parts locomo,noise,latency,coding] [--sizes 1000,100000] [--jobs 2] [--data FILE] [--out carry-over] [--label TEXT]
+  npm run bench -- session-summaries [--quick] [--out session-summaries] [--label TEXT]
   npm run bench -- needle [--quick] [--seed 1,2] [--window 32000] [--cycles 1,3,5] [--json] [--out DIR] [--replay FILE [--format F] [--session S]] [--consolidate]`;
 
 const [name, ...rest] = process.argv.slice(2);
@@ -111,6 +113,12 @@ const { values } = parseArgs({
     // identifier-append-cost: the earlier tree to compare with, and runs per tree
     'baseline-tree': { type: 'string' },
     rounds: { type: 'string' },
+    // carry-over (bench/carry-over.ts) and session-summaries
+    conversations: { type: 'string' },
+    budgets: { type: 'string' },
+    categories: { type: 'string' },
+    jobs: { type: 'string' },
+    label: { type: 'string' },
     // identifier-tail: the caught-up store copied, and the events appended to the copy without the catch-up
     source: { type: 'string' },
     waiting: { type: 'string' },
@@ -242,6 +250,47 @@ switch (name) {
       modes: httpLoadModes(values.mode),
       client: values.client === 'node-http' || values.client === 'fetch' ? values.client : fail(`--client: expected node-http or fetch, found "${values.client}"`),
       ...(values['prefill-events'] !== undefined ? { prefillEvents: int('prefill-events', 1) } : {}),
+    });
+    break;
+  }
+  case 'carry-over': {
+    const { runCarryOver, CARRY_OVER_DEFAULTS: d, CARRY_OVER_PARTS, DEFAULT_CARRY_OVER_DATA } = await import('./carry-over.js');
+    const given = (flag: string): boolean => rest.some((a) => a === `--${flag}` || a.startsWith(`--${flag}=`));
+    const ints = (field: string, text: string, min: number): number[] => {
+      const list = text.split(',').map(Number);
+      if (list.some((n) => !Number.isInteger(n) || n < min)) fail(`--${field}: expected integers >= ${min}, found "${text}"`);
+      return list;
+    };
+    const parts = given('parts') ? values.parts.split(',') : [...d.parts];
+    const unknownParts = parts.filter((p) => !(CARRY_OVER_PARTS as readonly string[]).includes(p));
+    if (unknownParts.length > 0) fail(`--parts: unknown "${unknownParts.join(', ')}"; expected ${CARRY_OVER_PARTS.join(', ')}`);
+    const categories = values.categories === undefined ? d.categories : ints('categories', values.categories, 1);
+    if (categories.some((c) => c > 5)) fail('--categories: LoCoMo categories are 1 to 5');
+    if (!/^[\w.-]+$/.test(values.out)) fail('--out: a file name without directories');
+    const quick = values.quick === true;
+    await runCarryOver({
+      ...d,
+      data: given('data') ? resolve(values.data) : DEFAULT_CARRY_OVER_DATA,
+      conversations: values.conversations === undefined ? [] : values.conversations.split(','),
+      budgets: values.budgets === undefined ? (quick ? [1000, 2000] : d.budgets) : ints('budgets', values.budgets, 100),
+      categories: categories as Array<1 | 2 | 3 | 4 | 5>,
+      parts: parts as typeof d.parts,
+      latencySizes: given('sizes') ? ints('sizes', values.sizes, 10) : quick ? [1000, 10_000] : d.latencySizes,
+      jobs: values.jobs === undefined ? d.jobs : ints('jobs', values.jobs, 1)[0]!,
+      quick,
+      out: given('out') ? values.out : quick ? 'carry-over-quick' : d.out,
+      ...(values.label !== undefined ? { label: values.label } : {}),
+    });
+    break;
+  }
+  case 'session-summaries': {
+    const { runSessionSummaries } = await import('./session-summaries.js');
+    const given = (flag: string): boolean => rest.some((a) => a === `--${flag}` || a.startsWith(`--${flag}=`));
+    if (!/^[\w.-]+$/.test(values.out)) fail('--out: a file name without directories');
+    await runSessionSummaries({
+      quick: values.quick === true,
+      out: given('out') ? values.out : values.quick === true ? 'session-summaries-quick' : 'session-summaries',
+      ...(values.label !== undefined ? { label: values.label } : {}),
     });
     break;
   }
