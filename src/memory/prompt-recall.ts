@@ -29,9 +29,9 @@ export const DEFAULT_PROMPT_RECALL_TOKENS = 600;
  */
 export const DEFAULT_MIN_CONFIDENCE = 0.5;
 /** Hits asked of recall: more than fit, so the floor and the exclusions leave enough. */
-const RECALL_K = 24;
+const RECALL_K = 12;
 /** Most characters of one hit's excerpt. */
-const MAX_EXCERPT_CHARS = 400;
+const MAX_EXCERPT_CHARS = 320;
 /** Longest prompt searched, in characters (a pasted log: its head says what it is about). */
 const MAX_PROMPT_CHARS = 2000;
 /** Most earlier sessions of the project searched (the newest). */
@@ -189,11 +189,14 @@ function stemWord(word: string): string {
   return /^[a-z]+$/.test(word) ? stemmer(word) : word;
 }
 
-/** `- [evt_...] 2025-09-29, session 4379d1bf, user: "<excerpt>"`, the excerpt on one line. */
+/**
+ * `- [evt_...] 2025-09-29 user: "<excerpt>"`, the excerpt on one line: the id says where it is (`engram show`), the
+ * date when it was said (questions ask "when"), the speaker or tool who said it.
+ */
 function renderEvidence(h: RecallHit, e: EventRecord): string {
   const who = typeof e.meta?.['speaker'] === 'string' ? e.meta['speaker'] : h.toolName ? `${h.kind} ${h.toolName}` : h.kind;
   const excerpt = h.excerpt.replace(/\s+/g, ' ').trim();
-  return `- [${h.eventId}] ${h.ts.slice(0, 10)}, session ${h.sessionId.slice(0, 8)}, ${who}: ${JSON.stringify(excerpt)}`;
+  return `- [${h.eventId}] ${h.ts.slice(0, 10)} ${who}: ${JSON.stringify(excerpt)}`;
 }
 
 /** Lower case, whitespace and quotes collapsed: how a text is compared with what was injected. */
