@@ -1,4 +1,5 @@
 import { createReadStream, statSync } from 'node:fs';
+import { Readable } from 'node:stream';
 import { basename, extname } from 'node:path';
 import { EngramError, isEngramError } from '../errors.js';
 import type { ErrorCode } from '../errors.js';
@@ -17,6 +18,13 @@ export interface ImportSourceFile {
   path: string;
   /** Name shown in reports and errors and used for the default session id; default: the file name. */
   displayName?: string;
+  /**
+   * Read only the bytes from `startByte` (default 0) up to `endByte` (exclusive; default the file's size): a hook
+   * resuming a growing transcript where its last run stopped. The range must start and end at line boundaries, and
+   * `format` must be given (the file's head is not read); line numbers in issues count from the range's start.
+   */
+  startByte?: number;
+  endByte?: number;
 }
 
 export interface ImportFileOptions {
@@ -37,6 +45,8 @@ export interface ImportFileOptions {
    * are stored and every invalid line is listed in the report.
    */
   skipInvalid?: boolean;
+  /** Tool names by call id of calls made before `startByte` (see ImportOptions.knownToolNames). */
+  knownToolNames?: ReadonlyMap<string, string>;
   /** Events per append call inside the import's transaction. Default 500. */
   batchSize?: number;
   onProgress?: (progress: ImportProgress) => void;
@@ -123,16 +133,23 @@ export async function runImport(ingestor: Ingestor, source: ImportSourceFile, op
   if (options.format !== undefined && !(IMPORT_FORMATS as readonly string[]).includes(options.format)) {
     throw new EngramError('INVALID_INPUT', `format: unknown format "${options.format}"; expected one of ${IMPORT_FORMATS.join(', ')}`, { field: 'format' });
   }
+  const start = source.startByte ?? 0;
+  const end = source.endByte ?? stat.size;
+  const isRange = start !== 0 || end !== stat.size;
+  if (isRange && !(Number.isInteger(start) && Number.isInteger(end) && start >= 0 && start <= end && end <= stat.size)) {
+    throw new EngramError('INVALID_INPUT', `${name}: bytes ${start} to ${end} are not a range of the file's ${stat.size} bytes`, { field: 'startByte' });
+  }
+  if (isRange && options.format === undefined) throw new EngramError('INVALID_INPUT', 'format: a part of a file is imported in a named format', { field: 'format' });
   // A file without a record has no line to name: it is refused as a whole, whatever the format and mode.
-  const head = stat.size === 0 ? null : readTranscriptHead(source.path);
-  if (head === null || head.isBlank) {
+  const head = isRange ? undefined : stat.size === 0 ? null : readTranscriptHead(source.path);
+  if (head === null || head?.isBlank === true) {
     const what = head === null ? 'the file is empty' : 'the file is empty (white space only)';
     throw new EngramError('INVALID_INPUT', `${name}: ${what}; nothing was imported`, { field: 'file', file: name, line: 0 });
   }
-  const detected = detectFormat(head.text);
+  const detected = head === undefined ? null : detectFormat(head.text);
   const format = options.format ?? detected;
   if (format === null) {
-    const why = head.hasFirstRecord ? '' : ` from its first ${MAX_HEAD_BYTES / (1024 * 1024)} MiB (its first record is longer)`;
+    const why = head?.hasFirstRecord !== false ? '' : ` from its first ${MAX_HEAD_BYTES / (1024 * 1024)} MiB (its first record is longer)`;
     throw new EngramError('INVALID_INPUT', `${name}: cannot tell the transcript format${why}; pass --format (${IMPORT_FORMATS.join(', ')})`, { field: 'format' });
   }
   // The format the file looks like, when the caller named another: said in any refusal, which is then likely its cause.
@@ -143,10 +160,13 @@ export async function runImport(ingestor: Ingestor, source: ImportSourceFile, op
   const fallbackSession = defaultSessionId(name);
   const mode = options.skipInvalid ? 'skip-invalid' : 'strict';
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
-  const importSource = { sizeBytes: stat.size, stream: () => createReadStream(source.path) };
+  const size = end - start;
+  // createReadStream's `end` is inclusive; an empty range reads nothing.
+  const importSource = { sizeBytes: size, stream: () => (size === 0 ? Readable.from([]) : createReadStream(source.path, { start, end: end - 1 })) };
   const parseOptions = (phase: ImportProgress['phase'], counter: { events: number }) => ({
     ...(options.sessionId !== undefined ? { sessionId: options.sessionId } : {}),
-    onBytes: (bytesRead: number) => options.onProgress?.({ phase, bytesRead, totalBytes: stat.size, events: counter.events }),
+    ...(options.knownToolNames !== undefined ? { knownToolNames: options.knownToolNames } : {}),
+    onBytes: (bytesRead: number) => options.onProgress?.({ phase, bytesRead, totalBytes: size, events: counter.events }),
   });
   const issues = new IssueList();
   // The project of each session the file names, from the first working directory recorded in it.

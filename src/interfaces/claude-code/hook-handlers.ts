@@ -7,6 +7,7 @@ import type { ImportReport } from '../../memory/import-runner.js';
 import { validateSessionId } from '../../memory/ingest.js';
 import { projectForDirectory, type ProjectIdentity } from '../../memory/project-identity.js';
 import { CLAUDE_CODE_HOOK_EVENTS, type HookEventName } from './claude-settings.js';
+import { importTranscriptSince } from './transcript-cursor.js';
 import type { CarryOverOptions } from '../../context/carry-over.js';
 import type { ChatModel } from '../../providers/llm/chat-model.js';
 
@@ -145,14 +146,15 @@ function additionalContext(hookEventName: 'SessionStart' | 'UserPromptSubmit', t
 }
 
 /**
- * Imports the transcript into the hook's session. Invalid lines are left out rather than failing the hook (the
- * last line may still be being written; it is complete at the next hook and imported then). A transcript that
- * does not exist yet or is empty (a session's first SessionStart) is nothing to import.
+ * Imports the transcript into the hook's session. Invalid lines are left out rather than failing the hook; a last
+ * line still being written is left for the next hook. A transcript that does not exist yet or is empty (a session's
+ * first SessionStart) is nothing to import.
  */
 async function importTranscript(mem: Engram, input: ClaudeCodeHookInput, project: string): Promise<ImportReport | undefined> {
   const path = input.transcript_path;
-  if (!path || transcriptBytes(path) === 0) return undefined;
-  return mem.importFile({ path, displayName: path }, { format: 'claude-code', sessionId: input.session_id, project, skipInvalid: true });
+  if (!path) return undefined;
+  // Only what the transcript gained since the last hook (transcript-cursor.ts).
+  return importTranscriptSince(mem, path, { sessionId: input.session_id, project });
 }
 
 /** A resumed or compacted session: its own push pack (what `engram context` prints). */

@@ -34,7 +34,7 @@ interface AwaitingEvent {
  * The session is the record's `sessionId` unless `options.sessionId` overrides it.
  */
 export async function* parseClaudeCode(source: ImportSource, options: ImportOptions = {}): AsyncGenerator<ImportItem> {
-  const toolNames = new Map<string, string>();
+  const toolNames = new Map<string, string>(options.knownToolNames ?? []);
   let firstSessionId = options.sessionId;
   let awaiting: AwaitingEvent[] = [];
 

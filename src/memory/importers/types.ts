@@ -87,6 +87,11 @@ export interface ImportOptions {
    * document cannot be imported without it.
    */
   sessionId?: string;
+  /**
+   * Tool names by tool call id of calls made before the part being read: an import that resumes a transcript past
+   * its start (a hook reading only the lines added since its last run) names the results of those calls.
+   */
+  knownToolNames?: ReadonlyMap<string, string>;
 }
 
 /**
