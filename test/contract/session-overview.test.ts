@@ -87,7 +87,7 @@ runStorageContract('session overviews', ({ createHarness }) => {
     await ctx.mem.consolidator().consolidateSession('cc-1');
 
     const all = await ctx.mem.viewAs().sessionOverviews();
-    const byId = new Map(all.map((s) => [s.id, s]));
+    const byId = new Map(all.map((s) => [s.id as string, s]));
     expect(byId.get('cc-1')).toMatchObject({ project: 'shop', host: 'claude-code', firstRequest: 'fix the refund rounding [private]' });
     expect(byId.get('cc-1')!.summaryLine).toMatch(/^Files edited: src\/pay\.ts \[evt_[0-9a-z]{26}\]$/);
     expect(byId.get('cc-1')!.summaryId).toMatch(/^sum_/);
