@@ -97,10 +97,10 @@ export function SessionsPanel(props: { onOpen: (id: string) => void }) {
           <button class="session-row" data-testid="session-row" title={s.id} onClick={() => props.onOpen(s.id)}>
             <span class="session-what">
               <span class="ellipsis" data-testid="session-request">
-                {s.firstRequest ?? <span class="mono muted">{s.id}</span>}
+                {s.firstRequest ?? <span class="muted">no request recorded</span>}
               </span>
               <span class="ellipsis muted small" data-testid="session-summary">
-                {s.summaryLine ? withoutCitations(s.summaryLine) : s.firstRequest ? <span class="mono">{s.id}</span> : 'no request recorded'}
+                {s.summaryLine ? withoutCitations(s.summaryLine) : 'not summarized yet'}
               </span>
             </span>
             <span class="session-where">
@@ -112,6 +112,7 @@ export function SessionsPanel(props: { onOpen: (id: string) => void }) {
                 {s.sharedWith.length ? ` · shared with ${s.sharedWith.join(', ')}` : ''}
               </span>
             </span>
+            <span class="mono small muted ellipsis session-id">{s.id}</span>
             <span>{s.eventCount.toLocaleString()} events</span>
             <span class="muted">{s.lastTs ? ago(s.lastTs) : ''}</span>
           </button>
