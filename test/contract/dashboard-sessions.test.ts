@@ -36,7 +36,8 @@ runStorageContract('dashboard sessions', ({ createHarness }) => {
       { project: 'shop' },
     );
     await ctx.mem.append('plain', { kind: 'note', content: 'by hand' }, { project: 'shop' });
-    await ctx.mem.consolidator().consolidateSession('cc-1');
+    // A backfill passes the significance gate: what is shown of a summary is under test here, not the gate.
+    await ctx.mem.consolidator().consolidateSession('cc-1', { backfill: true });
 
     const page = await dashboard.sessions({ offset: 0, limit: 10, project: 'shop' });
     expect(page.total).toBe(2);
@@ -69,8 +70,8 @@ runStorageContract('dashboard sessions', ({ createHarness }) => {
     const root = (await ctx.mem.agents.add('root', { role: 'admin', isAdmin: true })).agent;
     const dashboard = new DashboardView(ctx.mem, ctx.mem.viewAs(), root);
     const talk: EventInput[] = Array.from({ length: 4500 }, (_, i) => ({ kind: i % 2 ? 'assistant' : 'user', content: `turn ${i}` }));
-    await ctx.mem.append('long', [...talk.slice(0, 2500)]);
-    await ctx.mem.append('long', [...talk.slice(2500), ...toolPair('w1', 'Write', { file_path: '/repo/late.ts', content: '' }, 'File created successfully at: /repo/late.ts')]);
+    for (let at = 0; at < talk.length; at += 500) await ctx.mem.append('long', talk.slice(at, at + 500));
+    await ctx.mem.append('long', toolPair('w1', 'Write', { file_path: '/repo/late.ts', content: '' }, 'File created successfully at: /repo/late.ts'));
     const t = await dashboard.timeline('long');
     expect(t.work.files.map((f) => f.path)).toEqual(['late.ts']);
     expect(t.work).toMatchObject({ eventsRead: 2, isPartial: false });
