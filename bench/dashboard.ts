@@ -5,7 +5,10 @@
  * session per size in --sizes and --engrams engrams; and how long a child's engram takes to reach an open live
  * stream. Writes bench/results/dashboard.{md,json}.
  *
- *   npm run bench -- dashboard [--sizes 10000,100000] [--engrams 5000]
+ * The session list (host, first request and summary line of each session, issue #29 item 8) is timed on --sessions
+ * small sessions besides: a page of the dashboard's list, and every session as `engram sessions` lists them.
+ *
+ *   npm run bench -- dashboard [--sizes 10000,100000] [--engrams 5000] [--sessions 2000]
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,7 +25,8 @@ const STREAM_SAMPLES = 10;
 const TOPICS = ['ledger', 'gateway', 'retry', 'idempotency', 'reservation', 'rollback', 'cache', 'schema', 'queue', 'timeout'];
 
 export async function runDashboardBench(argv: string[]): Promise<void> {
-  const { values } = parseArgs({ args: argv, strict: false, options: { sizes: { type: 'string' }, engrams: { type: 'string' } } });
+  const { values } = parseArgs({ args: argv, strict: false, options: { sizes: { type: 'string' }, engrams: { type: 'string' }, sessions: { type: 'string' } } });
+  const sessionCount = Number(values.sessions ?? 2000);
   const sizes = String(values.sizes ?? '10000,100000').split(',').map(Number);
   const engramCount = Number(values.engrams ?? 5000);
   const started = new Date();
@@ -76,6 +80,19 @@ export async function runDashboardBench(argv: string[]): Promise<void> {
       seeding[`session of ${size} events appended`] = performance.now() - t0;
     }
 
+    // Many small sessions as an importer stores them (keyed events; a prompt wrapped in the host's IDE note).
+    t0 = performance.now();
+    for (let i = 0; i < sessionCount; i++) {
+      const topic = TOPICS[i % TOPICS.length]!;
+      await shop.append(`import-${String(i).padStart(5, '0')}`, [
+        { kind: 'user', content: `<ide_opened_file>src/${topic}.ts</ide_opened_file>Fix the ${topic} bug number ${i}.`, key: `cc:u${i}:0`, meta: { cwd: '/repo' } },
+        { kind: 'tool_call', content: JSON.stringify({ file_path: `/repo/src/${topic}.ts`, old_string: 'a', new_string: 'b' }), toolName: 'Edit', toolCallId: `t${i}`, key: `cc:a${i}:0`, meta: { cwd: '/repo' } },
+        { kind: 'tool_result', content: `The file /repo/src/${topic}.ts has been updated.`, toolName: 'Edit', toolCallId: `t${i}`, key: `cc:u${i}:1`, meta: { cwd: '/repo' } },
+        { kind: 'assistant', content: `Fixed the ${topic} bug ${i}.`, key: `cc:a${i}:1`, meta: { cwd: '/repo' } },
+      ] as never);
+    }
+    seeding[`${sessionCount} sessions of 4 events appended`] = performance.now() - t0;
+
     const server = await startHttpServer(mem, { port: 0, version: 'bench' });
     const get = async (path: string, token = adminToken): Promise<unknown> => {
       const res = await fetch(`${server.url}${path}`, { headers: { Authorization: `Bearer ${token}` } });
@@ -113,7 +130,15 @@ export async function runDashboardBench(argv: string[]): Promise<void> {
       await time('feed filtered by kind=risk and role=tester', '/v1/dashboard/engrams?limit=100&kind=risk&role=tester');
       await time('briefs (one parent, 4 children)', '/v1/dashboard/briefs');
       await time('budget meters (6 agents)', '/v1/dashboard/agents');
-      await time('sessions, first page', '/v1/dashboard/sessions?limit=100');
+      await time(`sessions, first page of 100 (of ${(sessionCount + sizes.length).toLocaleString('en')}; host, first request, summary line)`, '/v1/dashboard/sessions?limit=100');
+      const listed: number[] = [];
+      for (let i = 0; i <= REPEATS; i++) {
+        const t = performance.now();
+        const all = await mem.viewAs().sessionOverviews();
+        if (all.length !== sessionCount + sizes.length) throw new Error(`sessions: ${all.length}`);
+        if (i > 0) listed.push(performance.now() - t);
+      }
+      rows.push({ what: `every session with host, first request and summary line (\`engram sessions\`, in process; ${(sessionCount + sizes.length).toLocaleString('en')} sessions)`, ms: summarize(listed) });
       await time('overview', '/v1/dashboard/overview');
 
       // Live: how long from a child's engram put until an open stream delivers it.
@@ -160,12 +185,12 @@ export async function runDashboardBench(argv: string[]): Promise<void> {
 
   const out = join('bench', 'results');
   mkdirSync(out, { recursive: true });
-  const report = { started: started.toISOString(), machine: machineLine(), sizes, engrams: engramCount, seedingMs: seeding, rows };
+  const report = { started: started.toISOString(), machine: machineLine(), sizes, engrams: engramCount, sessions: sessionCount, seedingMs: seeding, rows };
   writeFileSync(join(out, 'dashboard.json'), `${JSON.stringify(report, null, 2)}\n`);
   const md = [
     '# Dashboard endpoints at scale',
     '',
-    `\`npm run bench -- dashboard --sizes ${sizes.join(',')} --engrams ${engramCount}\` (bench/dashboard.ts), ${started.toISOString().slice(0, 10)}; ${machineLine()}.`,
+    `\`npm run bench -- dashboard --sizes ${sizes.join(',')} --engrams ${engramCount} --sessions ${sessionCount}\` (bench/dashboard.ts), ${started.toISOString().slice(0, 10)}; ${machineLine()}.`,
     '',
     `SQLite store, real HTTP on loopback, admin token; each request ${REPEATS} times after one warm-up (the live row: ${STREAM_SAMPLES} engrams).`,
     'The page renders only the rows in view and asks for pages as it scrolls (100 engrams, 500 events at a time).',

@@ -1,4 +1,8 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Engram } from '../src/engine.js';
+import { sessionStartEvent } from '../src/memory/host-sessions.js';
 
 /**
  * A small agent team with something to show on every dashboard screen: a lead with two children in project
@@ -11,6 +15,51 @@ export interface DashboardDemo {
   tokens: Record<'root' | 'lead' | 'alice' | 'bob' | 'eve', string>;
   span(path: 'ledger' | 'gateway', from: number, to: number): string;
   longSession: string;
+  /** A Claude Code session of project `shop`, as its hooks store it: a start record, then its transcript; summarized. */
+  codingSession: string;
+}
+
+/** The id of the demo's Claude Code session (a UUID, as Claude Code names sessions). */
+export const DEMO_CODING_SESSION = '7c1f3a52-93d4-4e0b-a6f2-5b8e0d4c2a19';
+
+/**
+ * A made-up Claude Code transcript (the JSONL lines Claude Code writes under ~/.claude/projects/) of a small coding
+ * session in `cwd`: a prompt with an IDE note, a TodoWrite plan, an Edit, a Write, a failing Bash test run, a fix
+ * and a passing run, and the final answer.
+ */
+export function claudeCodeDemoTranscript(sessionId: string, cwd = '/home/dev/shop', startMs = Date.UTC(2026, 10, 20, 10)): string {
+  const base = { sessionId, cwd, version: '2.0.14', gitBranch: 'main', isSidechain: false, userType: 'external' };
+  let n = 0;
+  const at = (s: number) => new Date(startMs + s * 1000).toISOString();
+  const lines: Array<Record<string, unknown>> = [];
+  let parent: string | null = null;
+  const push = (type: 'user' | 'assistant', content: unknown, extra: Record<string, unknown> = {}) => {
+    const uuid = `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`;
+    lines.push({ ...base, type, uuid, parentUuid: parent, timestamp: at(n * 5), message: { role: type, content }, ...extra });
+    parent = uuid;
+  };
+  const call = (id: string, name: string, input: Record<string, unknown>) => push('assistant', [{ type: 'tool_use', id, name, input }]);
+  const result = (id: string, content: string, extra: Record<string, unknown> = {}) => push('user', [{ type: 'tool_result', tool_use_id: id, content, ...(extra.is_error ? { is_error: true } : {}) }], extra.toolUseResult ? { toolUseResult: extra.toolUseResult } : {});
+  push('user', `<ide_opened_file>The user opened ${cwd}/services/ledger/reservation.py in the IDE.</ide_opened_file>Make reservation retries idempotent: a retried debit must not charge twice.`);
+  call('toolu_01', 'TodoWrite', {
+    todos: [
+      { content: 'Add an idempotency key to reserve()', status: 'in_progress', activeForm: 'Adding an idempotency key' },
+      { content: 'Test a retried debit', status: 'pending', activeForm: 'Testing a retried debit' },
+    ],
+  });
+  result('toolu_01', 'Todos have been modified successfully.');
+  call('toolu_02', 'Edit', { file_path: `${cwd}/services/ledger/reservation.py`, old_string: 'ledger.debit(amount)', new_string: 'ledger.debit(amount, key=key)' });
+  result('toolu_02', `The file ${cwd}/services/ledger/reservation.py has been updated.`, { toolUseResult: { type: 'update', filePath: `${cwd}/services/ledger/reservation.py` } });
+  call('toolu_03', 'Write', { file_path: `${cwd}/tests/test_reserve_retry.py`, content: 'def test_retry_debits_once(ledger):\n    reserve(500, key="k1")\n    reserve(500, key="k1")\n    assert ledger.debits == [500]\n' });
+  result('toolu_03', `File created successfully at: ${cwd}/tests/test_reserve_retry.py`, { toolUseResult: { type: 'create', filePath: `${cwd}/tests/test_reserve_retry.py` } });
+  call('toolu_04', 'Bash', { command: 'pytest tests/test_reserve_retry.py -q', description: 'Run the retry test' });
+  result('toolu_04', 'F\nFAILED tests/test_reserve_retry.py::test_retry_debits_once - AssertionError: debited twice: [500, 500]\n1 failed in 0.12s', { is_error: true });
+  call('toolu_05', 'Edit', { file_path: `${cwd}/services/ledger/reservation.py`, old_string: 'def reserve(amount, key):', new_string: 'def reserve(amount, key):\n    if ledger.seen(key):\n        return' });
+  result('toolu_05', `The file ${cwd}/services/ledger/reservation.py has been updated.`, { toolUseResult: { type: 'update', filePath: `${cwd}/services/ledger/reservation.py` } });
+  call('toolu_06', 'Bash', { command: 'pytest tests/test_reserve_retry.py -q', description: 'Run the retry test again' });
+  result('toolu_06', '.\n1 passed in 0.10s', { toolUseResult: { stdout: '1 passed', stderr: '', interrupted: false } });
+  push('assistant', [{ type: 'text', text: 'A retried reservation now reuses its idempotency key, so the debit happens once; the retry test passes.' }]);
+  return `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`;
 }
 
 export const DEMO_FILES = (lines: (count: number, prefix: string) => string) => ({
@@ -91,5 +140,23 @@ export async function seedDashboardDemo(mem: Engram, sha: string): Promise<Dashb
   await shop.append('shop-checkout', [{ kind: 'user', content: 'Checkout shows the wrong total after a retry.' }, { kind: 'decision', content: 'Recompute totals server-side.' }] as never);
   const bank = mem.viewAs({ kind: 'agent', agentId: eve.id, agentName: 'eve', project: 'bank', isAdmin: false });
   await bank.append('bank-rounding', [{ kind: 'user', content: 'Rounding drifts by a cent on refunds.' }] as never);
-  return { tokens, span, longSession };
+
+  // A Claude Code session as the hooks store it: its start record (Engram's own), then its transcript, summarized.
+  const codingSession = DEMO_CODING_SESSION;
+  const startedMs = Date.now() - 2 * 3_600_000;
+  await mem.append(
+    codingSession,
+    [sessionStartEvent({ host: 'claude-code', source: 'startup', cwd: '/home/dev/shop', project: 'shop', hostPids: [4242, 4241] }, startedMs)],
+    { project: 'shop' },
+  );
+  const dir = mkdtempSync(join(tmpdir(), 'engram-demo-'));
+  try {
+    const file = join(dir, `${codingSession}.jsonl`);
+    writeFileSync(file, claudeCodeDemoTranscript(codingSession, '/home/dev/shop', startedMs + 1000));
+    await mem.importFile({ path: file }, { format: 'claude-code' });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  await mem.consolidator().consolidateSession(codingSession);
+  return { tokens, span, longSession, codingSession };
 }

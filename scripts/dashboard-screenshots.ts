@@ -70,6 +70,15 @@ try {
   await root.getByTestId('pointer-view').last().waitFor();
   await shot(root, 'pointer');
   await root.keyboard.press('Escape');
+  await root.goto(`${server.url}/#/sessions`);
+  await root.getByTestId('session-row').filter({ hasText: demo.codingSession }).waitFor();
+  await shot(root, 'sessions');
+  await root.goto(`${server.url}/#/sessions/${demo.codingSession}`);
+  await root.getByTestId('file-row').first().waitFor();
+  await root.getByTestId('event-row').first().waitFor();
+  await root.setViewportSize({ width: 1360, height: 1700 });
+  await shot(root, 'session-work');
+  await root.setViewportSize({ width: 1360, height: 860 });
   await root.goto(`${server.url}/#/sessions/${demo.longSession}`);
   await root.getByTestId('marker').first().waitFor();
   await root.getByTestId('assemble-pack').click();

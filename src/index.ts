@@ -139,3 +139,4 @@ export { sourceItemsFromEvents, sourceItemFromEvent } from './consolidate/source
 export { agentPrincipal, LOCAL_PRINCIPAL } from './model/access.js';
 export type { Principal } from './model/access.js';
 export type { EngramView } from './view/engram-view.js';
+export type { SessionOverview } from './view/session-overview.js';

@@ -1,6 +1,8 @@
 import { useRef, useState } from 'preact/hooks';
 import { api } from './api';
 import { PointerLink } from './pointer';
+import { eventText, isDerived, withoutCitations } from './event-line';
+import { FilesCard, SummaryCard, type SessionSummary, type SessionWork } from './session-work';
 import { ago, Bars, Card, ErrorLine, Spark, useData, VirtualList } from './ui';
 
 interface Session {
@@ -11,6 +13,12 @@ interface Session {
   lastTurn: number;
   lastTs?: string;
   createdAt: string;
+  /** `claude-code`, `codex`, ... or null (appended without a host). */
+  host: string | null;
+  firstRequest: string | null;
+  firstRequestId: string | null;
+  summaryLine: string | null;
+  summaryId: string | null;
 }
 interface Marker {
   fromTurn: number;
@@ -24,6 +32,8 @@ interface Marker {
 }
 interface Timeline {
   session: Session;
+  summaries: SessionSummary[];
+  work: SessionWork;
   kinds: Record<string, number>;
   buckets: Array<{ fromTurn: number; toTurn: number; count: number }>;
   compactions: number;
@@ -42,6 +52,8 @@ interface EventRecord {
   kind: string;
   ts: string;
   content: string;
+  toolName?: string;
+  tags: string[];
 }
 interface Pack {
   totalTokens: number;
@@ -77,14 +89,30 @@ export function SessionsPanel(props: { onOpen: (id: string) => void }) {
       <VirtualList
         testId="session-list"
         count={first.data?.total ?? 0}
-        rowHeight={40}
-        height={560}
+        rowHeight={58}
+        height={580}
         row={(i) => pages.get(Math.floor(i / PAGE))?.[i % PAGE]}
         onNeed={need}
         render={(s) => (
-          <button class="session-row" data-testid="session-row" onClick={() => props.onOpen(s.id)}>
-            <span class="mono">{s.id}</span>
-            <span class="muted">project {s.project}{s.sharedWith.length ? ` · shared with ${s.sharedWith.join(', ')}` : ''}</span>
+          <button class="session-row" data-testid="session-row" title={s.id} onClick={() => props.onOpen(s.id)}>
+            <span class="session-what">
+              <span class="ellipsis" data-testid="session-request">
+                {s.firstRequest ?? <span class="muted">no request recorded</span>}
+              </span>
+              <span class="ellipsis muted small" data-testid="session-summary">
+                {s.summaryLine ? withoutCitations(s.summaryLine) : 'not summarized yet'}
+              </span>
+            </span>
+            <span class="session-where">
+              <span class={`tag host${s.host ? '' : ' unknown'}`} data-testid="session-host">
+                {s.host ?? 'unknown host'}
+              </span>
+              <span class="muted small ellipsis" data-testid="session-project">
+                {s.project}
+                {s.sharedWith.length ? ` · shared with ${s.sharedWith.join(', ')}` : ''}
+              </span>
+            </span>
+            <span class="mono small muted ellipsis session-id">{s.id}</span>
             <span>{s.eventCount.toLocaleString()} events</span>
             <span class="muted">{s.lastTs ? ago(s.lastTs) : ''}</span>
           </button>
@@ -149,6 +177,18 @@ export function TimelinePanel(props: { sessionId: string; onBack: () => void }) 
               </span>
             }
           >
+            <p class="session-head">
+              <span class={`tag host${d.session.host ? '' : ' unknown'}`} data-testid="timeline-host">
+                {d.session.host ?? 'unknown host'}
+              </span>{' '}
+              {d.session.firstRequest ? (
+                <span data-testid="timeline-request">
+                  “{d.session.firstRequest}” {d.session.firstRequestId && <PointerLink refText={`sam:event:${d.session.firstRequestId}`} />}
+                </span>
+              ) : (
+                <span class="muted">no request recorded</span>
+              )}
+            </p>
             <div class="grid2">
               <div>
                 <h3>Events by kind</h3>
@@ -173,6 +213,8 @@ export function TimelinePanel(props: { sessionId: string; onBack: () => void }) 
               </div>
             </div>
           </Card>
+          <SummaryCard summaries={d.summaries} />
+          <FilesCard work={d.work} />
           <Card
             testId="markers"
             title="Compactions and markers"
@@ -326,9 +368,15 @@ export function TimelinePanel(props: { sessionId: string; onBack: () => void }) 
                 if (to >= events.length - 50) load();
               }}
               render={(e) => (
-                <div class="event-row">
-                  <span class="muted">#{e.turn}</span> <span class={`tag kind-${e.kind}`}>{e.kind}</span> <span class="ellipsis">{e.content}</span>{' '}
-                  <PointerLink refText={`sam:event:${e.id}`} />
+                <div class={`event-row${isDerived(e) ? ' derived' : ''}`} data-testid="event-row" title={isDerived(e) ? "Engram's own output (a start record, an injected brief or recall): not conversation, never recalled as evidence" : undefined}>
+                  <span class="muted">#{e.turn}</span> <span class={`tag kind-${e.kind}`}>{e.kind}</span>
+                  {isDerived(e) && <span class="tag derived">engram</span>}
+                  {e.toolName && (e.kind === 'tool_call' || e.kind === 'tool_result') && (
+                    <span class="tool-name" data-testid="tool-name">
+                      {e.toolName}
+                    </span>
+                  )}{' '}
+                  <span class="ellipsis">{eventText(e)}</span> <PointerLink refText={`sam:event:${e.id}`} />
                 </div>
               )}
             />

@@ -236,6 +236,13 @@ export interface ListEventsQuery {
   order?: 'asc' | 'desc';
 }
 
+export interface OpeningEventsQuery {
+  sessionIds: SessionId[];
+  /** The last turn read of each session (turns start at 1). */
+  throughTurn: number;
+  kinds?: EventKind[];
+}
+
 /** One hit of a logged recall. */
 export interface RecallLogHit {
   eventId: EventId;
@@ -535,6 +542,12 @@ export interface StorageBackend {
   /** Events for the ids that exist, in the order of `ids`. */
   getEvents(ids: EventId[]): Promise<EventRecord[]>;
   listEvents(query: ListEventsQuery): Promise<EventRecord[]>;
+  /**
+   * The opening events of many sessions in one read: each session's events of turns 1 to `throughTurn` (of `kinds`
+   * when given), ordered by session id, then turn. Session listings read a bounded start of each session this way
+   * (its host, its first request) instead of one query per session.
+   */
+  listOpeningEvents(query: OpeningEventsQuery): Promise<EventRecord[]>;
   /** Events of a session by their idempotency keys (absent keys are skipped), with their input hashes. */
   getEventsByKeys(sessionId: SessionId, keys: string[]): Promise<KeyedEvent[]>;
 

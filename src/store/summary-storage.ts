@@ -102,6 +102,11 @@ export interface SummaryStorage {
   /** Summaries by id, cold ones included; those the reader may not see are left out. */
   get(ids: string[], visibility?: SummaryVisibility): Promise<SummaryRecord[]>;
   list(query: SummaryListQuery): Promise<SummaryRecord[]>;
+  /**
+   * The latest warm session summary (depth 0, kind `summary`; the last episode by start) of each of these sessions
+   * that has one, in one read. Session listings show its first line.
+   */
+  latestOfSessions(sessionIds: string[]): Promise<SummaryRecord[]>;
   search(query: SummarySearchQuery): Promise<SummaryHit[]>;
   /** Warm summaries with no vector of `model` yet, oldest first (the embedding indexer's summary queue). */
   unembedded(model: string, limit: number): Promise<Array<{ id: string; text: string }>>;

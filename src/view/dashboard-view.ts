@@ -11,6 +11,8 @@ import { isContradiction } from '../bus/messages/shared-brief.js';
 import { LruCache } from '../util/lru-cache.js';
 import { parsePointerRef } from '../bus/pointer.js';
 import type { EngramView } from './engram-view.js';
+import { sessionOverviews, type SessionOverview } from './session-overview.js';
+import { sessionSummaries, sessionWork, type SessionSummaryView, type SessionWork } from './session-work.js';
 
 /** How many days back the overview charts events and artifacts. */
 export const ACTIVITY_DAYS = 90;
@@ -135,7 +137,12 @@ export interface FeedItem {
 }
 
 export interface SessionTimeline {
-  session: SessionRecord;
+  /** The session with its agent host, first request and summary line. */
+  session: SessionOverview;
+  /** Its warm session summaries, episodes in order (citing `[evt_...]`). */
+  summaries: SessionSummaryView[];
+  /** The files its tool calls wrote, from the model-free work log. */
+  work: SessionWork;
   kinds: Partial<Record<EventKind, number>>;
   /** Events per bucket of turns, for the timeline strip. */
   buckets: Array<{ fromTurn: number; toTurn: number; count: number }>;
@@ -307,10 +314,13 @@ export class DashboardView {
     return { items, total: isComplete ? rows.length : null, hasMore, projects };
   }
 
-  /** A page of the sessions the caller may read, most recently active first, with their projects' totals. */
-  async sessions(q: { offset: number; limit: number; project?: string }): Promise<{ sessions: SessionRecord[]; total: number }> {
+  /**
+   * A page of the sessions the caller may read, most recently active first, each with its agent host, first request
+   * and summary line (read for the page only), and the total.
+   */
+  async sessions(q: { offset: number; limit: number; project?: string }): Promise<{ sessions: SessionOverview[]; total: number }> {
     const all = (await this.view.listSessions({ limit: 100_000 })).filter((s) => q.project === undefined || s.project === q.project);
-    return { sessions: all.slice(q.offset, q.offset + q.limit), total: all.length };
+    return { sessions: await sessionOverviews(this.mem.store, all.slice(q.offset, q.offset + q.limit)), total: all.length };
   }
 
   /** Store-wide figures as far as the caller may see them: sessions per project, activity over time, recall latency. */
@@ -377,8 +387,11 @@ export class DashboardView {
     const versions = await this.mem.taskStates.history(id, { limit: 50 });
     const karma = await this.mem.store.listKarma({ sessionId: id });
     const recalls = await this.mem.store.listRecallLog({ sessionId: id, limit: 50 });
+    const [overview] = await sessionOverviews(this.mem.store, [session]);
     return {
-      session,
+      session: overview!,
+      summaries: await sessionSummaries(this.mem.store, id),
+      work: await sessionWork(this.mem.store, session),
       kinds,
       buckets: [...buckets.entries()].sort((a, b) => a[0] - b[0]).map(([b, count]) => ({ fromTurn: b * bucketSize + 1, toTurn: (b + 1) * bucketSize, count })),
       compactions: state?.version ?? 0,

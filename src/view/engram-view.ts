@@ -25,6 +25,7 @@ import { SUMMARY_ID_PREFIX } from '../model/summary.js';
 import { checkExpandMaxTokens, DEFAULT_EXPAND_MAX_TOKENS, expandArtifact, expandEvent, type ExpandAnswer } from './expand.js';
 import { granularLayers, type GranularAnswer, type Granularity } from './granular-recall.js';
 import { buildGraphAs } from './graph-build-as.js';
+import { sessionOverviews, type SessionOverview } from './session-overview.js';
 import type { BuildReport } from '../consolidate/graph/graph-builder.js';
 
 /** Sessions holding an artifact that are looked at to decide whether a reader may see it. */
@@ -73,6 +74,19 @@ export class EngramView {
   /** Sessions the principal may read, most recently active first. */
   listSessions(options: { limit?: number } = {}): Promise<SessionRecord[]> {
     return this.mem.store.listSessions({ ...options, ...(this.project !== null ? { visibleToProject: this.project } : {}) });
+  }
+
+  /**
+   * Sessions the principal may read, most recently active first, each with its agent host, first request and
+   * summary line (view/session-overview.ts); `project`: only the sessions that project owns.
+   */
+  async sessionOverviews(options: { limit?: number; project?: string } = {}): Promise<SessionOverview[]> {
+    const { limit, project } = options;
+    const visibleTo = this.project ?? project;
+    // With a project filter the limit applies after it: shared sessions are listed too, then left out.
+    const sessions = await this.mem.store.listSessions({ ...(visibleTo !== undefined ? { visibleToProject: visibleTo } : {}), ...(project === undefined && limit !== undefined ? { limit } : {}) });
+    const wanted = project === undefined ? sessions : sessions.filter((s) => s.project === project);
+    return sessionOverviews(this.mem.store, limit === undefined ? wanted : wanted.slice(0, limit));
   }
 
   /** A session the principal may read, or NOT_FOUND. */

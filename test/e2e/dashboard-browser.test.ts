@@ -156,6 +156,48 @@ describe('dashboard in a real browser', { timeout: 120_000 }, () => {
     await page.close();
   });
 
+  it("lists sessions by host, project, first request and summary line, and a coding session's page shows its summary, files and tool calls", async () => {
+    const page = await signIn(demo.tokens.root, '#/sessions');
+    const row = page.getByTestId('session-row').filter({ hasText: demo.codingSession });
+    await row.waitFor();
+    await expect(row.getByTestId('session-host').textContent()).resolves.toBe('claude-code');
+    await expect(row.getByTestId('session-project').textContent()).resolves.toBe('shop');
+    // The request as the user typed it: the IDE's note around it is the host's, not the user's.
+    await expect(row.getByTestId('session-request').textContent()).resolves.toBe('Make reservation retries idempotent: a retried debit must not charge twice.');
+    await expect(row.getByTestId('session-summary').textContent()).resolves.toBe('Files created: tests/test_reserve_retry.py');
+    const plain = page.getByTestId('session-row').filter({ hasText: 'shop-checkout' });
+    await expect(plain.getByTestId('session-host').textContent()).resolves.toBe('unknown host');
+    await expect(plain.getByTestId('session-request').textContent()).resolves.toBe('Checkout shows the wrong total after a retry.');
+    await expect(plain.getByTestId('session-summary').textContent()).resolves.toBe('not summarized yet');
+
+    await row.click();
+    await page.getByTestId('summary-text').waitFor();
+    await expect(page.getByTestId('timeline-host').textContent()).resolves.toBe('claude-code');
+    await expect(page.getByTestId('timeline-request').textContent()).resolves.toContain('Make reservation retries idempotent');
+    const summary = page.getByTestId('summary');
+    await expect(summary.textContent()).resolves.toContain('Failed: `pytest tests/test_reserve_retry.py -q`');
+    await expect(summary.textContent()).resolves.toContain('fixed: a later run passed');
+    // Each cited event is a link that opens it.
+    expect(await summary.getByTestId('pointer-link').count()).toBeGreaterThanOrEqual(6);
+    const files = await page.getByTestId('file-row').allTextContents();
+    expect(files).toEqual([expect.stringMatching(/^services\/ledger\/reservation\.pyedited2sam:event:evt_/), expect.stringMatching(/^tests\/test_reserve_retry\.pycreated1sam:event:evt_/)]);
+    await page.getByTestId('files').getByTestId('pointer-link').first().click();
+    await expect(page.getByTestId('pointer-view').last().textContent()).resolves.toContain('ledger.seen(key)');
+    await page.keyboard.press('Escape');
+
+    // Tool calls by tool name with a readable input, not their JSON; Engram's own start record labelled as such.
+    const events = page.getByTestId('event-list');
+    await events.getByTestId('event-row').first().waitFor();
+    const rows = await events.getByTestId('event-row').allTextContents();
+    expect(rows.find((r) => r.includes('TodoWrite'))).toContain('2 items, 0 done; doing: Add an idempotency key to reserve()');
+    expect(rows.find((r) => r.includes('tool_callBash'))).toContain('$ pytest tests/test_reserve_retry.py -q');
+    expect(rows.find((r) => r.includes('tool_callEdit'))).toContain('/home/dev/shop/services/ledger/reservation.py');
+    expect(rows.some((r) => r.includes('{"todos"'))).toBe(false);
+    expect(rows[0]).toMatch(/^#1 systemengram claude-code session startup/);
+    expect(await events.locator('.event-row.derived').count()).toBe(1);
+    await page.close();
+  });
+
   it('renders a feed of hundreds of engrams a screenful at a time and reads the next page as it scrolls', async () => {
     const bob = await mem.agents.get('bob');
     for (let i = 0; i < 300; i++) {

@@ -185,6 +185,29 @@ describe('dashboard endpoints', () => {
     expect(total(rootOverview.eventsByDay)).toBe(4);
   });
 
+  it("the session list and page show a session's host, first request (private spans hidden), summary and files", async () => {
+    const events = [
+      { kind: 'user', content: 'rotate the <private>prod-key-123</private> key in deploy.sh', key: 'cc:u1:0', meta: { cwd: '/repo' } },
+      { kind: 'tool_call', content: JSON.stringify({ file_path: '/repo/deploy.sh', old_string: 'a', new_string: 'b' }), toolName: 'Edit', toolCallId: 't1', key: 'cc:a1:0', meta: { cwd: '/repo' } },
+      { kind: 'tool_result', content: 'The file /repo/deploy.sh has been updated.', toolName: 'Edit', toolCallId: 't1', key: 'cc:u2:0', meta: { cwd: '/repo' } },
+      { kind: 'assistant', content: 'Rotated.', key: 'cc:a2:0', meta: { cwd: '/repo' } },
+    ];
+    expect((await api('/v1/events', 'alice', { sessionId: 'cc-shop', events })).status).toBe(200);
+    await mem.consolidator().consolidateSession('cc-shop', { backfill: true });
+
+    const [listed] = (await api('/v1/dashboard/sessions?project=shop', 'alice')).body.sessions;
+    expect(listed).toMatchObject({ id: 'cc-shop', project: 'shop', host: 'claude-code', firstRequest: 'rotate the [private] key in deploy.sh' });
+    expect(listed.summaryLine).toMatch(/^Files edited: deploy\.sh \[evt_[0-9a-z]{26}\]$/);
+    expect(listed.summaryId).toMatch(/^sum_/);
+    const t = (await api('/v1/dashboard/sessions/cc-shop/timeline', 'alice')).body;
+    expect(t.session).toMatchObject({ host: 'claude-code', firstRequest: 'rotate the [private] key in deploy.sh' });
+    expect(t.summaries).toHaveLength(1);
+    expect(t.summaries[0].text).not.toContain('prod-key-123');
+    expect(t.work.files).toEqual([{ path: 'deploy.sh', action: 'edited', writes: 1, eventId: expect.stringMatching(/^evt_/), isFailed: false }]);
+    expect((await api('/v1/dashboard/sessions?project=shop', 'eve')).body.sessions).toEqual([]);
+    expect((await api('/v1/dashboard/sessions/cc-shop/timeline', 'eve')).status).toBe(404);
+  });
+
   it('the live stream delivers a child\'s engram put to its project and not to another project', async () => {
     // Each read ends when `until` holds or `stop` resolves (generous, for a loaded machine; no timing is asserted).
     const read = async (as: string, until: (text: string) => boolean, stop: Promise<unknown> = new Promise((r) => setTimeout(r, 15_000))) => {

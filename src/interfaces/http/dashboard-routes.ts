@@ -105,9 +105,14 @@ export const DASHBOARD_ROUTES: readonly Route[] = [
     path: '/v1/dashboard/sessions',
     operationId: 'dashboardSessions',
     tag: 'dashboard',
-    summary: 'A page of the sessions the caller may read, most recently active first',
-    query: z.object({ project: z.string().min(1).max(64).optional().describe('Only sessions of this project.'), ...page }),
-    success: { status: 200, description: '`{ sessions: SessionRecord[], total }`' },
+    summary: 'A page of the sessions the caller may read, most recently active first, with their agent host, first request and summary line',
+    query: z.object({ project: z.string().min(1).max(200).optional().describe('Only sessions of this project.'), ...page }),
+    success: {
+      status: 200,
+      description:
+        '`{ sessions: SessionOverview[], total }`: each a SessionRecord plus `host` (`claude-code`, `codex`, ... or null), `firstRequest`, `firstRequestId`, ' +
+        '`summaryLine` (the first line of its latest summary after the request, citing `[evt_...]`) and `summaryId`.',
+    },
     errors: [400],
     handle: async (ctx) => ({ body: await dashboardOf(ctx).sessions({ offset: ctx.query.offset ?? 0, limit: ctx.query.limit ?? 100, ...(ctx.query.project ? { project: ctx.query.project } : {}) }) }),
   }),
@@ -116,7 +121,8 @@ export const DASHBOARD_ROUTES: readonly Route[] = [
     path: '/v1/dashboard/sessions/{sessionId}/timeline',
     operationId: 'dashboardTimeline',
     tag: 'dashboard',
-    summary: "A session's timeline: events by kind and turn, compactions and markers, task-state versions, karma, recall log, embedding queue",
+    summary:
+      "A session's timeline: its host and first request, its summaries, the files its tool calls wrote, events by kind and turn, compactions and markers, task-state versions, karma, recall log, embedding queue",
     description: 'A session the caller may not read is 404, as if it did not exist. The context pack itself is `GET /v1/sessions/{sessionId}/context`.',
     params: z.object({ sessionId: sessionIdSchema.describe('The session id.') }),
     success: { status: 200, description: 'The SessionTimeline.' },

@@ -21,6 +21,7 @@ import type {
   EventDraft,
   KeyedEvent,
   ListEventsQuery,
+  OpeningEventsQuery,
   RecallLogInput,
   RecallLogQuery,
   RecallLogRecord,
@@ -371,6 +372,19 @@ export class PostgresBackend implements StorageBackend {
     // LIMIT NULL is no limit.
     const sql = `SELECT ${EVENT_COLUMNS} FROM ${this.sql.s}.events WHERE ${where.join(' AND ')} ORDER BY turn ${order} LIMIT ${param(query.limit ?? null)}`;
     return (await this.query<EventRow>(sql, params)).map(rowToEvent);
+  }
+
+  async listOpeningEvents(query: OpeningEventsQuery): Promise<EventRecord[]> {
+    const ids = [...new Set(query.sessionIds)].sort();
+    if (ids.length === 0) return [];
+    const kinds = query.kinds && query.kinds.length > 0 ? query.kinds : null;
+    // One statement: the ids travel as one array parameter; each session is an index range (session_id, turn).
+    // ORDER BY uses the C collation so the order is the same as SQLite's byte order.
+    const sql =
+      `SELECT ${EVENT_COLUMNS} FROM ${this.sql.s}.events WHERE session_id = ANY($1::text[]) AND turn <= $2` +
+      (kinds ? ' AND kind = ANY($3::text[])' : '') +
+      ' ORDER BY session_id COLLATE "C", turn';
+    return (await this.query<EventRow>(sql, kinds ? [ids, query.throughTurn, kinds] : [ids, query.throughTurn])).map(rowToEvent);
   }
 
   async exportEvents(sessionId: SessionId, afterTurn: number, limit: number): Promise<KeyedEvent[]> {

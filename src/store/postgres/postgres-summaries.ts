@@ -116,6 +116,16 @@ export class PostgresSummaries implements SummaryStorage {
     return (await this.query<SummaryColumns>(sql, p.values, 'reading summaries failed')).map(summaryFromColumns);
   }
 
+  async latestOfSessions(sessionIds: string[]): Promise<SummaryRecord[]> {
+    const ids = [...new Set(sessionIds)];
+    if (ids.length === 0) return [];
+    // The same order as list({ order: 'desc' }): the last episode by start.
+    const sql = `SELECT DISTINCT ON (s.session_id) ${READ_COLUMNS} FROM ${this.s}.summaries s
+                 WHERE s.session_id = ANY($1::text[]) AND s.depth = 0 AND s.kind = 'summary' AND s.cold_ms IS NULL
+                 ORDER BY s.session_id, s.start_ms DESC, s.episode DESC, s.id DESC`;
+    return (await this.query<SummaryColumns>(sql, [ids], 'reading summaries failed')).map(summaryFromColumns);
+  }
+
   async search(q: SummarySearchQuery): Promise<SummaryHit[]> {
     const tsq = compileTsQuery(q.terms);
     if (tsq === null || q.limit === 0) return [];

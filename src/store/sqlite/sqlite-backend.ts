@@ -22,6 +22,7 @@ import type {
   EventDraft,
   KeyedEvent,
   ListEventsQuery,
+  OpeningEventsQuery,
   RecallLogInput,
   RecallLogQuery,
   RecallLogRecord,
@@ -74,6 +75,8 @@ export type { SqliteBackendOptions } from './sqlite-connection.js';
 
 
 const DAY_MS = 86_400_000;
+/** Sessions per statement of {@link SqliteBackend.listOpeningEvents} (well under SQLite's 32,766 parameters). */
+const OPENING_SESSIONS_PER_QUERY = 500;
 /** An events row as SQLite returns it: the shared columns, with tags and meta still JSON text. */
 type EventRow = Omit<EventColumns, 'tags' | 'meta'> & {
   rowid: number;
@@ -363,6 +366,25 @@ export class SqliteBackend implements StorageBackend {
       .prepare(`SELECT * FROM events WHERE ${where.join(' AND ')} ORDER BY turn ${order} LIMIT ?`)
       .all(...params, limit) as EventRow[];
     return rows.map(rowToEvent);
+  }
+
+  async listOpeningEvents(query: OpeningEventsQuery): Promise<EventRecord[]> {
+    this.assertOpen();
+    const kinds = query.kinds && query.kinds.length > 0 ? query.kinds : null;
+    const out: EventRecord[] = [];
+    const ids = [...new Set(query.sessionIds)].sort();
+    // Chunked: a statement takes at most SQLITE_MAX_VARIABLE_NUMBER parameters; each session is an index range
+    // (session_id, turn) of at most `throughTurn` rows.
+    for (let at = 0; at < ids.length; at += OPENING_SESSIONS_PER_QUERY) {
+      const chunk = ids.slice(at, at + OPENING_SESSIONS_PER_QUERY);
+      const sql =
+        `SELECT * FROM events WHERE session_id IN (${chunk.map(() => '?').join(',')}) AND turn <= ?` +
+        (kinds ? ` AND kind IN (${kinds.map(() => '?').join(',')})` : '') +
+        ' ORDER BY session_id, turn';
+      const rows = this.db.prepare(sql).all(...chunk, query.throughTurn, ...(kinds ?? [])) as EventRow[];
+      for (const row of rows) out.push(rowToEvent(row));
+    }
+    return out;
   }
 
   async exportEvents(sessionId: SessionId, afterTurn: number, limit: number): Promise<KeyedEvent[]> {

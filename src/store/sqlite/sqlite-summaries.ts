@@ -36,6 +36,8 @@ type Db = Database.Database;
 const VISIBLE_SUMMARY_SQL = `NOT EXISTS (SELECT 1 FROM summary_sessions ss WHERE ss.summary_id = s.id AND ss.session_id NOT IN (${VISIBLE_SESSION_SQL}))`;
 /** Failed jobs are leased again until they have failed this many times. */
 const MAX_JOB_ATTEMPTS = 3;
+/** Sessions per statement of latestOfSessions (well under SQLite's parameter limit). */
+const LATEST_SESSIONS_PER_QUERY = 500;
 
 /** The summary DAG in the SQLite backend (tables summaries, summary_sessions, summaries_fts, session_skipped, consolidation_jobs). */
 export class SqliteSummaries implements SummaryStorage {
@@ -98,6 +100,21 @@ export class SqliteSummaries implements SummaryStorage {
     const dir = q.order === 'desc' ? 'DESC' : 'ASC';
     const sql = `SELECT s.* FROM summaries s ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY s.start_ms ${dir}, s.episode ${dir}, s.id ${dir} LIMIT ?`;
     return this.all<SummaryColumns>(sql, [...params, q.limit]).map(summaryFromColumns);
+  }
+
+  async latestOfSessions(sessionIds: string[]): Promise<SummaryRecord[]> {
+    const ids = [...new Set(sessionIds)];
+    const out: SummaryRecord[] = [];
+    for (let at = 0; at < ids.length; at += LATEST_SESSIONS_PER_QUERY) {
+      const chunk = ids.slice(at, at + LATEST_SESSIONS_PER_QUERY);
+      // The same order as list({ order: 'desc' }): the last episode by start.
+      const sql = `SELECT * FROM (
+          SELECT s.*, ROW_NUMBER() OVER (PARTITION BY s.session_id ORDER BY s.start_ms DESC, s.episode DESC, s.id DESC) AS rn
+          FROM summaries s WHERE s.session_id IN (${chunk.map(() => '?').join(',')}) AND s.depth = 0 AND s.kind = 'summary' AND s.cold_ms IS NULL
+        ) WHERE rn = 1`;
+      out.push(...this.all<SummaryColumns>(sql, chunk).map(summaryFromColumns));
+    }
+    return out;
   }
 
   async search(q: SummarySearchQuery): Promise<SummaryHit[]> {

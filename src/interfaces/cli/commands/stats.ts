@@ -4,6 +4,7 @@ import { parseInteger } from './recall.js';
 import type { Engram } from '../../../engine.js';
 import type { Io } from '../output.js';
 import { formatBytes, formatPairs, printJson } from '../output.js';
+import { withoutCitations } from '../../../view/session-overview.js';
 
 export async function statsCommand(mem: Engram, args: { json?: boolean }, io: Io): Promise<number> {
   const s = await mem.stats();
@@ -44,17 +45,31 @@ export async function statsCommand(mem: Engram, args: { json?: boolean }, io: Io
   return 0;
 }
 
-export async function sessionsCommand(mem: Engram, args: { json?: boolean; limit?: number }, io: Io): Promise<number> {
-  const sessions = await mem.listSessions(args.limit !== undefined ? { limit: args.limit } : {});
+/**
+ * `engram sessions`: one line per session as before (`<id>  project <p>  <n> events  last <ts>`, now followed by its
+ * agent host), then, indented, what the user first asked and the line its summary opens with, when there are such.
+ * Scripts read `--json` (the same fields, citations kept) or the unindented lines.
+ */
+export async function sessionsCommand(mem: Engram, args: { json?: boolean; limit?: number; project?: string }, io: Io): Promise<number> {
+  const sessions = await mem.viewAs().sessionOverviews({ ...(args.limit !== undefined ? { limit: args.limit } : {}), ...(args.project !== undefined ? { project: args.project } : {}) });
   if (args.json) printJson(io, sessions);
-  else if (sessions.length === 0) io.out('No sessions yet. Import one with: engram ingest FILE');
+  else if (sessions.length === 0) io.out(args.project !== undefined ? `No sessions of project ${args.project}.` : 'No sessions yet. Import one with: engram ingest FILE');
   else {
     for (const s of sessions) {
       const shared = s.sharedWith.length > 0 ? ` (shared with ${s.sharedWith.join(', ')})` : '';
-      io.out(`${s.id}  project ${s.project}${shared}  ${s.eventCount} events  last ${s.lastTs ?? s.createdAt}`);
+      io.out(`${s.id}  project ${s.project}${shared}  ${s.eventCount} events  last ${s.lastTs ?? s.createdAt}  host ${s.host ?? 'unknown'}`);
+      if (s.firstRequest !== null) io.out(`    asked: ${cut(s.firstRequest, DETAIL_CHARS)}`);
+      if (s.summaryLine !== null) io.out(`    summary: ${cut(withoutCitations(s.summaryLine), DETAIL_CHARS)}`);
     }
   }
   return 0;
+}
+
+/** Characters of a detail line's text in the listing (the JSON has the longer forms). */
+const DETAIL_CHARS = 110;
+
+function cut(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
 /** `engram share SESSION PROJECT` / `engram unshare SESSION PROJECT`: read-only shares (the local CLI is full trust). */
@@ -82,10 +97,11 @@ export function register(program: Command, context: CliContext): void {
 
   program
     .command('sessions')
-    .description('list sessions, most recent first')
+    .description('list sessions, most recent first, with each one\'s agent host, first request and summary line')
     .option('-n, --limit <n>', 'at most this many')
+    .option('--project <name>', 'only the sessions this project owns')
     .action(
-      context.withStore((m, args: GlobalOptions & { limit?: string }) => {
+      context.withStore((m, args: GlobalOptions & { limit?: string; project?: string }) => {
         const { limit, ...rest } = args;
         return sessionsCommand(m, { ...rest, ...(limit !== undefined ? { limit: parseInteger(limit, 'limit') } : {}) }, io);
       }),
