@@ -13,12 +13,13 @@ import { buildOpenApiDocument } from './openapi.js';
 import type { Route } from './route.js';
 import { ROUTES } from './routes.js';
 import { mountDashboard } from './dashboard-serve.js';
+import { hostCheck, type HostCheckOptions } from './host-check.js';
 
 import { DEFAULT_MAX_BODY_BYTES } from './defaults.js';
 
 export { DEFAULT_MAX_BODY_BYTES };
 
-export interface HttpAppOptions {
+export interface HttpAppOptions extends HostCheckOptions {
   /** Reported in the OpenAPI document and to MCP clients. */
   version: string;
   /** Largest request body accepted, in bytes; larger ones get 413 PAYLOAD_TOO_LARGE. Default {@link DEFAULT_MAX_BODY_BYTES}. */
@@ -66,6 +67,14 @@ export function createHttpApp(mem: Engram, options: HttpAppOptions): EngramHttpA
       inFlight.delete(done);
     }
   });
+  // Before anything else, on every route (host-check.ts): a CORS origin is one the server's owner allowed.
+  app.use(
+    '*',
+    hostCheck({
+      ...(options.allowedHosts !== undefined ? { allowedHosts: options.allowedHosts } : {}),
+      allowedOrigins: [...(options.allowedOrigins ?? []), ...(options.corsOrigin !== undefined ? [options.corsOrigin] : [])],
+    }),
+  );
   if (options.corsOrigin !== undefined) {
     app.use(
       '*',
