@@ -6,6 +6,7 @@ import { EngramError, invalidInputFromZod } from '../../errors.js';
 import type { AgentRecord } from '../../model/agent.js';
 import { jsonTextProblem } from '../../model/limits.js';
 import { agentPrincipal } from '../../model/access.js';
+import { displaySessionIds } from '../../model/session-names.js';
 import { toHttpError } from './errors.js';
 import { ENGRAM_RUN_HEADER } from '../shared/bus.js';
 import { ENGRAM_SESSION_HEADER, handleMcpRequest } from './mcp-endpoint.js';
@@ -140,9 +141,12 @@ async function serveRoute(mem: Engram, route: Route, c: Context<Env>): Promise<R
   const params = route.params ? parse(route.params, c.req.param()) : undefined;
   const query = route.query ? parse(route.query, c.req.query()) : undefined;
   const body = route.body ? parse(route.body, route.acceptsText && isTextBody(c) ? { message: await c.req.text() } : await readJson(c)) : undefined;
-  const view = mem.viewAs(agentPrincipal(agent));
+  const principal = agentPrincipal(agent);
+  const view = mem.viewAs(principal);
   const result = await route.handle({ mem, agent, view, params, query, body, header: (name) => c.req.header(name) });
-  return c.json(result.body as object, (result.status ?? route.success.status) as 200);
+  // An agent sees its project's own sessions by the names it gives them (model/session-names.ts).
+  const answer = principal.kind === 'agent' && !principal.isAdmin ? displaySessionIds(result.body, principal.project) : result.body;
+  return c.json(answer as object, (result.status ?? route.success.status) as 200);
 }
 
 function parse(schema: ZodType, value: unknown): unknown {
