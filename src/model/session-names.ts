@@ -54,21 +54,25 @@ export function qualifiedSessionId(project: string, name: string): string {
 }
 
 /**
- * A JSON-like answer with the project's own qualified session ids (`shop~alice`, whole strings only) shown as
- * their plain names (`alice`), as the project's agents address them. Other strings, content included, are kept.
+ * A JSON-like answer with the project's own qualified session ids (`shop~alice`) shown as their plain names
+ * (`alice`), as the project's agents address them: whole strings (ids) and ids standing alone as words in text
+ * (`session shop~alice, turn 3` in a recall pack). A stored text that itself contains `shop~name` as a word is
+ * shown the same way to that project's agents (`~` is not in names, so only such ids normally read like this).
  * Returns the same object when nothing changes.
  */
 export function displaySessionIds<T>(value: T, project: string): T {
   const prefix = `${projectQualifier(project)}${QUALIFIER_SEPARATOR}`;
-  return rewrite(value, prefix) as T;
+  const escaped = prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const word = new RegExp(`(?<![A-Za-z0-9._:@~-])${escaped}(?=[A-Za-z0-9])`, 'g');
+  return rewrite(value, prefix, word) as T;
 }
 
-function rewrite(value: unknown, prefix: string): unknown {
-  if (typeof value === 'string') return value.startsWith(prefix) && isPlainName(value.slice(prefix.length)) ? value.slice(prefix.length) : value;
+function rewrite(value: unknown, prefix: string, word: RegExp): unknown {
+  if (typeof value === 'string') return value.includes(prefix) ? value.replace(word, '') : value;
   if (Array.isArray(value)) {
     let out: unknown[] | undefined;
     for (let i = 0; i < value.length; i++) {
-      const v = rewrite(value[i], prefix);
+      const v = rewrite(value[i], prefix, word);
       if (v !== value[i]) (out ??= value.slice())[i] = v;
     }
     return out ?? value;
@@ -76,7 +80,7 @@ function rewrite(value: unknown, prefix: string): unknown {
   if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
     let out: Record<string, unknown> | undefined;
     for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-      const r = rewrite(v, prefix);
+      const r = rewrite(v, prefix, word);
       if (r !== v) (out ??= { ...(value as Record<string, unknown>) })[k] = r;
     }
     return out ?? value;
@@ -84,19 +88,7 @@ function rewrite(value: unknown, prefix: string): unknown {
   return value;
 }
 
-const PLAIN_NAME = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;
-
-function isPlainName(s: string): boolean {
-  return PLAIN_NAME.test(s);
-}
-
-/**
- * {@link displaySessionIds} for text an agent reads (an MCP tool's text content): the project's qualified ids
- * that stand alone as words (`session shop~alice, turn 3`) are shown by their plain names.
- */
+/** {@link displaySessionIds} of one text (an MCP tool's text content). */
 export function displaySessionIdsInText(text: string, project: string): string {
-  const q = projectQualifier(project);
-  if (!text.includes(`${q}${QUALIFIER_SEPARATOR}`)) return text;
-  const escaped = q.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  return text.replace(new RegExp(`(?<![A-Za-z0-9._:@~-])${escaped}${QUALIFIER_SEPARATOR}(?=[A-Za-z0-9])`, 'g'), '');
+  return displaySessionIds(text, project);
 }

@@ -308,8 +308,8 @@ describe.each(BACKEND_HARNESSES)('access matrix (%s)', (_backend, createHarness)
         expect(textOf(r)).not.toContain('port 6543');
       }
       const resource = await client.readResource({ uri: 'engram://session/shop-main/task-state' });
-      expect(resource.contents[0]!.text).not.toContain(SHOP_WORD);
-      expect(JSON.parse(String(resource.contents[0]!.text))).toMatchObject({ sessionId: 'shop-main', state: { phase: 'implementing' } });
+      expect((resource.contents[0] as { text: string }).text).not.toContain(SHOP_WORD);
+      expect(JSON.parse((resource.contents[0] as { text: string }).text)).toMatchObject({ sessionId: 'shop-main', state: { phase: 'implementing' } });
       // Writes go to eve's own session of that name.
       expect((await call(client, 'append_events', { events: [{ kind: 'note', content: 'eve was here' }] })).isError).toBeFalsy();
       expect((await call(client, 'update_task_state', { update: { phase: 'testing' } })).isError).toBeFalsy();

@@ -5,7 +5,7 @@ import type { Engram } from '../../engine.js';
 import { EngramError, invalidInputFromZod } from '../../errors.js';
 import type { AgentRecord } from '../../model/agent.js';
 import { jsonTextProblem } from '../../model/limits.js';
-import { agentPrincipal } from '../../model/access.js';
+import { agentPrincipal, DEFAULT_PROJECT } from '../../model/access.js';
 import { displaySessionIds } from '../../model/session-names.js';
 import { toHttpError } from './errors.js';
 import { ENGRAM_RUN_HEADER } from '../shared/bus.js';
@@ -56,7 +56,10 @@ export function createHttpApp(mem: Engram, options: HttpAppOptions): EngramHttpA
   const fail = (c: Context, err: unknown): Response => {
     const e = toHttpError(err);
     if (e.isServerFault) log(`engram serve: ${c.req.method} ${c.req.path} -> ${e.status}: ${describe(err)}`);
-    return c.json(e.body, e.status as 400, e.headers);
+    // Errors name sessions too: an agent sees its project's own by their plain names (model/session-names.ts).
+    const agent = (c as Context<Env>).get('agent') as AgentRecord | undefined;
+    const body = agent !== undefined && !agent.isAdmin ? displaySessionIds(e.body, agent.project ?? DEFAULT_PROJECT) : e.body;
+    return c.json(body, e.status as 400, e.headers);
   };
 
   app.use('*', async (c, next) => {
