@@ -315,6 +315,10 @@ describe('redaction: forms of issue 31', () => {
     ['ts ' + MORE.tailscale, MORE.tailscale, 'vendor-token'],
     ['vercel ' + MORE.vercel, MORE.vercel, 'vendor-token'],
     ['notion ' + MORE.notion, MORE.notion, 'vendor-token'],
+    ['CLOUDFLARE_API_TOKEN=cfat_' + alnum(40) + hexOf(8), 'cfat_' + alnum(40) + hexOf(8), 'vendor-token'],
+    ['FIGMA_TOKEN=figd_' + alnum(56), 'figd_' + alnum(56), 'vendor-token'],
+    ['DATABRICKS_TOKEN=dapi' + hexOf(32).toUpperCase(), 'dapi' + hexOf(32).toUpperCase(), 'vendor-token'],
+    ['vci_' + alnum(40), 'vci_' + alnum(40), 'vendor-token'],
   ] as Array<[string, string, SecretKind]>)('%s', (text, secret, kind) => {
     expectRedacted(text, secret, kind);
   });
