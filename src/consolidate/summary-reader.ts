@@ -1,6 +1,6 @@
 import { EngramError } from '../errors.js';
 import type { EventRecord } from '../model/event.js';
-import type { EventId } from '../model/ids.js';
+import type { EventId, SessionId } from '../model/ids.js';
 import { isSummaryId, SUMMARY_DEPTHS, SUMMARY_KINDS, type SummaryDepth, type SummaryKind, type SummaryRecord } from '../model/summary.js';
 import { maskPrivate } from '../memory/private-spans.js';
 import { parseQuery } from '../memory/query-terms.js';
@@ -57,7 +57,7 @@ export class SummaryReader {
   ) {}
 
   async list(o: SummaryListOptions = {}): Promise<SummaryRecord[]> {
-    return this.store.summaries.list({
+    return this.scrub(await this.store.summaries.list({
       ...this.visibility(),
       ...(o.project !== undefined ? { project: o.project } : {}),
       ...(o.depth !== undefined ? { depth: checkDepth(o.depth) } : {}),
@@ -67,7 +67,7 @@ export class SummaryReader {
       ...(o.includeCold ? { includeCold: true } : {}),
       order: 'desc',
       limit: checkLimit(o.limit),
-    });
+    }));
   }
 
   /** A summary by id, cold ones included, or NOT_FOUND. */
@@ -75,7 +75,7 @@ export class SummaryReader {
     if (!isSummaryId(id)) throw new EngramError('INVALID_INPUT', `id: ${JSON.stringify(id.slice(0, 40))} is not a summary id (sum_ and 26 characters)`, { field: 'id' });
     const [found] = await this.store.summaries.get([id], this.visibility());
     if (!found) throw new EngramError('NOT_FOUND', `no summary with id ${id}`, { field: 'id', id });
-    return found;
+    return (await this.scrub([found]))[0]!;
   }
 
   /**
@@ -93,13 +93,15 @@ export class SummaryReader {
       ...(o.includeCold ? { includeCold: true } : {}),
       limit: checkLimit(o.limit),
     };
-    return searchSummariesHybrid(this.store.summaries, this.embedder(), query, parsed, filter);
+    const hits = await searchSummariesHybrid(this.store.summaries, this.embedder(), query, parsed, filter);
+    const scrubbed = await this.scrub(hits.map((h) => h.summary));
+    return hits.map((h, i) => ({ ...h, summary: scrubbed[i]! }));
   }
 
   /** Drill down one level: an arc's or epoch's children, or a session summary's source events (private spans hidden). */
   async expand(id: string, o: { maxEvents?: number } = {}): Promise<SummaryExpansion> {
     const summary = await this.get(id);
-    const children = summary.childIds.length > 0 ? await this.store.summaries.get(summary.childIds, this.visibility()) : [];
+    const children = summary.childIds.length > 0 ? await this.scrub(await this.store.summaries.get(summary.childIds, this.visibility())) : [];
     const ids = summary.sourceEventIds.slice(0, Math.min(o.maxEvents ?? MAX_EXPANDED_EVENTS, MAX_EXPANDED_EVENTS)) as EventId[];
     const events = (await this.store.getEvents(ids)).map((e) => {
       const content = maskPrivate(e.content);
@@ -111,6 +113,33 @@ export class SummaryReader {
   /** Counts for `engram stats` and the API (all projects: full-trust readers only call it). */
   counts(): Promise<SummaryCounts> {
     return this.store.summaries.counts();
+  }
+
+  /**
+   * For a bounded reader, the fields that name what it may not read are left out (null): the predecessor session
+   * of another project, the arc or epoch above that covers sessions it may not read, the summary that replaced
+   * this one when it is not visible (issue 31: a summary of a shared session named its owner's private session
+   * and arc). What it may read keeps its ids; full-trust readers get the records unchanged.
+   */
+  private async scrub(records: SummaryRecord[]): Promise<SummaryRecord[]> {
+    const project = this.visibleToProject;
+    if (project === undefined || records.length === 0) return records;
+    const sessions = [...new Set(records.flatMap((r) => (r.predecessorSessionId !== null ? [r.predecessorSessionId] : [])))] as SessionId[];
+    const access = sessions.length > 0 ? await this.store.getSessionAccess(sessions) : new Map();
+    const readableSessions = new Set(
+      [...access.entries()].filter(([, f]) => f.project === project || f.sharedWith.includes(project)).map(([id]) => id as string),
+    );
+    const linked = [...new Set(records.flatMap((r) => [r.parentId, r.coldSourceId].filter((id): id is string => id !== null && isSummaryId(id))))];
+    const visible = new Set(linked.length > 0 ? (await this.store.summaries.get(linked, this.visibility())).map((s) => s.id) : []);
+    return records.map((r) => {
+      const predecessor = r.predecessorSessionId !== null && !readableSessions.has(r.predecessorSessionId) ? null : r.predecessorSessionId;
+      const parent = r.parentId !== null && !visible.has(r.parentId) ? null : r.parentId;
+      const cold = r.coldSourceId !== null && !visible.has(r.coldSourceId) ? null : r.coldSourceId;
+      if (predecessor === r.predecessorSessionId && parent === r.parentId && cold === r.coldSourceId) return r;
+      // A reason may quote the replacing record's id ("superseded by decision sum_..."): it goes with the id.
+      const reason = cold === r.coldSourceId || r.coldReason === null ? r.coldReason : r.coldReason.replaceAll(r.coldSourceId!, '(a record you may not read)');
+      return { ...r, predecessorSessionId: predecessor, parentId: parent, coldSourceId: cold, coldReason: reason };
+    });
   }
 
   private visibility(): { visibleToProject?: string } {

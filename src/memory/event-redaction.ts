@@ -1,7 +1,7 @@
 import type { ValidEventInput } from '../model/event.js';
 import { isUtf8Text } from '../util/is-utf8-text.js';
 import type { SecretKind } from './redaction.js';
-import { isSecretKeyValue, REDACT_STEP_CHARS, redactionPlaceholder, redactText, redactTextInSteps, secretKindOfKey } from './redaction.js';
+import { isSecretKeyValue, REDACT_STEP_CHARS, redactionPlaceholder, redactQuery, redactText, redactTextInSteps, secretKindOfKey } from './redaction.js';
 
 /**
  * How an engine redacts credentials before they are stored (see redaction.ts for what is found). On by default
@@ -71,10 +71,16 @@ export class RedactionPolicy {
     return out;
   }
 
-  /** `text` with its secrets replaced (for recall queries written to the log). Unchanged when disabled. */
+  /** `text` with its secrets replaced. Unchanged when disabled. */
   async redactText(text: string): Promise<string> {
     if (!this.isEnabled) return text;
     return redactText(text, await this.hashKey()).text;
+  }
+
+  /** A recall query as the log keeps it: secrets and bare high-entropy words replaced (redaction.ts). Unchanged when disabled. */
+  async redactQuery(text: string): Promise<string> {
+    if (!this.isEnabled) return text;
+    return redactQuery(text, await this.hashKey()).text;
   }
 
   /** A JSON-like value with every string redacted (for logged recall options). Unchanged when disabled. */

@@ -391,7 +391,7 @@ export class Recaller {
     private readonly readArtifactText: ArtifactTextReader,
     private readonly vectorSource?: VectorSource,
     /** Redacts credentials in a query and its options before they are logged (the ingestor's policy). */
-    private readonly logRedaction?: Pick<RedactionPolicy, 'redactText' | 'redactValue'>,
+    private readonly logRedaction?: Pick<RedactionPolicy, 'redactQuery' | 'redactValue'>,
     /** The lexicon of category members (category-expansion.ts); without it `categoryWeight` does nothing. */
     private readonly categoryMembers?: CategoryMembers,
   ) {}
@@ -783,7 +783,7 @@ export class Recaller {
     try {
       // A secret pasted into a query is no more kept in the log than in an event.
       if (this.logRedaction) {
-        entry.query = await this.logRedaction.redactText(entry.query);
+        entry.query = await this.logRedaction.redactQuery(entry.query);
         entry.options = await this.logRedaction.redactValue(entry.options);
       }
       return await this.store.logRecall(entry);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { findSecrets, PLACEHOLDER_PATTERN, REDACT_STEP_CHARS, redactionPlaceholder, redactText, redactTextInSteps, type SecretKind } from './redaction.js';
+import { findSecrets, isHighEntropyWord, PLACEHOLDER_PATTERN, REDACT_STEP_CHARS, redactionPlaceholder, redactQuery, redactText, redactTextInSteps, type SecretKind } from './redaction.js';
 
 const KEY = 'test-store-secret';
 
@@ -220,6 +220,12 @@ describe('redaction: linear time on adversarial input', () => {
     ['repeated basic auth', fill('Authorization: Basic ')],
     ['repeated slack webhooks', fill('https://hooks.slack.com/services/')],
     ['backslashes', fill('\\')],
+    ['repeated JSON escapes', fill('ghp\\u005f')],
+    ['repeated labels before line breaks', fill('password:\n')],
+    ['repeated block scalars', fill('token: |\n')],
+    ['one long base64 run', fill('Z2hw')],
+    ['base64 runs of a token each', fill(Buffer.from('ghp_' + 'A'.repeat(36)).toString('base64') + ' ')],
+    ['repeated vendor prefixes', fill('hf_AccountKey=SG.shpat_hvs.tskey-')],
     ['emoji', fill('😀')],
   ])('%s', (_name, line) => {
     expect(Array.isArray(findSecrets(line))).toBe(true);
@@ -270,5 +276,123 @@ describe('redactTextInSteps on texts without line breaks', () => {
     expect(stepped.text).not.toContain('ghp_a1B2');
     expect(stepped.text).not.toContain('hunter2hunter2');
     expect(stepped.text).not.toContain('sk-ant-x9Y8');
+  });
+});
+
+// Issue 31: forms that were served verbatim. Synthetic values, assembled here (see FAKE above).
+const letters = (n: number, seed = 'QwErTyUiOpAsDfGhJkLzXcVbNm') => seed.repeat(Math.ceil(n / seed.length)).slice(0, n);
+const hexOf = (n: number) => 'a1b2c3d4e5f60789'.repeat(Math.ceil(n / 16)).slice(0, n);
+const MORE = {
+  huggingface: 'hf_' + letters(34),
+  huggingfaceOrg: 'api_org_' + letters(34, 'ZyXwVuTsRqPoNmLkJiHgFeDcBa'),
+  azureKey: Buffer.from(alnum(64, 'K3y!M4t3r1al#')).toString('base64'),
+  sendgrid: 'SG.' + alnum(22, 'Ab1Cd2Ef3') + '.' + alnum(43, 'Gh4Ij5Kl6_Mn7'),
+  shopify: 'shpat_' + hexOf(32),
+  linear: 'lin_api_' + alnum(40),
+  groq: 'gsk_' + alnum(52),
+  docker: 'dckr_pat_' + alnum(27, 'Pq8Rs9_Tu0'),
+  databricks: 'dapi' + hexOf(32),
+  vault: 'hvs.' + alnum(90, 'CAESIJ9x_Yz8'),
+  tailscale: 'tskey-auth-' + alnum(12, 'kT1s2') + '-' + alnum(33, 'CNTRL9x8Y7'),
+  vercel: 'vcp_' + alnum(56),
+  notion: 'ntn_' + alnum(46, 'N0t1oNk3Y'),
+};
+
+describe('redaction: forms of issue 31', () => {
+  it.each([
+    ['HF_TOKEN=' + MORE.huggingface, MORE.huggingface, 'huggingface-token'],
+    ['from huggingface_hub import login; login("' + MORE.huggingface + '")', MORE.huggingface, 'huggingface-token'],
+    ['org token ' + MORE.huggingfaceOrg, MORE.huggingfaceOrg, 'huggingface-token'],
+    ['DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=' + MORE.azureKey + ';EndpointSuffix=core.windows.net', MORE.azureKey, 'azure-key'],
+    ['Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey=' + MORE.azureKey, MORE.azureKey, 'azure-key'],
+    ['SENDGRID_API_KEY=' + MORE.sendgrid, MORE.sendgrid, 'sendgrid-key'],
+    ['shopify: ' + MORE.shopify, MORE.shopify, 'vendor-token'],
+    ['linear ' + MORE.linear, MORE.linear, 'vendor-token'],
+    ['groq ' + MORE.groq, MORE.groq, 'vendor-token'],
+    ['docker login -p ' + MORE.docker, MORE.docker, 'vendor-token'],
+    ['host=x dbtoken ' + MORE.databricks, MORE.databricks, 'vendor-token'],
+    ['VAULT ' + MORE.vault, MORE.vault, 'vendor-token'],
+    ['ts ' + MORE.tailscale, MORE.tailscale, 'vendor-token'],
+    ['vercel ' + MORE.vercel, MORE.vercel, 'vendor-token'],
+    ['notion ' + MORE.notion, MORE.notion, 'vendor-token'],
+    ['CLOUDFLARE_API_TOKEN=cfat_' + alnum(40) + hexOf(8), 'cfat_' + alnum(40) + hexOf(8), 'vendor-token'],
+    ['FIGMA_TOKEN=figd_' + alnum(56), 'figd_' + alnum(56), 'vendor-token'],
+    ['DATABRICKS_TOKEN=dapi' + hexOf(32).toUpperCase(), 'dapi' + hexOf(32).toUpperCase(), 'vendor-token'],
+    ['vci_' + alnum(40), 'vci_' + alnum(40), 'vendor-token'],
+  ] as Array<[string, string, SecretKind]>)('%s', (text, secret, kind) => {
+    expectRedacted(text, secret, kind);
+  });
+
+  it('redacts a secret whose value is on the line after its label (a YAML value, a block scalar, an env file)', () => {
+    expectRedacted('db:\n  password:\n    Tr0ub4dor&3xyz\n  host: db', 'Tr0ub4dor&3xyz', 'password');
+    expectRedacted('aws_secret_access_key =\n' + FAKE.awsSecret + '\n', FAKE.awsSecret, 'aws-secret-key');
+    expectRedacted('api_key: |\n  ' + alnum(40) + '\n', alnum(40), 'api-key');
+    expectRedacted('client_secret: >-\r\n    ' + alnum(32, 'Zq9') + '\r\n', alnum(32, 'Zq9'), 'secret');
+  });
+
+  it('redacts the base64 of a known token whole, as the token\'s kind', () => {
+    const b64 = Buffer.from(FAKE.github).toString('base64');
+    expectRedacted('echo ' + b64 + ' | base64 -d', b64, 'github-token');
+    const basic = Buffer.from('x-access-token:' + FAKE.github).toString('base64');
+    expectRedacted('data:\n  auth: ' + basic + '\n', basic, 'github-token');
+    const url = Buffer.from(MORE.huggingface).toString('base64url');
+    expectRedacted('HF=' + url, url, 'huggingface-token');
+  });
+
+  it('redacts a token written with JSON escapes (ghp\\u005f...), replacing the escaped span', () => {
+    const escaped = FAKE.github.replace('_', '\\u005f');
+    const out = expectRedacted('{"note": "push with ' + escaped + ' please"}', escaped, 'github-token');
+    expect(out).toBe('{"note": "push with ' + redactionPlaceholder('github-token', escaped, KEY) + ' please"}');
+    const slashes = 'postgres:\\/\\/app:S3cretPw9@db\\/prod';
+    expect(redactText('{"url": "' + slashes + '"}', KEY).text).not.toContain('S3cretPw9');
+    expect(kinds('{"k": "' + MORE.huggingface.replace('_', '\\u005F') + '"}')).toEqual(['huggingface-token']);
+  });
+
+  it.each([
+    ['a YAML schema', 'properties:\n  password:\n    type: string\n  token:\n    - a\n'],
+    ['a label before a list', 'credentials:\n  - name: db\n'],
+    ['a word after a label', 'token:\n  none\nsecret:\n  username\n'],
+    ['base64 of prose', 'msg: ' + Buffer.from('hello there, this is an ordinary message about basic things').toString('base64')],
+    ['a long base64 image', 'data:image/png;base64,' + Buffer.alloc(6000, 7).toString('base64')],
+    ['a base64 of binary', Buffer.from(Array.from({ length: 48 }, (_, i) => (i * 37) % 256)).toString('base64')],
+    ['JSON escapes of ordinary text', '{"msg": "caf\\u00e9 \\u2014 path C:\\\\temp\\\\x \\/ ok"}'],
+    ['identifiers with vendor-like prefixes', 'secret_key_base secret_santa_2024 ntn_config gsk_short hf_hub_download dapi_version vcp_enabled'],
+  ])('leaves alone %s', (_name, text) => {
+    expect(findSecrets(text)).toEqual([]);
+  });
+});
+
+describe('redaction: recall queries as logged', () => {
+  it.each([
+    ['a bare random value', 'Xk9Qm2Lp7Rt4Vw8Zb3Nc'],
+    ['a long lower-case key', 'k3j9x2m8q4w7z1p5r6t0y8u2'],
+    ['an agent token', 'eng_' + 'Zx8Cv7Bn6Mq5Lw4Ke3Jr2Ht1Gy0Fu9Di8So7Pa6Q'],
+  ])('replaces %s', (_name, value) => {
+    expect(isHighEntropyWord(value)).toBe(true);
+    const out = redactQuery(`why did ${value} fail`, KEY);
+    expect(out.text).not.toContain(value);
+    expect(out.byKind['high-entropy']).toBe(1);
+  });
+
+  it.each([
+    ['a git sha', '7c4a8d09ca3762af61e59520943dc26494f8941b'],
+    ['a short sha', '7c4a8d0'],
+    ['a UUID', '123e4567-e89b-12d3-a456-426614174000'],
+    ['an event id', 'evt_01jc7z3v9k2m4n6p8q0r2s4t6v'],
+    ['an artifact id', 'art_' + 'ab12'.repeat(16)],
+    ['an identifier', 'parseHttpHeaderFrameV2'],
+    ['a path', 'src/memory/redaction.test.ts'],
+    ['a timestamp', '2026-12-06T16:04:45.123Z'],
+    ['a version', 'v12.4.1-beta.20261206'],
+    ['an error code', 'ERR_STORAGE_TIMEOUT_42'],
+    ['a sentence', 'what did we decide about the ledger retries'],
+  ])('keeps %s', (_name, value) => {
+    expect(isHighEntropyWord(value)).toBe(false);
+    expect(redactQuery(value, KEY).text).toBe(value);
+  });
+
+  it('redacts known formats in a query as in content, and a secret given as a whole query', () => {
+    expect(redactQuery(FAKE.github, KEY).text).toBe(redactionPlaceholder('github-token', FAKE.github, KEY));
+    expect(redactQuery('password=hunter2 rotation', KEY).text).not.toContain('hunter2');
   });
 });

@@ -28,6 +28,10 @@ export const SECRET_KINDS = [
   'google-api-key',
   'openai-key',
   'anthropic-key',
+  'huggingface-token',
+  'azure-key',
+  'sendgrid-key',
+  'vendor-token',
   'jwt',
   'bearer-token',
   'basic-auth',
@@ -36,6 +40,7 @@ export const SECRET_KINDS = [
   'secret',
   'api-key',
   'token',
+  'high-entropy',
 ] as const;
 export type SecretKind = (typeof SECRET_KINDS)[number];
 
@@ -80,6 +85,67 @@ export function redactText(text: string, key: string | Uint8Array): RedactionRes
   }
   parts.push(text.slice(at));
   return { text: parts.join(''), count: matches.length, byKind };
+}
+
+/**
+ * A recall query as the recall log keeps it: {@link redactText}, then every remaining word that looks like a bare
+ * machine-made secret ({@link isHighEntropyWord}) replaced as `high-entropy`. A query is often just a value pasted
+ * without its key name; the log is for evaluation and replay, so a false alarm costs a logged word, not a recall.
+ */
+export function redactQuery(text: string, key: string | Uint8Array): RedactionResult {
+  const r = redactText(text, key);
+  let count = r.count;
+  const byKind = { ...r.byKind };
+  const out = r.text.replace(/[^\s"'`,;()[\]{}<>]+/g, (word) => {
+    if (!isHighEntropyWord(word)) return word;
+    count++;
+    byKind['high-entropy'] = (byKind['high-entropy'] ?? 0) + 1;
+    return redactionPlaceholder('high-entropy', word, key);
+  });
+  return { text: out, count, byKind };
+}
+
+/** Ids people search for by value, never treated as secrets: Engram's own (evt_, art_, sum_, ent_, agt_). */
+const ENGRAM_ID = /^(?:evt|art|sum|ent|agt)_[0-9a-z]+$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Whether a word looks like a bare random credential rather than something people recall by value. Yes: 16 to 512
+ * characters of the token alphabet, at least 2 digits and 6 letters, letters both cases (or 24+ characters), few
+ * vowels among the letters (under 30 %: random text has about 16 %, words and identifiers 35 % or more), and at
+ * least 3.3 bits of entropy per character. No: hex strings (git SHAs, digests), UUIDs, Engram ids, placeholders,
+ * words, paths and identifiers (`parseHeaderV2`), version strings.
+ */
+export function isHighEntropyWord(word: string): boolean {
+  if (word.length < 16 || word.length > 512 || !/^[A-Za-z0-9+/=_.~-]+$/.test(word)) return false;
+  if (HEX_RUN.test(word) || UUID.test(word) || ENGRAM_ID.test(word)) return false;
+  let digits = 0;
+  let lower = 0;
+  let upper = 0;
+  let vowels = 0;
+  for (const c of word) {
+    if (c >= '0' && c <= '9') digits++;
+    else if (c >= 'a' && c <= 'z') lower++;
+    else if (c >= 'A' && c <= 'Z') upper++;
+    if ('aeiouAEIOU'.includes(c)) vowels++;
+  }
+  const letters = lower + upper;
+  if (digits < 2 || letters < 6) return false;
+  if (!(lower > 0 && upper > 0) && word.length < 24) return false;
+  if (vowels / letters >= 0.3) return false;
+  return shannonBits(word) >= 3.3;
+}
+
+/** Shannon entropy of the characters of `s`, in bits per character. */
+function shannonBits(s: string): number {
+  const counts = new Map<string, number>();
+  for (const c of s) counts.set(c, (counts.get(c) ?? 0) + 1);
+  let bits = 0;
+  for (const n of counts.values()) {
+    const p = n / s.length;
+    bits -= p * Math.log2(p);
+  }
+  return bits;
 }
 
 /** Characters scanned per step by {@link redactTextInSteps}: ~15 ms of scanning (8 MiB took ~110 ms whole). */
@@ -159,7 +225,28 @@ function stepEnd(text: string, start: number): number {
  */
 export function findSecrets(text: string): SecretMatch[] {
   if (text.length < 8) return [];
-  const found: Array<SecretMatch & { priority: number }> = [];
+  const found = scan(text);
+  // Secrets written in a way the patterns do not read directly: JSON escapes (`ghp\u005f...`), and the base64 of
+  // a known token (a Basic credential, a Kubernetes secret, a docker config). Both only when the text has them.
+  if (text.includes('\\u') || text.includes('\\/')) found.push(...fromJsonEscapes(text));
+  found.push(...fromBase64Runs(text));
+  if (found.length === 0) return [];
+  found.sort((a, b) => a.start - b.start || b.priority - a.priority || b.end - a.end);
+  const out: SecretMatch[] = [];
+  let end = 0;
+  for (const m of found) {
+    if (m.start < end) continue;
+    out.push({ kind: m.kind, start: m.start, end: m.end });
+    end = m.end;
+  }
+  return out;
+}
+
+type RankedMatch = SecretMatch & { priority: number };
+
+/** Every detector over the text as written, overlaps not yet resolved. */
+function scan(text: string): RankedMatch[] {
+  const found: RankedMatch[] = [];
   const add = (kind: SecretKind, start: number, end: number, priority: number) => {
     if (end > start && !isPlaceholderAt(text, start)) found.push({ kind, start, end, priority });
   };
@@ -178,16 +265,106 @@ export function findSecrets(text: string): SecretMatch[] {
   }
   for (const m of urlPasswords(text)) add('url-password', m.start, m.end, 2);
   for (const m of assignments(text)) add(m.kind, m.start, m.end, 1);
-  if (found.length === 0) return [];
-  found.sort((a, b) => a.start - b.start || b.priority - a.priority || b.end - a.end);
-  const out: SecretMatch[] = [];
-  let end = 0;
-  for (const m of found) {
-    if (m.start < end) continue;
-    out.push({ kind: m.kind, start: m.start, end: m.end });
-    end = m.end;
+  return found;
+}
+
+// ---- decoded views: JSON escapes and base64
+
+const JSON_ESCAPE = /\\u([0-9a-fA-F]{4})|\\([\/"\\])/g;
+
+/**
+ * Secrets visible only once JSON's escapes are decoded (`"ghp\u005f..."`: `\u005f` is `_`): the text is decoded
+ * with a map back to the original offsets, scanned, and each secret mapped back to the written span it came from.
+ */
+function fromJsonEscapes(text: string): RankedMatch[] {
+  const parts: string[] = [];
+  const origin: number[] = []; // origin[i]: offset in `text` of decoded character i
+  let at = 0;
+  JSON_ESCAPE.lastIndex = 0;
+  for (let m = JSON_ESCAPE.exec(text); m !== null; m = JSON_ESCAPE.exec(text)) {
+    for (let i = at; i < m.index; i++) origin.push(i);
+    parts.push(text.slice(at, m.index), m[1] !== undefined ? String.fromCharCode(parseInt(m[1], 16)) : m[2]!);
+    origin.push(m.index);
+    at = m.index + m[0].length;
+  }
+  if (at === 0) return [];
+  for (let i = at; i < text.length; i++) origin.push(i);
+  parts.push(text.slice(at));
+  origin.push(text.length);
+  const decoded = parts.join('');
+  return scan(decoded).map((m) => ({ ...m, start: origin[m.start]!, end: endOffset(text, origin, m.end) }));
+}
+
+/** Where in the original text decoded character `end - 1` ends (an escape spans several characters). */
+function endOffset(text: string, origin: readonly number[], end: number): number {
+  const last = origin[end - 1]!;
+  if (text[last] !== '\\') return last + 1;
+  return last + (text[last + 1] === 'u' ? 6 : 2);
+}
+
+/** Base64 runs shorter than this hold no token; longer than the max (images, archives) are not decoded. */
+const BASE64_MIN_CHARS = 24;
+const BASE64_MAX_CHARS = 4096;
+/** Hex digits only: git SHAs and digests, never taken for secrets. */
+const HEX_RUN = /^[0-9a-fA-F]+$/;
+
+/**
+ * A cheap test before decoding: the base64 of text mixes both cases and digits, and has few `/` (paths such as
+ * `/usr/lib/node_modules/x` are base64-alphabet runs too, and the most common ones in agent traces). Hex runs (git
+ * SHAs, digests) fail it: no upper and lower case at once.
+ */
+function looksLikeBase64OfText(run: string): boolean {
+  let upper = false;
+  let lower = false;
+  let digit = false;
+  let slashes = 0;
+  for (let i = 0; i < run.length; i++) {
+    const c = run.charCodeAt(i);
+    if (c >= 0x41 && c <= 0x5a) upper = true;
+    else if (c >= 0x61 && c <= 0x7a) lower = true;
+    else if (c >= 0x30 && c <= 0x39) digit = true;
+    else if (c === 0x2f) slashes++;
+  }
+  return upper && lower && digit && slashes * 12 <= run.length;
+}
+
+/** Whether a UTF-16 code unit is in the base64 alphabet, standard or URL-safe (`=` padding aside). */
+function isBase64Char(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x2b || c === 0x2f || c === 0x5f || c === 0x2d;
+}
+
+/**
+ * The base64 of a known token (`echo -n ghp_... | base64`, a Basic credential, a Kubernetes secret's data): maximal
+ * runs of 24 to 4,096 base64 characters that decode to printable text holding a token of a prefixed format are
+ * redacted whole, as that token's kind. Hex runs (git SHAs, digests) are skipped: they decode to binary. The runs
+ * are found by one loop over the characters (a regular expression with a lookbehind cost 4x as much on ingest).
+ */
+function fromBase64Runs(text: string): RankedMatch[] {
+  const out: RankedMatch[] = [];
+  const n = text.length;
+  for (let i = 0; i < n; ) {
+    while (i < n && !isBase64Char(text.charCodeAt(i))) i++;
+    const start = i;
+    while (i < n && isBase64Char(text.charCodeAt(i))) i++;
+    let end = i;
+    if (end - start < BASE64_MIN_CHARS || end - start > BASE64_MAX_CHARS) continue;
+    if (text.charCodeAt(end) === 0x3d) end += text.charCodeAt(end + 1) === 0x3d ? 2 : 1;
+    const run = text.slice(start, end);
+    if (!looksLikeBase64OfText(run)) continue;
+    const bytes = Buffer.from(run.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
+    if (bytes.length < 16 || !isPrintable(bytes)) continue;
+    const decoded = bytes.toString('utf8');
+    if (!FORMAT_PREFIXES.test(decoded)) continue;
+    const inner = scan(decoded).find((m) => m.priority === 2);
+    if (inner) out.push({ kind: inner.kind, start, end, priority: 2 });
   }
   return out;
+}
+
+/** Whether bytes are printable ASCII or UTF-8 text (tabs and line breaks allowed). */
+function isPrintable(bytes: Uint8Array): boolean {
+  for (const b of bytes) if ((b < 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d) || b === 0x7f) return false;
+  return !Buffer.from(bytes).toString('utf8').includes('\ufffd');
 }
 
 interface FormatDetector {
@@ -221,6 +398,26 @@ const FORMAT_DETECTORS: readonly FormatDetector[] = [
   { kind: 'stripe-key', pattern: new RegExp(`${RUN_START}(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,250}|whsec_[A-Za-z0-9+/=]{20,250})`, 'g') },
   { kind: 'google-api-key', pattern: new RegExp(`${RUN_START}AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])`, 'g') },
   { kind: 'aws-access-key', pattern: /(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])/g },
+  // Hugging Face user access tokens (hf_ and 34 letters) and organisation API tokens (api_org_).
+  { kind: 'huggingface-token', pattern: new RegExp(`${RUN_START}(?:hf_[A-Za-z]{34,40}|api_org_[A-Za-z]{34,40})(?![A-Za-z0-9])`, 'g') },
+  // Azure storage and service-bus connection strings: AccountKey=<base64>, SharedAccessKey=<base64>.
+  { kind: 'azure-key', pattern: /(?<![A-Za-z0-9])(?:AccountKey|SharedAccessKey)=([A-Za-z0-9+/]{20,200}={0,2})/g, group: 1 },
+  { kind: 'sendgrid-key', pattern: new RegExp(`${RUN_START}SG\\.[A-Za-z0-9_-]{22}\\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])`, 'g') },
+  // Other vendors' prefixed tokens (the formats of secretlint's recommended rules, docs/security.md): Shopify,
+  // Linear, Notion, Groq, 1Password service accounts, Grafana, HashiCorp Vault, Vercel, Databricks, Docker Hub,
+  // Figma, Cloudflare, Tailscale, PyPI, DigitalOcean.
+  {
+    kind: 'vendor-token',
+    pattern: new RegExp(
+      `${RUN_START}(?:shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|lin_(?:api|oauth)_[A-Za-z0-9]{40,48}|(?:secret|ntn)_[A-Za-z0-9]{43,46}|gsk_[A-Za-z0-9]{48,52}` +
+        `|ops_eyJ[A-Za-z0-9+/=_-]{100,4000}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/_-]{32,400}={0,2}|hv[sbr]\\.[A-Za-z0-9_-]{24,400}` +
+        `|vc[pkiar]_[A-Za-z0-9]{40,60}|dapi[a-fA-F0-9]{32}(?:-\\d)?|dckr_pat_[A-Za-z0-9_-]{27}|fig[dou]_[A-Za-z0-9_-]{40,64}|cf(?:at|ut|k)_[A-Za-z0-9]{40,64}|tskey-[a-z]+-[A-Za-z0-9]{6,40}-[A-Za-z0-9]{20,60}` +
+        `|pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,1000}|do[por]_v1_[a-f0-9]{64})(?![A-Za-z0-9_-])`,
+      'g',
+    ),
+    // `secret_` and `ntn_` also begin identifiers: Notion's are long, mixed and carry digits.
+    accept: (v) => !/^(?:secret|ntn)_/.test(v) || (mixedClasses(v) === 3 && !v.includes('_', 7)),
+  },
   // Header and payload are base64url JSON objects, so both start with eyJ ('{"'); the signature may be empty.
   { kind: 'jwt', pattern: new RegExp(`${RUN_START}eyJ[A-Za-z0-9_-]{8,8192}\\.eyJ[A-Za-z0-9_-]{8,8192}\\.[A-Za-z0-9_-]{0,8192}`, 'g') },
   {
@@ -240,7 +437,8 @@ const FORMAT_DETECTORS: readonly FormatDetector[] = [
  * Every prefix a {@link FORMAT_DETECTORS} pattern needs (loosely: a hit only means the detectors run). In the case
  * each detector matches: only `bearer` and `basic` in any case (a case-insensitive scan of every prefix cost 1.4x).
  */
-const FORMAT_PREFIXES = /sk-|gh[pousr]_|github_pat_|glpat-|npm_|xox|hooks\.slack|_live_|_test_|whsec_|AIza|A[SK]IA|ABIA|ACCA|A3T|eyJ|[Bb][Ee][Aa][Rr][Ee][Rr]|[Bb][Aa][Ss][Ii][Cc]/;
+const FORMAT_PREFIXES =
+  /sk-|gh[pousr]_|github_pat_|glpat-|npm_|xox|hooks\.slack|_live_|_test_|whsec_|AIza|A[SK]IA|ABIA|ACCA|A3T|eyJ|[Bb][Ee][Aa][Rr][Ee][Rr]|[Bb][Aa][Ss][Ii][Cc]|hf_|api_org_|AccountKey=|SharedAccessKey=|SG\.|shp|lin_|secret_|ntn_|gsk_|glsa_|glc_|hv[sbr]\.|vc[pkiar]_|dapi|dckr_pat_|fig[dou]_|cf(?:at|ut|k)_|tskey-|pypi-|do[por]_v1_/;
 
 /** How many of lower-case letters, upper-case letters and digits occur. */
 function mixedClasses(s: string): number {
@@ -365,6 +563,8 @@ interface AssignedValue {
 const SPACES = /[ \t]{0,4}/y;
 const SEPARATOR = /:=|=>|[=:]/y;
 const BARE_VALUE = /[^\s"'`,;&<>)\]}]{1,1024}/y;
+const INDENT = /[ \t]{0,16}/y;
+const NEXT_LINE_VALUE = /[^\s"'`]{1,1024}/y;
 const DOUBLE_QUOTED = /(?:[^"\\\n]|\\.){0,1024}/y;
 const SINGLE_QUOTED = /(?:[^'\\\n]|\\.){0,1024}/y;
 const BACKTICK_QUOTED = /(?:[^`\\\n]|\\.){0,1024}/y;
@@ -394,6 +594,23 @@ function assignedValue(text: string, at: number, isFlag: boolean): AssignedValue
   }
   i = stickyEnd(SPACES, text, sepEnd);
   if (i >= text.length) return null;
+  if (separator !== '') {
+    // The value on the next line, alone on it (`password:\n  hunter2`, a YAML block `key: |`): a secret split
+    // from its label by a line break. Only a line holding one bare word counts, so `token:\n  type: string` does not.
+    let j = i;
+    if (text[j] === '|' || text[j] === '>') {
+      j++;
+      if (text[j] === '-' || text[j] === '+') j++;
+      j = stickyEnd(SPACES, text, j);
+    }
+    const isBreak = text[j] === '\n' || (text[j] === '\r' && text[j + 1] === '\n');
+    if (isBreak) {
+      const start = stickyEnd(INDENT, text, j + (text[j] === '\r' ? 2 : 1));
+      const end = stickyEnd(NEXT_LINE_VALUE, text, start);
+      const isWholeLine = end === text.length || text[end] === '\n' || text[end] === '\r';
+      return end > start && isWholeLine ? { start, end, isQuoted: false, separator } : null;
+    }
+  }
   const isEscaped = text[i] === '\\' && (text[i + 1] === '"' || text[i + 1] === "'");
   const quote = isEscaped ? text[i + 1]! : text[i]!;
   if (quote === '"' || quote === "'" || quote === '`') {

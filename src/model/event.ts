@@ -40,7 +40,7 @@ export type InputEventKind = (typeof EVENT_KINDS)[number];
 export const MAX_EVENT_KEY_CHARS = 256;
 export const sessionIdSchema = z
   .string()
-  .regex(SESSION_ID_PATTERN, 'must be 1-128 characters of letters, digits and ._:@- starting with a letter or digit');
+  .regex(SESSION_ID_PATTERN, 'must be 1-128 characters of letters, digits and ._:@- starting with a letter or digit (after a project qualifier and ~, if any)');
 
 /** A short identifier-like string: no NUL (PostgreSQL text cannot hold one, and no tool sends one). */
 const label = (max: number) =>

@@ -50,5 +50,9 @@ export function isArtifactId(value: string): value is ArtifactId {
   return /^art_[0-9a-f]{64}$/.test(value);
 }
 
-/** Session ids are chosen by the caller (e.g. a Claude Code session uuid), within a safe alphabet. */
-export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;
+/**
+ * Session ids are chosen by the caller (e.g. a Claude Code session uuid), within a safe alphabet; an id may start
+ * with a project's qualifier and `~` (`shop~alice`), the form of a session an agent keeps in its project's own
+ * name space (model/session-names.ts). `~` is outside the alphabet of names, so no chosen name is ever qualified.
+ */
+export const SESSION_ID_PATTERN = /^(?:[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}~)?[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;

@@ -7,6 +7,7 @@ import type { EventKind, SessionRecord } from '../model/event.js';
 import type { SessionId } from '../model/ids.js';
 import type { Marker } from '../model/marker.js';
 import type { BusEventRecord, DerefUsage, EngramRow } from '../store/bus-storage.js';
+import type { RecallLogRecord } from '../store/backend.js';
 import { isContradiction } from '../bus/messages/shared-brief.js';
 import { LruCache } from '../util/lru-cache.js';
 import { parsePointerRef } from '../bus/pointer.js';
@@ -46,6 +47,8 @@ const SCANS = new WeakMap<Engram, LruCache<string, KindScan>>();
 
 /** Lines shown before and after a repo span on click-through. */
 const CONTEXT_LINES = 5;
+/** Recalls a session's timeline lists, newest first. */
+const SESSION_RECALLS = 50;
 /** Rejections kept per agent in the meter's history. */
 const REJECTIONS_PER_AGENT = 50;
 
@@ -370,6 +373,21 @@ export class DashboardView {
     };
   }
 
+  /**
+   * The latest recalls asked in a session, as the caller may see them: an admin all of them; an agent those of its
+   * own project's agents, and, in a session its project owns, those of the local CLI (which logs no project). A
+   * session shared with another project thus never shows one project the other's queries (issue 31).
+   */
+  private async sessionRecalls(session: SessionRecord): Promise<RecallLogRecord[]> {
+    if (this.isAdmin) return this.mem.store.listRecallLog({ sessionId: session.id, limit: SESSION_RECALLS });
+    const isOwner = session.project === this.sessionProject;
+    const own = await this.mem.store.listRecallLog({ sessionId: session.id, project: this.sessionProject, limit: SESSION_RECALLS });
+    if (!isOwner) return own;
+    // Rows without a project (the local CLI's) are found by scanning a bounded window of the session's rows.
+    const local = (await this.mem.store.listRecallLog({ sessionId: session.id, limit: SESSION_RECALLS * 4 })).filter((r) => r.project === undefined);
+    return [...own, ...local].sort((a, b) => b.id - a.id).slice(0, SESSION_RECALLS);
+  }
+
   /** One readable session's timeline (NOT_FOUND when the caller may not read it). */
   async timeline(sessionId: string): Promise<SessionTimeline> {
     const session = await this.view.getSession(sessionId);
@@ -386,7 +404,7 @@ export class DashboardView {
     const entries = state?.entries ?? [];
     const versions = await this.mem.taskStates.history(id, { limit: 50 });
     const karma = await this.mem.store.listKarma({ sessionId: id });
-    const recalls = await this.mem.store.listRecallLog({ sessionId: id, limit: 50 });
+    const recalls = await this.sessionRecalls(session);
     const [overview] = await sessionOverviews(this.mem.store, [session]);
     return {
       session: overview!,

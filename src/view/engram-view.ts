@@ -3,6 +3,7 @@ import { checkAppendSize, checkRequestIndexedChars } from '../model/limits.js';
 import { EngramError } from '../errors.js';
 import type { Principal, SessionAccessFacts } from '../model/access.js';
 import { canReadSession, canWriteSession, DEFAULT_PROJECT, describePrincipal, projectForNewSession, readProject } from '../model/access.js';
+import { isQualifiedSessionId, projectQualifier, qualifiedSessionId, qualifierOf } from '../model/session-names.js';
 import { agentProjectSchema } from '../model/agent.js';
 import type { EventInput, EventRecord, SessionRecord } from '../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
@@ -62,13 +63,72 @@ export class EngramView {
 
   /** Appends events (one transaction), creating the session in the principal's project on first use. */
   async append(sessionId: string, events: EventInput | EventInput[] | readonly unknown[]): Promise<IngestOutcome[]> {
-    const id = validateSessionId(sessionId);
+    validateSessionId(sessionId);
     // A request's work is bounded for servers (model/limits.ts); the CLI and the library append through the engine.
     const list = Array.isArray(events) ? events : [events];
     checkAppendSize(list.length);
     checkRequestIndexedChars(list);
+    const id = await this.resolveSessionId(sessionId, 'write');
     await this.checkWritable(id, { mayNotExist: true });
-    return this.mem.append(id, events as EventInput[], this.owner());
+    try {
+      return await this.mem.append(id, events as EventInput[], this.owner());
+    } catch (err) {
+      // Another project created the free id between the lookup and the append transaction (which refuses it):
+      // the name now means this project's own session of it, as it would have a moment later.
+      if (this.project === null || !(err instanceof EngramError) || err.code !== 'SCOPE_DENIED' || isQualifiedSessionId(id)) throw err;
+      const again = await this.resolveSessionId(sessionId, 'write');
+      if (again === id) throw err;
+      return this.mem.append(again, events as EventInput[], this.owner());
+    }
+  }
+
+  /**
+   * The stored session a name means to this principal (model/session-names.ts): for full trust the id as given;
+   * for an agent its project's own session of that name (the stored id when its project owns it or no one holds
+   * it, else `<project>~<name>`), or, for reads, a session of that id shared with its project. An id another
+   * project holds and an id no one holds thus answer alike on every route. Already-qualified ids are as given.
+   */
+  async resolveSessionId(name: string, intent: 'read' | 'write' = 'read', field = 'sessionId'): Promise<SessionId> {
+    const id = validateSessionId(name, field);
+    if (this.project === null || isQualifiedSessionId(id)) return id;
+    const own = qualifiedSessionId(this.project, id) as SessionId;
+    const access = await this.mem.store.getSessionAccess([id, own]);
+    const plain = access.get(id);
+    if (plain?.project === this.project) return id;
+    if (access.has(own)) return own;
+    if (plain === undefined) return (await this.isReservedElsewhere(id)) ? own : id;
+    // A session shared with the project is read (and refused for writes) under its id, unless the name is one of
+    // the project's own (an agent's default session, a delegated child): a share cannot take it for writes.
+    if (canReadSession(this.principal, plain) && (intent === 'read' || !(await this.isReservedHere(id)))) return id;
+    return own;
+  }
+
+  /**
+   * Whether a free name is another project's to take (model/session-names.ts): the name of one of its agents (an
+   * agent's MCP default session) or a name below it (`alice.task-1`), or a child of one of its sessions
+   * (`<session>.<subtask>`, the id delegation gives). This project then creates its own qualified session.
+   */
+  private async isReservedElsewhere(id: SessionId): Promise<boolean> {
+    const projects = await this.reservingProjects(id);
+    return projects.some((p) => p !== this.project);
+  }
+
+  /** Whether the name is reserved by this project itself (one of its agents, a child of one of its sessions). */
+  private async isReservedHere(id: SessionId): Promise<boolean> {
+    return (await this.reservingProjects(id)).includes(this.project!);
+  }
+
+  private async reservingProjects(id: SessionId): Promise<string[]> {
+    const lower = id.toLowerCase();
+    const out: string[] = [];
+    for (const a of await this.mem.agents.list()) {
+      const n = a.name.toLowerCase();
+      if (!a.isAdmin && (lower === n || lower.startsWith(`${n}.`))) out.push(a.project ?? DEFAULT_PROJECT);
+    }
+    const parents: SessionId[] = [];
+    for (let dot = id.indexOf('.'); dot > 0; dot = id.indexOf('.', dot + 1)) parents.push(id.slice(0, dot) as SessionId);
+    if (parents.length > 0) for (const facts of (await this.mem.store.getSessionAccess(parents)).values()) out.push(facts.project);
+    return out;
   }
 
   /** Sessions the principal may read, most recently active first. */
@@ -91,7 +151,7 @@ export class EngramView {
 
   /** A session the principal may read, or NOT_FOUND. */
   async getSession(sessionId: string): Promise<SessionRecord> {
-    const id = validateSessionId(sessionId);
+    const id = await this.resolveSessionId(sessionId);
     const session = await this.mem.store.getSession(id);
     if (!session || !canReadSession(this.principal, session)) throw noSession(id);
     return session;
@@ -99,8 +159,8 @@ export class EngramView {
 
   /** A page of a readable session's events, private spans hidden (only `engram show` reads them). */
   async listEvents(query: ListEventsQuery): Promise<EventRecord[]> {
-    await this.getSession(query.sessionId);
-    return (await this.mem.listEvents(query)).map((e) => {
+    const { id } = await this.getSession(query.sessionId);
+    return (await this.mem.listEvents({ ...query, sessionId: id })).map((e) => {
       const content = maskPrivate(e.content);
       return content === e.content ? e : { ...e, content };
     });
@@ -108,7 +168,7 @@ export class EngramView {
 
   /** The context pack of the session's next turn. Compaction writes the session's cache: owners only. */
   async pack(sessionId: string, options: PackOptions): Promise<SessionPack> {
-    const id = validateSessionId(sessionId);
+    const id = await this.resolveSessionId(sessionId, 'write');
     await this.checkWritable(id, { mayNotExist: false });
     await this.hierarchy.checkWriter(id);
     return this.mem.context.pack(id, options);
@@ -116,14 +176,15 @@ export class EngramView {
 
   /** The session's current task card (null before the first version). */
   async getTaskState(sessionId: string): Promise<TaskStateVersion | null> {
-    const id = validateSessionId(sessionId);
-    await this.checkReadable(id, { mayNotExist: true });
+    const id = await this.resolveSessionId(sessionId);
+    // A session the principal may not read has no card for it, exactly as one that does not exist.
+    if (!(await this.isReadableOrAbsent(id))) return null;
     return this.mem.taskStates.get(id);
   }
 
   /** Stores the next version of the session's task card. */
   async updateTaskState(sessionId: string, update: TaskStateUpdate, options: Omit<TaskStateUpdateOptions, 'owner'> = {}): Promise<TaskStateVersion> {
-    const id = validateSessionId(sessionId);
+    const id = await this.resolveSessionId(sessionId, 'write');
     await this.checkWritable(id, { mayNotExist: true });
     return this.mem.taskStates.update(id, update, { ...options, owner: this.owner() });
   }
@@ -133,8 +194,8 @@ export class EngramView {
    * once (ENGRAM §4.5). With exactly one session in `sessionIds` (or `taskCardSessionId`), ranked by that
    * session's task card unless `ignoreTask`.
    */
-  async recall(request: RecallRequest): Promise<RecallOutcome> {
-    const { options, taskStateVersion } = await this.recallOptions(request);
+  async recall(request: RecallRequest, o: { idsAreStored?: boolean } = {}): Promise<RecallOutcome> {
+    const { options, taskStateVersion } = await this.recallOptions(request, o.idsAreStored ?? false);
     const { results } = await this.mem.recallBatch(request.queries, options);
     return { ...(taskStateVersion !== undefined ? { taskStateVersion } : {}), results };
   }
@@ -156,18 +217,19 @@ export class EngramView {
     return { ...(await this.recallOne(query, rest)), granular };
   }
 
-  private async recallOptions(request: RecallRequest): Promise<{ options: RecallOptions; taskStateVersion?: number }> {
-    const { queries: _queries, askingSessionId, taskCardSessionId, ignoreTask, ...options } = request;
-    for (const [i, id] of (options.sessionIds ?? []).entries()) {
-      await this.checkReadable(validateSessionId(id, `sessionIds[${i}]`), { mayNotExist: true });
-    }
-    const only = options.sessionIds?.length === 1 ? options.sessionIds[0] : undefined;
+  private async recallOptions(request: RecallRequest, idsAreStored = false): Promise<{ options: RecallOptions; taskStateVersion?: number }> {
+    const { queries: _queries, askingSessionId: askedBy, taskCardSessionId: cardName, ignoreTask, ...rest } = request;
+    // Names resolve as everywhere (an unreadable session is this project's own, absent one); the store's project
+    // filter keeps recall to what may be read, so an unreadable session in the list just yields nothing. Ids a
+    // caller inside the view already resolved (a hierarchy's sessions) are stored ids, taken as they are.
+    const resolve = (id: string, field: string) => (idsAreStored ? Promise.resolve(validateSessionId(id, field)) : this.resolveSessionId(id, 'read', field));
+    const sessionIds = rest.sessionIds === undefined ? undefined : await Promise.all(rest.sessionIds.map((id, i) => resolve(id, `sessionIds[${i}]`)));
+    const options = { ...rest, ...(sessionIds !== undefined ? { sessionIds } : {}) };
+    const askingSessionId = askedBy === undefined ? undefined : await resolve(askedBy, 'askingSessionId');
+    const taskCardSessionId = cardName === undefined ? undefined : await resolve(cardName, 'taskCardSessionId');
+    const only = sessionIds?.length === 1 ? sessionIds[0] : undefined;
     const cardSession = ignoreTask ? undefined : (taskCardSessionId ?? only);
-    // A card of one of the sessions just checked is not checked again (a round trip on PostgreSQL per recall).
-    if (cardSession !== undefined && !(options.sessionIds ?? []).includes(cardSession)) {
-      await this.checkReadable(validateSessionId(cardSession, 'taskCardSessionId'), { mayNotExist: true });
-    }
-    const card = cardSession !== undefined ? await this.mem.taskStates.get(cardSession) : null;
+    const card = cardSession !== undefined && (await this.isReadableOrAbsent(cardSession)) ? await this.mem.taskStates.get(cardSession) : null;
     const asking = askingSessionId ?? only;
     return {
       options: {
@@ -218,17 +280,19 @@ export class EngramView {
 
   /** Shares a session the principal owns read-only with another project. */
   async share(sessionId: string, project: string): Promise<SessionRecord> {
-    const id = validateSessionId(sessionId);
+    const id = await this.resolveSessionId(sessionId, 'write');
     const target = parseProject(project);
     await this.checkWritable(id, { mayNotExist: false });
     const by = this.principal.kind === 'agent' ? this.principal.agentName : 'local';
     await this.mem.store.shareSession({ sessionId: id, project: target, sharedBy: by, tsMs: Date.now() });
-    return this.getSession(id);
+    const session = await this.mem.store.getSession(id);
+    if (!session) throw noSession(id);
+    return session;
   }
 
   /** Ends a share of a session the principal owns; false when there was none. */
   async unshare(sessionId: string, project: string): Promise<boolean> {
-    const id = validateSessionId(sessionId);
+    const id = await this.resolveSessionId(sessionId, 'write');
     const target = parseProject(project);
     await this.checkWritable(id, { mayNotExist: false });
     return this.mem.store.unshareSession(id, target);
@@ -298,22 +362,30 @@ export class EngramView {
     return (await this.mem.store.getSessionAccess([id])).get(id);
   }
 
-  private async checkReadable(id: SessionId, o: { mayNotExist: boolean }): Promise<void> {
-    if (this.project === null && o.mayNotExist) return;
+  /** Whether the session may be read or does not exist (then it reads as empty). */
+  private async isReadableOrAbsent(id: SessionId): Promise<boolean> {
+    if (this.project === null) return true;
     const facts = await this.facts(id);
-    if (facts === undefined ? !o.mayNotExist : !canReadSession(this.principal, facts)) throw noSession(id);
+    return facts === undefined || canReadSession(this.principal, facts);
   }
 
   private async checkWritable(id: SessionId, o: { mayNotExist: boolean }): Promise<void> {
     if (this.project === null && o.mayNotExist) return;
+    // Another project's name space (`other~x`) is written only by that project, whether or not x exists there.
+    const qualifier = qualifierOf(id);
+    const isForeign = this.project !== null && qualifier !== null && qualifier !== projectQualifier(this.project);
     const facts = await this.facts(id);
-    if (facts === undefined) {
+    if (facts === undefined || (!canReadSession(this.principal, facts) && isForeign)) {
       if (!o.mayNotExist) throw noSession(id);
-      return;
+      if (!isForeign) return;
+      throw new EngramError('SCOPE_DENIED', `session ${id}: names with ${qualifier}~ belong to another project's sessions; name a session of your own project`, {
+        field: 'sessionId',
+        sessionId: id,
+      });
     }
     if (canWriteSession(this.principal, facts)) return;
-    // A session the principal cannot even read is reported as absent, so no other project's session names leak
-    // through reads; a write to it must still fail, and it cannot be created: the id is taken.
+    // Unreachable through resolveSessionId for plain names (an unreadable id resolves to the project's own); kept
+    // for ids the store holds in the principal's own name space but under another project (a full-trust import).
     if (!canReadSession(this.principal, facts)) {
       if (!o.mayNotExist) throw noSession(id);
       throw new EngramError('SCOPE_DENIED', `session ${id}: this session id is taken by another project; choose another id`, { field: 'sessionId', sessionId: id });

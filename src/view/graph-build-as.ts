@@ -33,9 +33,9 @@ export async function buildGraphAs(
         max: MAX_BUILD_SESSION_IDS,
       });
     }
-    const ids = [...new Set(named)];
-    for (const id of ids) await view.getSession(id);
-    return builder.buildFromSessions({ sessionIds: ids, ...bound });
+    const ids: string[] = [];
+    for (const name of new Set(named)) ids.push((await view.getSession(name)).id);
+    return builder.buildFromSessions({ sessionIds: [...new Set(ids)], ...bound });
   }
   if (view.principal.kind === 'local' || view.principal.isAdmin) return builder.buildFromSessions(bound);
   const readable = await view.listSessions({ limit: MAX_READABLE_SESSIONS });

@@ -141,13 +141,16 @@ export class HierarchyView {
     const parsed = delegationPacketSchema.safeParse(input.packet);
     if (!parsed.success) throw invalidInputFromZod(parsed.error.issues, 'packet');
     const packet = parsed.data;
-    const parentId = validateSessionId(input.parentSessionId, 'parentSessionId');
-    const parentSession = await this.view.getSession(parentId);
+    validateSessionId(input.parentSessionId, 'parentSessionId');
+    const parentSession = await this.view.getSession(input.parentSessionId);
+    const parentId = parentSession.id;
     if (!canWriteSession(this.view.principal, parentSession)) {
       throw new EngramError('SCOPE_DENIED', `session ${parentId} is shared read-only; only its own project delegates from it`, { field: 'parentSessionId' });
     }
     const project = parentSession.project ?? DEFAULT_PROJECT;
-    const childId = validateSessionId(input.childSessionId ?? `${parentId}.${packet.subtask_id}`, 'childSessionId');
+    // The child's name resolves like any other (model/session-names.ts), so a `<parent>.<subtask>` id another
+    // project created first cannot block the delegation: it means this project's own session of that name.
+    const childId = await this.view.resolveSessionId(input.childSessionId ?? `${parentId}.${packet.subtask_id}`, 'write', 'childSessionId');
     if (childId === parentId) throw new EngramError('INVALID_INPUT', 'childSessionId: must differ from the parent session', { field: 'childSessionId' });
     if (packet.plan_node_ref !== undefined) checkPointer(packet.plan_node_ref, 'packet.plan_node_ref');
     await this.checkPacketRefs(packet);
@@ -202,8 +205,8 @@ export class HierarchyView {
     if (!parsed.success) throw invalidInputFromZod(parsed.error.issues, 'report');
     const report = parsed.data;
     report.key_findings.forEach((f, i) => f.provenance.forEach((p, j) => checkPointer(p.pointer, `report.key_findings[${i}].provenance[${j}].pointer`)));
-    const id = validateSessionId(sessionId);
-    const session = await this.view.getSession(id);
+    const session = await this.view.getSession(sessionId);
+    const id = session.id;
     const link = await readLink(this.mem.store, id);
     if (!link || link.parentSessionId === null || !link.packet) {
       throw new EngramError('INVALID_INPUT', `sessionId: session ${id} was not delegated, so it has no planner to report to (engram delegate creates such sessions)`, {
@@ -222,11 +225,11 @@ export class HierarchyView {
    * validation is also written as a decision in the planner's session (idempotent per outcome).
    */
   async reports(sessionId: string, options: { record?: boolean; childSessionId?: string } = {}): Promise<ReceivedReport[]> {
-    const id = validateSessionId(sessionId);
-    const session = await this.view.getSession(id);
+    const session = await this.view.getSession(sessionId);
+    const id = session.id;
     let children = await this.readableDelegations(id);
     if (options.childSessionId !== undefined) {
-      const child = validateSessionId(options.childSessionId, 'childSessionId');
+      const child = await this.view.resolveSessionId(options.childSessionId, 'read', 'childSessionId');
       children = children.filter((d) => d.childSessionId === child);
       if (children.length === 0) throw new EngramError('NOT_FOUND', `session ${id} delegated nothing to a session ${child}`, { field: 'childSessionId' });
     }
@@ -270,8 +273,7 @@ export class HierarchyView {
 
   /** The tree a session belongs to, from its root, as far as the caller may read it. */
   async tree(sessionId: string): Promise<HierarchyTree> {
-    const id = validateSessionId(sessionId);
-    await this.view.getSession(id);
+    const id = (await this.view.getSession(sessionId)).id;
     const link = await readLink(this.mem.store, id);
     if (!link) return { rootSessionId: id, isLinked: false, nodes: [await this.node(id, null)] };
     let root = link.rootSessionId as SessionId;
@@ -300,8 +302,7 @@ export class HierarchyView {
     sessionId: string,
     request: Omit<RecallRequest, 'sessionIds' | 'askingSessionId' | 'taskCardSessionId'> & { scope?: HierarchyRecallScope },
   ): Promise<RecallOutcome & { sessionIds: string[] }> {
-    const id = validateSessionId(sessionId);
-    await this.view.getSession(id);
+    const id = (await this.view.getSession(sessionId)).id;
     const { scope = 'subtree', ...rest } = request;
     if (!RECALL_SCOPES.includes(scope)) {
       throw new EngramError('INVALID_INPUT', `scope: expected one of ${RECALL_SCOPES.join(', ')}, got ${String(scope)}`, { field: 'scope' });
@@ -312,7 +313,7 @@ export class HierarchyView {
     else if (scope === 'ancestors') ids = [id, ...(await this.ancestors(id))];
     else if (scope === 'tree') ids = (await this.tree(id)).nodes.map((n) => n.sessionId);
     else ids = await this.subtree(id);
-    const outcome = await this.view.recall({ ...rest, sessionIds: ids, askingSessionId: id, taskCardSessionId: id });
+    const outcome = await this.view.recall({ ...rest, sessionIds: ids, askingSessionId: id, taskCardSessionId: id }, { idsAreStored: true });
     return { ...outcome, sessionIds: ids };
   }
 

@@ -140,12 +140,11 @@ describe.each(BACKEND_HARNESSES)('access matrix (%s)', (_backend, createHarness)
     }
   });
 
-  // Every read route: allowed readers get 200 and the content; everyone else gets 404, as for no session.
+  // Every read route: allowed readers get 200 and the content; everyone else the answer for no session: 404, or,
+  // where an absent session has an answer (an empty card, no hits), that answer (test/e2e/access-oracle.test.ts).
   const readRoutes: Array<[string, (s: keyof typeof READERS) => { path: string; body?: unknown }]> = [
     ['GET /v1/sessions/{id}', (s) => ({ path: `/v1/sessions/${s}` })],
     ['GET /v1/sessions/{id}/events', (s) => ({ path: `/v1/sessions/${s}/events` })],
-    ['GET /v1/sessions/{id}/task-state', (s) => ({ path: `/v1/sessions/${s}/task-state` })],
-    ['POST /v1/recall (sessionIds)', (s) => ({ path: '/v1/recall', body: { query: 'port 6543', sessionIds: [s] } })],
     ['POST /v1/expand (event)', (s) => ({ path: '/v1/expand', body: { id: seeded[s].decisionId } })],
     ['POST /v1/expand (artifact)', (s) => ({ path: '/v1/expand', body: { id: seeded[s].artifactId } })],
     ['POST /v1/pointer/deref (sam:event)', (s) => ({ path: '/v1/pointer/deref', body: { pointer: `sam:event:${seeded[s].decisionId}` } })],
@@ -156,6 +155,26 @@ describe.each(BACKEND_HARNESSES)('access matrix (%s)', (_backend, createHarness)
     ['POST /v1/dashboard/pointer (sam:event)', (s) => ({ path: '/v1/dashboard/pointer', body: { pointer: `sam:event:${seeded[s].decisionId}` } })],
     ['POST /v1/dashboard/pointer (artifact:)', (s) => ({ path: '/v1/dashboard/pointer', body: { pointer: `artifact:${seeded[s].artifactId}` } })],
   ];
+  it('answers the task card and recall of a session the agent may not read as for a session that does not exist', async () => {
+    for (const session of SESSIONS) {
+      for (const actor of ACTORS) {
+        const card = await api(actor, `/v1/sessions/${session}/task-state`);
+        const recall = await api(actor, '/v1/recall', { body: { query: 'port 6543', sessionIds: [session] } });
+        const hits = (recall.body.results as Array<{ hits: unknown[] }>).flatMap((r) => r.hits).length;
+        const isReader = READERS[session].includes(actor);
+        expect({ actor, session, card: card.status, version: card.body.version > 0, sessionId: card.body.sessionId, recall: recall.status, hasHits: hits > 0 }).toEqual({
+          actor,
+          session,
+          card: 200,
+          version: isReader,
+          sessionId: session,
+          recall: 200,
+          hasHits: isReader,
+        });
+      }
+    }
+  });
+
   it.each(readRoutes)('%s: readers 200, everyone else 404', async (_name, request) => {
     for (const session of SESSIONS) {
       for (const actor of ACTORS) {
@@ -192,7 +211,7 @@ describe.each(BACKEND_HARNESSES)('access matrix (%s)', (_backend, createHarness)
     }
   });
 
-  it('lets only owners and admins append: 403 SCOPE_DENIED for a shared or taken session, nothing stored', async () => {
+  it('lets only owners and admins append: 403 SCOPE_DENIED for a shared session; another project\'s id is the writer\'s own new session', async () => {
     for (const session of SESSIONS) {
       for (const actor of ACTORS) {
         const before = (await mem.getSession(session)).eventCount;
@@ -201,46 +220,49 @@ describe.each(BACKEND_HARNESSES)('access matrix (%s)', (_backend, createHarness)
         if (WRITERS[session].includes(actor)) {
           expect({ actor, session, status: r.status }).toEqual({ actor, session, status: 200 });
           expect(after).toBe(before + 1);
-        } else {
+        } else if (READERS[session].includes(actor)) {
           expect({ actor, session, status: r.status, code: r.body.error.code }).toEqual({ actor, session, status: 403, code: 'SCOPE_DENIED' });
+          expect(after).toBe(before);
+        } else {
+          // Stored in the writer's own session of that name (model/session-names.ts), shown under the name it gave.
+          expect({ actor, session, status: r.status, sessionId: r.body.sessionId }).toEqual({ actor, session, status: 200, sessionId: session });
           expect(after).toBe(before);
         }
       }
     }
   });
 
-  it('answers a retried append of another project\'s keys with SCOPE_DENIED, never with the stored records', async () => {
-    const r = await api('eve', '/v1/events', { body: { sessionId: 'shop-main', events: [{ kind: 'user', content: `please look at the ${SHOP_WORD} failure`, key: 'u1' }] } });
-    expect(r.status).toBe(403);
-    expect(JSON.stringify(r.body)).not.toContain(SHOP_WORD);
+  it('answers a retried append of another project\'s keys as a first append to the caller\'s own session, never with the stored records', async () => {
+    const r = await api('eve', '/v1/events', { body: { sessionId: 'shop-main', events: [{ kind: 'decision', content: `Decision: the ${SHOP_WORD} service moves to port 6543.`, key: 'd1' }] } });
+    expect(r.status).toBe(200);
+    expect(r.body.events[0].id).not.toBe(seeded['shop-main'].decisionId);
+    expect(r.body.events[0].isDuplicate).toBe(false);
   });
 
-  it('lets only owners and admins change task cards, build context packs and share', async () => {
+  it('lets only owners and admins change task cards, build context packs and share; another project\'s id is the caller\'s own', async () => {
     for (const session of SESSIONS) {
       for (const actor of ACTORS) {
-        const expected = WRITERS[session].includes(actor) ? 200 : READERS[session].includes(actor) ? 403 : 404;
+        // Readers that may not write (a share) are refused; others act on their own project's session of that name.
+        const expected = READERS[session].includes(actor) && !WRITERS[session].includes(actor) ? 403 : 200;
+        const before = await mem.taskStates.get(session);
         const put = await api(actor, `/v1/sessions/${session}/task-state`, { method: 'PUT', body: { update: { phase: 'implementing' } } });
         const pack = await api(actor, `/v1/sessions/${session}/context?window=8000`);
         const share = await api(actor, `/v1/sessions/${session}/shares`, { body: { project: 'audit' } });
-        // A session id taken by another project cannot be written to (403) but reads as absent (404).
-        expect({ actor, session, put: put.status, pack: pack.status, share: share.status }).toEqual({
-          actor,
-          session,
-          put: expected === 404 ? 403 : expected,
-          pack: expected,
-          share: expected,
-        });
+        expect({ actor, session, put: put.status, pack: pack.status, share: share.status }).toEqual({ actor, session, put: expected, pack: expected, share: expected });
+        if (!READERS[session].includes(actor)) expect((await mem.taskStates.get(session))?.version).toBe(before?.version);
       }
     }
   });
 
-  it('creates a new session in the writer\'s project, even when another project asks for the same id later', async () => {
+  it('creates a new session in the writer\'s project; another project asking for the same id later gets its own', async () => {
     expect((await api('eve', '/v1/events', { body: { sessionId: 'fresh', events: [{ kind: 'note', content: 'mine' }] } })).status).toBe(200);
     expect((await mem.getSession('fresh')).project).toBe('other');
-    const taken = await api('alice', '/v1/events', { body: { sessionId: 'fresh', events: [{ kind: 'note', content: 'also mine?' }] } });
-    expect(taken.status).toBe(403);
-    expect(taken.body.error.code).toBe('SCOPE_DENIED');
-    expect((await api('alice', '/v1/sessions/fresh')).status).toBe(404);
+    const second = await api('alice', '/v1/events', { body: { sessionId: 'fresh', events: [{ kind: 'note', content: 'also mine' }] } });
+    expect(second.status).toBe(200);
+    expect(second.body.sessionId).toBe('fresh');
+    expect(await api('alice', '/v1/sessions/fresh')).toMatchObject({ status: 200, body: { id: 'fresh', project: 'shop', eventCount: 1 } });
+    expect(await api('eve', '/v1/sessions/fresh')).toMatchObject({ status: 200, body: { id: 'fresh', project: 'other', eventCount: 1 } });
+    expect((await mem.getSession('shop~fresh')).project).toBe('shop');
   });
 
   it('reports bus metrics of the caller\'s project to agents, of everyone to admins', async () => {
@@ -263,30 +285,37 @@ describe.each(BACKEND_HARNESSES)('access matrix (%s)', (_backend, createHarness)
       expect(textOf(await call(client, 'less_deref_pointer', { pointer: `sam:event:${seeded['shop-main'].decisionId}` }))).toContain(SHOP_WORD);
     });
 
-    it('refuses every session tool and resource on another project\'s session, leaking nothing', async () => {
+    it('treats another project\'s session as the agent\'s own empty one on every tool and resource, leaking nothing', async () => {
       const client = await mcp('eve', 'shop-main');
       const before = (await mem.getSession('shop-main')).eventCount;
-      const results = {
-        get_task_state: await call(client, 'get_task_state', {}),
-        recall: await call(client, 'recall', { query: SHOP_WORD, sessionOnly: true }),
+      // Eve's own card of that name (an earlier test wrote one), never shop's.
+      const card = await call(client, 'get_task_state', {});
+      expect(card.isError).toBeFalsy();
+      expect(card.structuredContent).toMatchObject({ sessionId: 'shop-main', state: { phase: 'implementing' } });
+      expect(textOf(card)).not.toContain(SHOP_WORD);
+      const shopIds = new Set((await mem.listEvents({ sessionId: 'shop-main' as never, limit: 1000 })).map((e) => e.id as string));
+      const hitIds = (r: CallToolResult) => (r.structuredContent as { results: Array<{ hits: Array<{ eventId: string }> }> }).results[0]!.hits.map((h) => h.eventId);
+      const own = await call(client, 'recall', { query: SHOP_WORD, sessionOnly: true });
+      expect(hitIds(own).filter((id) => shopIds.has(id))).toEqual([]);
+      const refused = {
         expand_event: await call(client, 'expand', { id: seeded['shop-main'].decisionId }),
         expand_artifact: await call(client, 'expand', { id: seeded['shop-main'].artifactId }),
-        append_events: await call(client, 'append_events', { events: [{ kind: 'note', content: 'eve was here' }] }),
-        update_task_state: await call(client, 'update_task_state', { update: { phase: 'testing' } }),
         less_deref_pointer: await call(client, 'less_deref_pointer', { pointer: `sam:decision:${seeded['shop-main'].decisionId}` }),
       };
-      for (const [tool, r] of Object.entries(results)) {
+      for (const [tool, r] of Object.entries(refused)) {
         expect({ tool, isError: r.isError }).toEqual({ tool, isError: true });
-        // The recall error echoes nothing stored; the others name only ids.
-        if (tool !== 'recall') expect(textOf(r)).not.toContain(SHOP_WORD);
+        expect(textOf(r)).not.toContain(SHOP_WORD);
         expect(textOf(r)).not.toContain('port 6543');
       }
-      expect(textOf(results.append_events)).toContain('SCOPE_DENIED');
-      expect(textOf(results.get_task_state)).toContain('NOT_FOUND');
-      await expect(client.readResource({ uri: 'engram://session/shop-main/task-state' })).rejects.toThrow(/no session shop-main/);
-      // Recall across everything (no sessionOnly) finds nothing of shop's (the header echoes the query).
+      const resource = await client.readResource({ uri: 'engram://session/shop-main/task-state' });
+      expect((resource.contents[0] as { text: string }).text).not.toContain(SHOP_WORD);
+      expect(JSON.parse((resource.contents[0] as { text: string }).text)).toMatchObject({ sessionId: 'shop-main', state: { phase: 'implementing' } });
+      // Writes go to eve's own session of that name.
+      expect((await call(client, 'append_events', { events: [{ kind: 'note', content: 'eve was here' }] })).isError).toBeFalsy();
+      expect((await call(client, 'update_task_state', { update: { phase: 'testing' } })).isError).toBeFalsy();
+      // Recall across everything (no sessionOnly) finds nothing of shop's (eve's own notes may quote its words).
       const wide = await call(client, 'recall', { query: SHOP_WORD });
-      expect((wide.structuredContent as { results: Array<{ hits: unknown[] }> }).results[0]!.hits).toEqual([]);
+      expect(hitIds(wide).filter((id) => shopIds.has(id))).toEqual([]);
       expect((await mem.getSession('shop-main')).eventCount).toBe(before);
     });
 

@@ -5,7 +5,8 @@ import type { Engram } from '../../engine.js';
 import { EngramError, invalidInputFromZod } from '../../errors.js';
 import type { AgentRecord } from '../../model/agent.js';
 import { jsonTextProblem } from '../../model/limits.js';
-import { agentPrincipal } from '../../model/access.js';
+import { agentPrincipal, DEFAULT_PROJECT } from '../../model/access.js';
+import { displaySessionIds } from '../../model/session-names.js';
 import { toHttpError } from './errors.js';
 import { ENGRAM_RUN_HEADER } from '../shared/bus.js';
 import { ENGRAM_SESSION_HEADER, handleMcpRequest } from './mcp-endpoint.js';
@@ -13,12 +14,13 @@ import { buildOpenApiDocument } from './openapi.js';
 import type { Route } from './route.js';
 import { ROUTES } from './routes.js';
 import { mountDashboard } from './dashboard-serve.js';
+import { hostCheck, type HostCheckOptions } from './host-check.js';
 
 import { DEFAULT_MAX_BODY_BYTES } from './defaults.js';
 
 export { DEFAULT_MAX_BODY_BYTES };
 
-export interface HttpAppOptions {
+export interface HttpAppOptions extends HostCheckOptions {
   /** Reported in the OpenAPI document and to MCP clients. */
   version: string;
   /** Largest request body accepted, in bytes; larger ones get 413 PAYLOAD_TOO_LARGE. Default {@link DEFAULT_MAX_BODY_BYTES}. */
@@ -54,7 +56,10 @@ export function createHttpApp(mem: Engram, options: HttpAppOptions): EngramHttpA
   const fail = (c: Context, err: unknown): Response => {
     const e = toHttpError(err);
     if (e.isServerFault) log(`engram serve: ${c.req.method} ${c.req.path} -> ${e.status}: ${describe(err)}`);
-    return c.json(e.body, e.status as 400, e.headers);
+    // Errors name sessions too: an agent sees its project's own by their plain names (model/session-names.ts).
+    const agent = (c as Context<Env>).get('agent') as AgentRecord | undefined;
+    const body = agent !== undefined && !agent.isAdmin ? displaySessionIds(e.body, agent.project ?? DEFAULT_PROJECT) : e.body;
+    return c.json(body, e.status as 400, e.headers);
   };
 
   app.use('*', async (c, next) => {
@@ -66,6 +71,14 @@ export function createHttpApp(mem: Engram, options: HttpAppOptions): EngramHttpA
       inFlight.delete(done);
     }
   });
+  // Before anything else, on every route (host-check.ts): a CORS origin is one the server's owner allowed.
+  app.use(
+    '*',
+    hostCheck({
+      ...(options.allowedHosts !== undefined ? { allowedHosts: options.allowedHosts } : {}),
+      allowedOrigins: [...(options.allowedOrigins ?? []), ...(options.corsOrigin !== undefined ? [options.corsOrigin] : [])],
+    }),
+  );
   if (options.corsOrigin !== undefined) {
     app.use(
       '*',
@@ -131,9 +144,12 @@ async function serveRoute(mem: Engram, route: Route, c: Context<Env>): Promise<R
   const params = route.params ? parse(route.params, c.req.param()) : undefined;
   const query = route.query ? parse(route.query, c.req.query()) : undefined;
   const body = route.body ? parse(route.body, route.acceptsText && isTextBody(c) ? { message: await c.req.text() } : await readJson(c)) : undefined;
-  const view = mem.viewAs(agentPrincipal(agent));
+  const principal = agentPrincipal(agent);
+  const view = mem.viewAs(principal);
   const result = await route.handle({ mem, agent, view, params, query, body, header: (name) => c.req.header(name) });
-  return c.json(result.body as object, (result.status ?? route.success.status) as 200);
+  // An agent sees its project's own sessions by the names it gives them (model/session-names.ts).
+  const answer = principal.kind === 'agent' && !principal.isAdmin ? displaySessionIds(result.body, principal.project) : result.body;
+  return c.json(answer as object, (result.status ?? route.success.status) as 200);
 }
 
 function parse(schema: ZodType, value: unknown): unknown {

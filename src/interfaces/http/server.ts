@@ -4,6 +4,7 @@ import { createAdaptorServer } from '@hono/node-server';
 import type { Engram } from '../../engine.js';
 import { EngramError } from '../../errors.js';
 import { createHttpApp, type HttpAppOptions } from './app.js';
+import { defaultAllowedHosts } from './host-check.js';
 
 import { DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT } from './defaults.js';
 
@@ -47,7 +48,7 @@ export async function startHttpServer(mem: Engram, options: HttpServerOptions): 
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new EngramError('INVALID_INPUT', `port: ${port} is not a TCP port`, { field: 'port' });
   // The tokenizer's tables load on first use (~250 ms): load them now, not while the first request holds the thread.
   mem.tokenizer.count('engram');
-  const { app, settled } = createHttpApp(mem, options);
+  const { app, settled } = createHttpApp(mem, { ...options, allowedHosts: options.allowedHosts ?? defaultAllowedHosts(host) });
   const server = createAdaptorServer({ fetch: app.fetch, hostname: host, overrideGlobalObjects: options.overrideGlobalObjects ?? false }) as Server;
 
   let isClosing = false;

@@ -56,7 +56,7 @@ export const SUMMARY_ROUTES: readonly Route[] = [
         body: {
           summaries: await view.summaries.list({
             ...filter,
-            ...(query.sessionId !== undefined ? { sessionId: query.sessionId } : {}),
+            ...(query.sessionId !== undefined ? { sessionId: await view.resolveSessionId(query.sessionId) } : {}),
             ...(query.subject !== undefined ? { subject: query.subject } : {}),
           }),
         },

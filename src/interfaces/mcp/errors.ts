@@ -1,4 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { ErrorCode } from '../../errors.js';
 import { EngramError, isEngramError } from '../../errors.js';
 
@@ -131,4 +132,24 @@ export function toolErrorResult(err: unknown, options: ToolErrorOptions = {}): C
     content: [{ type: 'text', text: `${e.code}: ${e.message}\n${nextStep(e, options)}` }],
     structuredContent: { error: e.toJSON() },
   };
+}
+
+/** JSON-RPC error codes of resource reads (MCP specification, resources, "Error Handling"). */
+export const RESOURCE_ERROR_CODES = { notFound: -32002, invalidParams: -32602, internal: -32603 } as const;
+
+/**
+ * The one place errors of a resource read become protocol errors (a resource read has no `isError` result):
+ * `NOT_FOUND` is -32002 (resource not found), a bad argument (`INVALID_INPUT`, `AMBIGUOUS_ID`) -32602, anything
+ * else -32603, each with the Engram error as `data`. Server faults are reported to `onServerFault` and answered
+ * without their details, as tool errors are.
+ */
+export function resourceError(err: unknown, onServerFault?: (e: EngramError) => void): McpError {
+  let e = isEngramError(err) ? err : new EngramError('INTERNAL', err instanceof Error ? err.message : String(err));
+  if (onServerFault && SERVER_FAULTS.includes(e.code)) {
+    onServerFault(e);
+    e = new EngramError(e.code, 'internal error; see the server log', {});
+  }
+  const code =
+    e.code === 'NOT_FOUND' ? RESOURCE_ERROR_CODES.notFound : e.code === 'INVALID_INPUT' || e.code === 'AMBIGUOUS_ID' ? RESOURCE_ERROR_CODES.invalidParams : RESOURCE_ERROR_CODES.internal;
+  return new McpError(code, `${e.code}: ${e.message}`, { error: e.toJSON() });
 }

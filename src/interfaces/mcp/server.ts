@@ -11,7 +11,8 @@ import { MAX_RECALL_BATCH, recallAnswer, recallText } from '../../view/agent-rec
 import type { Principal } from '../../model/access.js';
 import { LOCAL_PRINCIPAL } from '../../model/access.js';
 import type { ToolErrorOptions } from './errors.js';
-import { toolErrorResult } from './errors.js';
+import { resourceError, toolErrorResult } from './errors.js';
+import { displaySessionIds, displaySessionIdsInText } from '../../model/session-names.js';
 import type { BusAgent } from '../../bus/bus-agent.js';
 import { registerBusTools } from './bus-tools.js';
 import { registerHierarchyTools } from './hierarchy-tools.js';
@@ -132,8 +133,13 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
   const view = mem.viewAs(options.principal ?? LOCAL_PRINCIPAL, options.project !== undefined ? { newSessionProject: options.project } : {});
   const server = new McpServer({ name: 'engram', version: options.version });
   const inFlight = new Set<Promise<unknown>>();
+  const principal = options.principal ?? LOCAL_PRINCIPAL;
+  // An agent sees its project's own sessions by the names it gives them (model/session-names.ts).
+  const display = principal.kind === 'agent' && !principal.isAdmin ? (r: CallToolResult) => displayResult(r, principal.project) : (r: CallToolResult) => r;
   const run = (fn: () => Promise<CallToolResult>, errorOptions: ToolErrorOptions = {}): Promise<CallToolResult> => {
-    const call = fn().catch((err: unknown) => toolErrorResult(err, { ...errorOptions, ...(options.onServerFault ? { onServerFault: options.onServerFault } : {}) }));
+    const call = fn()
+      .then(display)
+      .catch((err: unknown) => display(toolErrorResult(err, { ...errorOptions, ...(options.onServerFault ? { onServerFault: options.onServerFault } : {}) })));
     inFlight.add(call);
     void call.finally(() => inFlight.delete(call));
     return call;
@@ -296,9 +302,13 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
     new ResourceTemplate('engram://session/{id}/task-state', { list: undefined }),
     { title: 'Task state card', description: "A session's current task state card as JSON (null before the first update).", mimeType: 'application/json' },
     async (uri, variables) => {
-      const id = String(variables.id);
-      const card = await view.getTaskState(id);
-      return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(card, null, 2) }] };
+      try {
+        const card = await view.getTaskState(String(variables.id));
+        const shown = principal.kind === 'agent' && !principal.isAdmin ? displaySessionIds(card, principal.project) : card;
+        return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(shown, null, 2) }] };
+      } catch (err) {
+        throw resourceError(err, options.onServerFault);
+      }
     },
   );
 
@@ -307,6 +317,15 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
     settled: async () => {
       while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
     },
+  };
+}
+
+/** A tool result with the project's own qualified session ids shown by their plain names. */
+function displayResult(r: CallToolResult, project: string): CallToolResult {
+  return {
+    ...r,
+    content: r.content.map((c) => (c.type === 'text' ? { ...c, text: displaySessionIdsInText(c.text, project) } : c)),
+    ...(r.structuredContent !== undefined ? { structuredContent: displaySessionIds(r.structuredContent, project) } : {}),
   };
 }
 

@@ -8,6 +8,7 @@ import { DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT, DEFAULT_MAX_BODY_BYTES } from '..
 import { EXIT } from '../exit-codes.js';
 import type { Io } from '../output.js';
 import type { HttpServerOptions } from '../../http/server.js';
+import { defaultAllowedHosts } from '../../http/host-check.js';
 import { parseInteger } from './recall.js';
 import { tokenNotice } from './agent.js';
 import { startConsolidationWorker } from '../consolidation-worker-option.js';
@@ -19,6 +20,10 @@ export interface ServeArgs {
   host?: string;
   allowRemote?: boolean;
   cors?: string;
+  /** `--allowed-hosts a,b` (else $ENGRAM_ALLOWED_HOSTS): names the server answers to besides loopback (host-check.ts). */
+  allowedHosts?: string;
+  /** `--allowed-origins a,b` (else $ENGRAM_ALLOWED_ORIGINS): browser origins allowed besides the server's own. */
+  allowedOrigins?: string;
   maxBodyBytes?: string;
   json?: boolean;
   /** `--consolidate-idle <duration>`; false with --no-consolidate. */
@@ -45,7 +50,8 @@ export async function serveCommand(mem: Engram, args: ServeArgs, io: Io, version
   const port = args.port !== undefined ? parseInteger(args.port, 'port') : DEFAULT_HTTP_PORT;
   const maxBodyBytes = args.maxBodyBytes !== undefined ? parseInteger(args.maxBodyBytes, 'max-body-bytes') : DEFAULT_MAX_BODY_BYTES;
   const workers = parseWorkers(args.workers);
-  if (isServeWorker()) return serveAsWorker(mem, { host, port, version, maxBodyBytes, ...(args.cors !== undefined ? { corsOrigin: args.cors } : {}) }, io);
+  const access = hostOptions(host, args);
+  if (isServeWorker()) return serveAsWorker(mem, { host, port, version, maxBodyBytes, ...access, ...(args.cors !== undefined ? { corsOrigin: args.cors } : {}) }, io);
   if (!isLoopback(host)) {
     if (!args.allowRemote) {
       throw new EngramError(
@@ -75,6 +81,7 @@ export async function serveCommand(mem: Engram, args: ServeArgs, io: Io, version
     maxBodyBytes,
     // This process exists to serve: the adaptor's lighter Request/Response classes may replace the globals.
     overrideGlobalObjects: true,
+    ...access,
     ...(args.cors !== undefined ? { corsOrigin: args.cors } : {}),
     log: (line) => io.err(line),
   });
@@ -172,6 +179,24 @@ function embeddingNote(mem: Engram): string {
   return `embeddings: ${status.model.name}, in the background`;
 }
 
+/**
+ * The Host and Origin allow-lists (host-check.ts) from the flags, else the environment. Loopback names stay allowed
+ * when others are added, so local clients keep working behind a proxy's configuration.
+ */
+function hostOptions(host: string, args: ServeArgs): Pick<HttpServerOptions, 'allowedHosts' | 'allowedOrigins'> {
+  const list = (flag: string | undefined, env: string | undefined): string[] | undefined => {
+    const text = flag ?? env;
+    if (text === undefined || text.trim() === '') return undefined;
+    return text.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  };
+  const hosts = list(args.allowedHosts, process.env.ENGRAM_ALLOWED_HOSTS);
+  const origins = list(args.allowedOrigins, process.env.ENGRAM_ALLOWED_ORIGINS);
+  return {
+    ...(hosts !== undefined ? { allowedHosts: [...new Set([...defaultAllowedHosts(host), ...hosts])] } : {}),
+    ...(origins !== undefined ? { allowedOrigins: origins } : {}),
+  };
+}
+
 function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
 }
@@ -186,6 +211,8 @@ export function register(program: Command, context: CliContext): void {
     .option('--host <host>', 'interface to bind (default 127.0.0.1: this machine only)')
     .option('--allow-remote', 'allow a --host reachable from other machines')
     .option('--cors <origin>', 'allow browser requests from this origin (default: no CORS)')
+    .option('--allowed-hosts <names>', 'comma-separated Host names to answer besides loopback, e.g. behind a proxy (default $ENGRAM_ALLOWED_HOSTS; * for any)')
+    .option('--allowed-origins <origins>', 'comma-separated browser Origins allowed besides the server\'s own (default $ENGRAM_ALLOWED_ORIGINS)')
     .option('--max-body-bytes <n>', 'largest request body accepted (default 8 MiB)')
     .option('--consolidate-idle <duration>', 'summarize a session once idle this long: 90s, 15m (default), 2h; the model of --llm, else deterministic')
     .option('--artifacts-cold-after <age>', 'hourly, move artifacts older than this to the cold tier: 30d (default $ENGRAM_ARTIFACT_COLD_AFTER, else 30d)')
