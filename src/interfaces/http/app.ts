@@ -15,6 +15,7 @@ import { ROUTES } from './routes.js';
 import { mountDashboard } from './dashboard-serve.js';
 
 import { DEFAULT_MAX_BODY_BYTES } from './defaults.js';
+import { readBodyText } from './body-text.js';
 
 export { DEFAULT_MAX_BODY_BYTES };
 
@@ -130,7 +131,7 @@ async function serveRoute(mem: Engram, route: Route, c: Context<Env>): Promise<R
   }
   const params = route.params ? parse(route.params, c.req.param()) : undefined;
   const query = route.query ? parse(route.query, c.req.query()) : undefined;
-  const body = route.body ? parse(route.body, route.acceptsText && isTextBody(c) ? { message: await c.req.text() } : await readJson(c)) : undefined;
+  const body = route.body ? parse(route.body, route.acceptsText && isTextBody(c) ? { message: await readBodyText(c.req.raw) } : await readJson(c)) : undefined;
   const view = mem.viewAs(agentPrincipal(agent));
   const result = await route.handle({ mem, agent, view, params, query, body, header: (name) => c.req.header(name) });
   return c.json(result.body as object, (result.status ?? route.success.status) as 200);
@@ -165,7 +166,7 @@ async function readJson(c: Context): Promise<unknown> {
       accepted: ['application/json'],
     });
   }
-  const text = await c.req.text();
+  const text = await readBodyText(c.req.raw);
   if (text.trim().length === 0) throw new EngramError('INVALID_INPUT', 'body: expected a JSON object, got an empty body', { field: 'body' });
   const problem = jsonTextProblem(text);
   if (problem) throw new EngramError('INVALID_INPUT', `body: ${problem.message}`, { field: 'body', ...problem.params });

@@ -112,6 +112,7 @@ export function register(program: Command, context: CliContext): void {
         },
         true,
         'foreground',
+        (args) => [args.file],
       ),
     );
 }
