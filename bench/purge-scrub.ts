@@ -13,7 +13,7 @@ import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import { openEngram } from '../src/engine.js';
 import type { PurgeSelector } from '../src/memory/purge.js';
-import { loadVectorExtension } from '../src/store/sqlite/sqlite-vectors.js';
+import * as sqliteVec from 'sqlite-vec';
 import { agentTrace, appendTraceInBatches } from './lib/agent-trace.js';
 import { machineLine, round } from './lib/stats.js';
 
@@ -113,7 +113,7 @@ function timeParts(source: string, copy: string): Part[] {
   for (const f of [copy, `${copy}-wal`, `${copy}-shm`]) rmSync(f, { force: true });
   copyFileSync(source, copy);
   const db = new Database(copy);
-  loadVectorExtension(db);
+  sqliteVec.load(db);
   db.pragma('journal_mode = WAL');
   db.pragma('secure_delete = ON');
   const parts: Part[] = [];
