@@ -7,6 +7,8 @@ export interface Io {
   isErrTty: boolean;
 }
 
+let isQuietOnClosedPipes = false;
+
 /** Streams whose reader went away (`engram summaries | head`): what is still written to them is dropped. */
 const closedStreams = new WeakSet<NodeJS.WriteStream>();
 
@@ -27,6 +29,8 @@ function write(stream: NodeJS.WriteStream, text: string): void {
  * exits with its own code. Other stream errors still surface.
  */
 export function quietOnClosedPipes(): void {
+  if (isQuietOnClosedPipes) return;
+  isQuietOnClosedPipes = true;
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (err: NodeJS.ErrnoException) => {
       if (err.code === 'EPIPE' || err.code === 'ERR_STREAM_DESTROYED') {
