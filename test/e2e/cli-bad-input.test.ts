@@ -31,7 +31,8 @@ function runWithClosedStdout(args: string[]): Promise<{ code: number | null; std
   });
 }
 
-describe('engram CLI: bad inputs answered as documented', () => {
+// Each test runs the CLI several times: on a loaded machine a run takes seconds.
+describe('engram CLI: bad inputs answered as documented', { timeout: 90_000 }, () => {
   it('context and compact of a session nobody wrote: NOT_FOUND, exit 3, nothing on stdout', () => {
     writeFileSync(join(dir, 't.jsonl'), `${JSON.stringify({ kind: 'user', content: 'hello there' })}\n`);
     expect(engram(['ingest', join(dir, 't.jsonl'), '--session', 'real']).code).toBe(EXIT.OK);
