@@ -141,7 +141,32 @@ export async function runAdversarialBench(args: AdversarialArgs): Promise<void> 
       }
     }
     console.error('== probes: credentials, purge and grep, the CLI');
-    const probes = await runProbes({ send, dir, db });
+    const probes = await runProbes({
+      send,
+      dir,
+      db,
+      freshServer: async () => {
+        const freshDir = mkdtempSync(join(tmpdir(), 'engram-adversarial-purge-'));
+        const fresh = await startServer(join(freshDir, 'engram.db'), args.redact);
+        const sendFresh = async (r: Request): Promise<{ status: number; text: string }> => {
+          const res = await fetch(`${fresh.url}${r.path}`, {
+            method: r.method,
+            headers: { Authorization: `Bearer ${fresh.adminToken}`, ...(r.body !== undefined ? { 'Content-Type': r.contentType ?? 'application/json' } : {}) },
+            ...(r.body !== undefined ? { body: r.body } : {}),
+          });
+          return { status: res.status, text: await res.text() };
+        };
+        return {
+          send: sendFresh,
+          dir: freshDir,
+          stop: async () => {
+            fresh.child.kill('SIGTERM');
+            await new Promise((resolve) => fresh.child.once('exit', resolve));
+            rmSync(freshDir, { recursive: true, force: true });
+          },
+        };
+      },
+    });
     const polls = await polling.stop();
     poller = undefined;
     for (const r of results as Array<Measured & { t0: number; t1: number }>) {

@@ -25,6 +25,11 @@ export interface ProbeContext {
   /** The folder holding the server's store (its .db, -wal, -shm and cold folder). */
   dir: string;
   db: string;
+  /**
+   * Another server on a fresh store of its own, for the purges: a purge rewrites the whole store (bench/results/purge-scrub.md),
+   * and the measured passes leave hundreds of MB in the first one.
+   */
+  freshServer: () => Promise<{ send: ProbeContext['send']; dir: string; stop: () => Promise<void> }>;
 }
 
 export async function runProbes(given: ProbeContext): Promise<Probe[]> {
@@ -39,7 +44,15 @@ export async function runProbes(given: ProbeContext): Promise<Probe[]> {
     }
   };
   const ctx = { ...given, send };
-  return [...(await credentialProbes(ctx)), ...(await purgeProbes(ctx)), ...(await cliProbes())];
+  const credentials = await credentialProbes(ctx);
+  const fresh = await given.freshServer();
+  let purges: Probe[];
+  try {
+    purges = await purgeProbes({ ...ctx, dir: fresh.dir, send: fresh.send });
+  } finally {
+    await fresh.stop();
+  }
+  return [...credentials, ...purges, ...(await cliProbes())];
 }
 
 // Synthetic credentials, made at run time from a seeded generator: no literal token sits in the repository.
