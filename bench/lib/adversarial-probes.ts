@@ -223,7 +223,8 @@ async function purgeProbes(ctx: ProbeContext): Promise<Probe[]> {
 /** Runs the CLI from the sources (bench/lib/serve-child.ts) in `cwd`; `closeStdout` closes its reader before it writes. */
 function cli(args: string[], cwd: string, closeStdout = false): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(process.cwd(), 'bench/lib/serve-child.ts'), '--embedder', 'none', ...args], {
+    // tsx by its resolved URL: the CLI runs in a temporary folder, where `--import tsx` would not resolve.
+    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), join(process.cwd(), 'bench/lib/serve-child.ts'), '--embedder', 'none', ...args], {
       cwd,
       env: { ...process.env, ENGRAM_DB: '', ENGRAM_PG_URL: '' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -279,10 +280,11 @@ export function renderProbes(probes: readonly Probe[]): string[] {
   const lines = [
     '## Probes (issue #31)',
     '',
-    'Run after the measured passes, against the same server and store (not counted in the gaps above). Credentials are appended',
-    'in an event each, then read back (`GET /v1/sessions/{id}/events`): served verbatim fails. A recall query that is a bare',
-    "secret fails when any file of the store holds it. A purge fails unless every planted sentence and word is in the store's",
-    'files before it and in none after it (the database, its WAL and shared memory, the cold folder, while the server runs).',
+    'Run after the measured passes (not counted in the gaps above). Credentials are appended to the same server in an event each,',
+    'then read back (`GET /v1/sessions/{id}/events`): served verbatim fails. A recall query that is a bare secret fails when any',
+    'file of the store holds it. The purges run on a second server with a fresh store of its own (a purge rewrites the whole',
+    "store: bench/results/purge-scrub.md), and fail unless every planted sentence and word is in the store's files before it and",
+    'in none after it (the database, its WAL and shared memory, the cold folder, while the server runs).',
     'The CLI probes run `engram` from the sources in a temporary folder.',
     '',
     `**${probes.length - failed.length} of ${probes.length} probes passed.**${failed.length > 0 ? ` Failed: ${failed.map((p) => p.name).join('; ')}.` : ''}`,
