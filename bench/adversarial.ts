@@ -25,6 +25,7 @@ import {
   MAX_REQUEST_JSON_VALUES,
 } from '../src/model/limits.js';
 import { Prng } from './lib/prng.js';
+import { renderProbes, runProbes, type Probe } from './lib/adversarial-probes.js';
 import { machineLine, round } from './lib/stats.js';
 
 export interface AdversarialArgs {
@@ -57,7 +58,8 @@ interface Input {
 interface Request {
   method: string;
   path: string;
-  body?: string;
+  /** Text, or bytes sent as they are (a body that is not UTF-8). */
+  body?: string | Uint8Array;
   contentType?: string;
 }
 
@@ -126,7 +128,7 @@ export async function runAdversarialBench(args: AdversarialArgs): Promise<void> 
         results.push({
           group: input.group,
           name: input.name,
-          requestBytes: request.body === undefined ? 0 : Buffer.byteLength(request.body),
+          requestBytes: request.body === undefined ? 0 : typeof request.body === 'string' ? Buffer.byteLength(request.body) : request.body.byteLength,
           status: answer.status,
           expected: input.expect.includes(answer.status),
           ...(code ? { errorCode: code } : {}),
@@ -138,6 +140,33 @@ export async function runAdversarialBench(args: AdversarialArgs): Promise<void> 
         console.error(`${input.name}: ${answer.status} in ${round(t1 - t0, 1)} ms`);
       }
     }
+    console.error('== probes: credentials, purge and grep, the CLI');
+    const probes = await runProbes({
+      send,
+      dir,
+      db,
+      freshServer: async () => {
+        const freshDir = mkdtempSync(join(tmpdir(), 'engram-adversarial-purge-'));
+        const fresh = await startServer(join(freshDir, 'engram.db'), args.redact);
+        const sendFresh = async (r: Request): Promise<{ status: number; text: string }> => {
+          const res = await fetch(`${fresh.url}${r.path}`, {
+            method: r.method,
+            headers: { Authorization: `Bearer ${fresh.adminToken}`, ...(r.body !== undefined ? { 'Content-Type': r.contentType ?? 'application/json' } : {}) },
+            ...(r.body !== undefined ? { body: r.body } : {}),
+          });
+          return { status: res.status, text: await res.text() };
+        };
+        return {
+          send: sendFresh,
+          dir: freshDir,
+          stop: async () => {
+            fresh.child.kill('SIGTERM');
+            await new Promise((resolve) => fresh.child.once('exit', resolve));
+            rmSync(freshDir, { recursive: true, force: true });
+          },
+        };
+      },
+    });
     const polls = await polling.stop();
     poller = undefined;
     for (const r of results as Array<Measured & { t0: number; t1: number }>) {
@@ -162,6 +191,7 @@ export async function runAdversarialBench(args: AdversarialArgs): Promise<void> 
       healthzLatencyMs: round(r.healthzLatencyMs, 1),
     }));
     const failures = rows.filter((r) => r.healthzGapMs > MAX_HEALTHZ_GAP_MS || !r.expected);
+    const failedProbes = probes.filter((p) => !p.passed);
     const report = {
       when: new Date().toISOString(),
       machine: machineLine(),
@@ -183,12 +213,15 @@ export async function runAdversarialBench(args: AdversarialArgs): Promise<void> 
       rows,
       passed: failures.length === 0,
       failures: failures.map((f) => f.name),
+      probes,
+      probesPassed: failedProbes.length === 0,
     };
     mkdirSync('bench/results', { recursive: true });
     const out = args.redact ? 'bench/results/adversarial' : 'bench/results/adversarial-no-redact';
     writeFileSync(`${out}.json`, JSON.stringify(report, null, 2) + '\n');
     writeFileSync(`${out}.md`, renderReport(report));
     console.error(`== ${rows.length} inputs; ${failures.length} over ${MAX_HEALTHZ_GAP_MS} ms or unexpected: ${failures.map((f) => f.name).join(', ') || 'none'}`);
+    console.error(`== ${probes.length} probes; ${failedProbes.length} failed: ${failedProbes.map((p) => p.name).join(', ') || 'none'}`);
   } finally {
     poller?.kill();
     if (server) {
@@ -441,6 +474,34 @@ function buildInputs(repeat: number): Input[] {
   inputs.push({ group: 'bus', name: 'engram query with a 2,000-char text', request: () => ({ method: 'GET', path: `/v1/engram/query?text=${encodeURIComponent(queryShapes['many words']!.slice(0, 2000))}` }), expect: [200] });
   const message = `ROLE: child\nOUTPUT:\n  summary: |\n${Array.from({ length: 2500 }, (_, i) => `    line ${i} ${'x'.repeat(70)}`).join('\n')}\n`;
   inputs.push({ group: 'bus', name: `agent message of ${Math.round(message.length / 1000)} K characters (YAML)`, request: () => ({ method: 'POST', path: '/v1/messages/validate', body: message, contentType: 'text/yaml' }), expect: [422, 400] });
+
+  // 7. Bad input of issue #31: bodies that are not UTF-8 (stored as U+FFFD before), a session nobody wrote.
+  const notUtf8 = (bad: number[]): Uint8Array => {
+    const [head, tail] = JSON.stringify({ sessionId: `utf8-${repeat}`, events: [{ kind: 'user', content: 'before\u0001after' }] }).split('\\u0001');
+    return Buffer.concat([Buffer.from(head!, 'utf8'), Buffer.from(bad), Buffer.from(tail!, 'utf8')]);
+  };
+  for (const [name, bad] of [
+    ['a lone continuation byte', [0x80]],
+    ['a truncated sequence', [0xe2, 0x82]],
+    ['an overlong form', [0xc0, 0xaf]],
+    ['a UTF-16 surrogate', [0xed, 0xa0, 0x80]],
+    ['Latin-1 text', [0xe9]],
+  ] as const) {
+    inputs.push({ group: 'bad input (issue #31)', name: `events body with ${name} (not UTF-8)`, request: () => ({ method: 'POST', path: '/v1/events', body: notUtf8([...bad]) }), expect: [400] });
+  }
+  inputs.push({
+    group: 'bad input (issue #31)',
+    name: 'agent message (text/yaml) that is not UTF-8',
+    request: () => ({ method: 'POST', path: '/v1/messages/validate', body: Buffer.from([0x52, 0x4f, 0x4c, 0x45, 0x3a, 0x20, 0xff, 0xfe]), contentType: 'text/yaml' }),
+    expect: [400],
+  });
+  inputs.push({
+    group: 'bad input (issue #31)',
+    name: 'MCP body that is not UTF-8',
+    request: () => ({ method: 'POST', path: '/mcp', body: Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":1,"method":"ping","x":"'), Buffer.from([0xfe]), Buffer.from('"}')]) }),
+    expect: [400],
+  });
+  inputs.push({ group: 'bad input (issue #31)', name: 'context of a session nobody wrote', request: () => context(`nosuch-${repeat}`), expect: [404] });
   return inputs;
 }
 
@@ -544,6 +605,8 @@ interface Report {
   rows: Array<{ group: string; name: string; requestBytes: number; status: number; expected: boolean; errorCode?: string; latencyMs: number; healthzGapMs: number; healthzLatencyMs: number }>;
   passed: boolean;
   failures: string[];
+  probes: Probe[];
+  probesPassed: boolean;
 }
 
 function renderReport(r: Report): string {
@@ -587,5 +650,6 @@ function renderReport(r: Report): string {
     }
     lines.push('');
   }
+  lines.push(...renderProbes(r.probes));
   return lines.join('\n');
 }

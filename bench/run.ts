@@ -33,6 +33,7 @@ const USAGE = `usage:
   npm run bench -- bus [--engrams 100000] [--queries 500] [--backends sqlite,postgres] [--pg-engrams 10000]
   npm run bench -- locomo [--data FILE] [--k 5,10,25,50] [--retriever fts,vector,hybrid] [--json] [--ablation] [--out locomo] [--questions FILE]
   npm run bench -- adversarial [--repeats 1] [--no-redact]
+  npm run bench -- purge-scrub [--events 100000] [--keep-store DIR]
   npm run bench -- dashboard [--sizes 10000,100000] [--engrams 5000]
   npm run bench -- scale [--events 1000000] [--backends sqlite,postgres] [--pg-events 100000] [--parts fts,ingest,cli,hybrid,http,cache] [--queries 25] [--reuse] [--seconds 20] [--turns 300] [--keep-store DIR]
   npm run bench -- knowledge [--seed 42] [--quick]
@@ -309,6 +310,9 @@ switch (name) {
     await runAdversarialBench({ repeats, redact: !values['no-redact'] });
     break;
   }
+  case 'purge-scrub':
+    await (await import('./purge-scrub.js')).runPurgeScrubBench({ events: Number(values.events), ...(values['keep-store'] ? { keepStore: values['keep-store'] } : {}) });
+    break;
   case 'embedder':
     await runEmbedderBench({ texts: Number(values.texts), loads: Number(values.loads) });
     break;

@@ -18,7 +18,7 @@ export const DEFAULT_ARTIFACT_COLD_AFTER_MS = 30 * 86_400_000;
 /** Artifacts read and moved per page. */
 const PAGE = 100;
 /** Orphaned cold copies (a purge that crashed before erasing them) younger than this are left to a later run. */
-const ORPHAN_GRACE_MS = 3_600_000;
+export const ORPHAN_GRACE_MS = 3_600_000;
 
 const brotliCompressAsync = promisify(brotliCompress);
 const brotliDecompressAsync = promisify(brotliDecompress);

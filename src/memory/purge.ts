@@ -3,7 +3,8 @@ import { EngramError } from '../errors.js';
 import type { EventRecord } from '../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
 import { isEventId } from '../model/ids.js';
-import type { PurgeCounts, PurgePlan, PurgeTombstone, StorageBackend } from '../store/backend.js';
+import type { PurgeCounts, PurgePlan, PurgeScrub, PurgeTombstone, StorageBackend } from '../store/backend.js';
+import { ORPHAN_GRACE_MS } from './artifact-lifecycle.js';
 import { validateSessionId } from './ingest.js';
 import { contextReindex } from './index-text.js';
 
@@ -28,6 +29,8 @@ import { contextReindex } from './index-text.js';
  *   hash keys dropped, marked removed. Their pointers stay: ids only, and they now resolve to the tombstone.
  * - one purge-log row records who, when, the selector and the counts: never the content (a content selector
  *   is recorded by its length).
+ * - then the store's files are scrubbed (StorageBackend.scrubPurged): on SQLite no byte of the purged text is left
+ *   in the database, its WAL or the cold folder; the report says whether that completed (docs/security.md).
  *
  * Content selectors are literals, not regular expressions: a purge reads every stored event and artifact, and a
  * backtracking pattern over that is a denial of service; a person purging a leaked secret has its text.
@@ -65,6 +68,8 @@ export interface PurgeReport {
   /** Events turned (or, dry, to be turned) into tombstones, per session. */
   bySession: Record<string, number>;
   counts: PurgeCounts;
+  /** What was done to the store's files after the purge committed; absent for a dry run. */
+  scrub?: PurgeScrub;
 }
 
 /** Reads an artifact's stored bytes, decompressed (the engine's reader). */
@@ -118,7 +123,11 @@ export async function purge(store: StorageBackend, readArtifact: ArtifactBytesRe
     ...(reindex.length > 0 ? { reindex } : {}),
   };
   const counts = await store.purge(plan);
-  return { ...(options.isDryRun ? {} : { id }), isDryRun: options.isDryRun === true, selector: logged, bySession, counts };
+  if (options.isDryRun) return { isDryRun: true, selector: logged, bySession, counts };
+  // Cold copies a crashed move or purge left without a row may hold purged bytes: erased before the files are scrubbed.
+  await store.artifactTiers.sweepOrphans(ORPHAN_GRACE_MS);
+  const scrub = await store.scrubPurged();
+  return { id, isDryRun: false, selector: logged, bySession, counts, scrub };
 }
 
 interface Selection {

@@ -487,6 +487,21 @@ export interface PurgeCounts {
   engrams: number;
 }
 
+/**
+ * What {@link StorageBackend.scrubPurged} did to the store's files after a purge committed. Complete means no byte
+ * of purged content is left in any file of the store the backend writes (SQLite: the database, its WAL and shared
+ * memory files, the cold folder). What lies outside them (backups, copies, a file system's freed blocks, PostgreSQL's
+ * WAL archive and replicas) is out of its reach: docs/security.md.
+ */
+export interface PurgeScrub {
+  isComplete: boolean;
+  /** What was done, in order: e.g. `vacuum`, `wal-truncate` (SQLite), `vacuum:<table>` (PostgreSQL). */
+  steps: string[];
+  /** Why it is not complete, and what to do (the scrub runs again with every purge, one that finds nothing new too). */
+  reason?: string;
+  ms: number;
+}
+
 /** A purge-log row. */
 export interface PurgeLogRecord {
   id: string;
@@ -693,6 +708,12 @@ export interface StorageBackend {
    * counts; never the content). Events become tombstones, never disappear: turns stay gap-free.
    */
   purge(plan: PurgePlan): Promise<PurgeCounts>;
+  /**
+   * After a purge committed: rewrites what still holds deleted bytes (SQLite: VACUUM, then the WAL checkpointed and
+   * truncated; PostgreSQL: VACUUM of the tables a purge touches). Idempotent; never changes a row. A store another
+   * connection keeps reading may not complete: {@link PurgeScrub.isComplete} says so.
+   */
+  scrubPurged(): Promise<PurgeScrub>;
   /** Purge-log rows, newest first. Default limit 100. */
   listPurgeLog(options?: { limit?: number }): Promise<PurgeLogRecord[]>;
 

@@ -195,6 +195,7 @@ runStorageContract('secrets and privacy', ({ createHarness }) => {
       const report = await mem.purge({ sessionId: 'a' }, { actor: 'os:alice' });
 
       expect(report.id).toMatch(/^prg_/);
+      expect(report.scrub?.isComplete).toBe(true);
       expect(report.bySession).toEqual({ a: a.length + 1 });
       expect(report.counts).toMatchObject({ events: a.length + 1, artifacts: 1, recallLog: 1, karma: 1, engrams: 1 });
       expect(report.counts.contextStates).toBeGreaterThan(0);

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -39,6 +39,12 @@ function writeTranscript(): string {
 }
 
 const SECRETS = [AWS_KEY, GH_TOKEN, PEM_BODY, PASSWORD];
+
+/** The files of the store folder (`.engram/`, recursively) holding `text`. */
+function filesHolding(text: string): string[] {
+  const walk = (d: string): string[] => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)]));
+  return walk(join(dir, '.engram')).filter((f) => readFileSync(f).includes(Buffer.from(text)));
+}
 
 describe('engram CLI: secrets and purge', () => {
   it('redacts credentials on ingest: recall, context and show never return them', () => {
@@ -86,6 +92,7 @@ describe('engram CLI: secrets and purge', () => {
     const done = engram(['purge', '--session', 'leaky', '--yes']);
     expect(done.code).toBe(0);
     expect(done.stdout).toMatch(/^Purged 4 events \(prg_/);
+    expect(done.stdout).toMatch(/Store scrubbed after the purge \(vacuum, wal-truncate; \d+ ms\)/);
     expect(engram(['show', ids[0]!.eventId]).stdout).toMatch(/\[purged \d{4}-\d{2}-\d{2} by .+\]/);
     const after = JSON.parse(engram(['recall', 'kestrel', '--json']).stdout).hits as Array<{ sessionId: string }>;
     expect(after.map((h) => h.sessionId)).toEqual(['kept']);
@@ -96,15 +103,20 @@ describe('engram CLI: secrets and purge', () => {
 
   it('purges by content and by event, and rejects a purge with no selector', () => {
     expect(engram(['ingest', writeTranscript(), '--session', 'leaky']).code).toBe(0);
+    expect(filesHolding('kestrel service')).toEqual([join(dir, '.engram', 'engram.db')]);
     const byMatch = engram(['purge', '--match', 'kestrel service', '--yes', '--json']);
     expect(byMatch.code).toBe(0);
-    expect(JSON.parse(byMatch.stdout)).toMatchObject({ bySession: { leaky: 1 }, selector: { match: { chars: 15 } } });
+    expect(JSON.parse(byMatch.stdout)).toMatchObject({ bySession: { leaky: 1 }, selector: { match: { chars: 15 } }, scrub: { isComplete: true } });
+    // No byte of it in any file of the store: not in a freed page, an FTS5 block or the WAL.
+    expect(filesHolding('kestrel service')).toEqual([]);
+    expect(filesHolding('kestrel')).toEqual([]);
     expect(JSON.parse(engram(['recall', 'kestrel', '--json']).stdout).hits).toEqual([]);
     const [deploy] = JSON.parse(engram(['recall', 'deploy', 'please', '--json']).stdout).hits as Array<{ eventId: string }>;
     const byEvent = engram(['purge', '--event', deploy!.eventId, '--yes', '--json']);
     expect(byEvent.code).toBe(0);
     expect(JSON.parse(byEvent.stdout)).toMatchObject({ bySession: { leaky: 1 }, selector: { events: [deploy!.eventId] } });
     expect(engram(['show', deploy!.eventId]).stdout).toMatch(/\[purged /);
+    expect(filesHolding('deploy with AWS_ACCESS_KEY_ID')).toEqual([]);
     const none = engram(['purge']);
     expect(none.code).toBe(2);
     expect(none.stderr).toContain('--session');

@@ -185,3 +185,51 @@ describe('MCP over HTTP: the same limits', () => {
     expect(await storedEvents()).toBe(0);
   });
 });
+
+describe('HTTP API: a body that is not UTF-8 (issue #31)', () => {
+  /** A JSON append whose content holds `bad` between two ASCII words: valid JSON, but not valid UTF-8. */
+  const appendWith = (bad: number[]): Uint8Array => {
+    const [head, tail] = events([{ kind: 'user', content: 'before\u0001after' }]).split('\\u0001');
+    return Buffer.concat([Buffer.from(head!, 'utf8'), Buffer.from(bad), Buffer.from(tail!, 'utf8')]);
+  };
+
+  it.each([
+    ['a lone continuation byte', [0x80]],
+    ['a truncated sequence', [0xe2, 0x82]],
+    ['an overlong form', [0xc0, 0xaf]],
+    ['Latin-1 text', [0xe9]],
+  ])('refuses %s with 400 INVALID_INPUT naming the byte and its position, storing nothing (not U+FFFD)', async (_name, bad) => {
+    const body = appendWith(bad);
+    const offset = Buffer.from(body).indexOf(Buffer.from(bad));
+    const res = await send('/v1/events', { body });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'INVALID_INPUT', data: { field: 'body', byteOffset: offset, byte: `0x${bad[0]!.toString(16)}` } });
+    expect(res.body.error.message).toContain(`at byte ${offset + 1} of the body`);
+    expect(await storedEvents()).toBe(0);
+  });
+
+  it('stores the same text sent as UTF-8', async () => {
+    const res = await send('/v1/events', { body: Buffer.from(events([{ kind: 'user', content: 'before é after' }]), 'utf8') });
+    expect(res.status).toBe(200);
+    expect((await mem.listEvents({ sessionId: 's' as never }))[0]!.content).toBe('before é after');
+  });
+
+  it('refuses a text/plain agent message that is not UTF-8', async () => {
+    const res = await send('/v1/messages/validate', { body: Buffer.from([0x6b, 0x69, 0x6e, 0x64, 0x3a, 0x20, 0xff]), contentType: 'text/plain' });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'INVALID_INPUT', data: { field: 'body', byteOffset: 6 } });
+  });
+
+  it('answers MCP with a JSON-RPC parse error naming the byte', async () => {
+    const body = Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":1,"method":"ping","x":"', 'utf8'), Buffer.from([0xfe]), Buffer.from('"}', 'utf8')]);
+    const res = await fetch(`${server.url}/mcp`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+      body,
+    });
+    expect(res.status).toBe(400);
+    const answer = (await res.json()) as { error: { code: number; message: string } };
+    expect(answer.error.code).toBe(-32700);
+    expect(answer.error.message).toContain(`byte 0xfe at byte ${body.indexOf(0xfe) + 1} of the body`);
+  });
+});

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -36,6 +36,12 @@ async function api(path: string, token: string, body?: unknown): Promise<{ statu
   return { status: res.status, body: text ? JSON.parse(text) : null };
 }
 
+/** The files of the store's folder holding `text` (the database, its WAL and shared memory, the cold folder). */
+function filesHolding(text: string): string[] {
+  const walk = (d: string): string[] => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)]));
+  return walk(dir).filter((f) => readFileSync(f).includes(Buffer.from(text)));
+}
+
 const GH_TOKEN = 'ghp_' + 'Xy12Zw34Vu56Ts78Rq90Po12Nm34Lk56Ji78';
 
 describe('HTTP: secrets and purge', () => {
@@ -63,9 +69,13 @@ describe('HTTP: secrets and purge', () => {
     expect(dry.body).toMatchObject({ isDryRun: true, bySession: { w1: 1 }, counts: { events: 1 } });
     expect((await api('/v1/sessions/w1/events', workerToken)).body.events[0].content).toContain('osprey-2291');
 
+    expect(filesHolding('osprey-2291').length).toBeGreaterThan(0);
     const done = await api('/v1/admin/purge', adminToken, { match: 'osprey-2291', confirm: true });
     expect(done.status).toBe(200);
-    expect(done.body).toMatchObject({ id: expect.stringMatching(/^prg_/), counts: { events: 1 } });
+    expect(done.body).toMatchObject({ id: expect.stringMatching(/^prg_/), counts: { events: 1 }, scrub: { isComplete: true, steps: ['vacuum', 'wal-truncate'] } });
+    // The server still runs, its store open: no file of it holds a byte of the purged text.
+    expect(filesHolding('osprey-2291')).toEqual([]);
+    expect(filesHolding('the door code is')).toEqual([]);
     expect((await api('/v1/sessions/w1/events', workerToken)).body.events[0].content).toMatch(/^\[purged .* by boss\]$/);
     expect((await mem.store.listPurgeLog())[0]).toMatchObject({ actor: 'agent:boss', selector: { match: { chars: 11 } } });
     const both = await api('/v1/admin/purge', adminToken, { sessionId: 'w1', match: 'osprey-2291', confirm: true });

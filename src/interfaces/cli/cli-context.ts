@@ -33,12 +33,14 @@ export interface CliContext {
   /**
    * An action that opens the store (`--pg`, `--db`, `$ENGRAM_PG_URL`, `$ENGRAM_DB`, else the default file),
    * runs `run` and records its exit code; `main` closes the store. Only writing verbs pass `createStore` (a
-   * read verb on a missing store fails with NOT_FOUND).
+   * read verb on a missing store fails with NOT_FOUND). `inputFiles`: the files the verb will read; when it creates
+   * the store, they are checked first, so a bad path leaves no empty store behind.
    */
   withStore<A extends GlobalOptions>(
     run: (mem: Engram, args: A) => Promise<number>,
     createStore?: boolean | ((args: A) => boolean),
     vectors?: VectorUse | ((args: A) => VectorUse),
+    inputFiles?: (args: A) => string[],
   ): CommandAction;
   /** An action that touches no store of the user's (migrate names its own, bench makes temporary ones). */
   withoutStore<A extends GlobalOptions>(run: (args: A) => Promise<number>): CommandAction;
@@ -53,3 +55,8 @@ export interface CliContext {
 
 /** Each file under commands/ exports one: it adds its commands to the program. */
 export type RegisterCommands = (program: Command, context: CliContext) => void;
+
+/** The file an `@FILE` argument names (as a one-element list for {@link CliContext.withStore}'s `inputFiles`), else none. */
+export function atFilePath(value: unknown): string[] {
+  return typeof value === 'string' && value.length > 1 && value.startsWith('@') ? [value.slice(1)] : [];
+}

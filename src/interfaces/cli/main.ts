@@ -1,5 +1,5 @@
 import { Command, CommanderError } from 'commander';
-import { existsSync } from 'node:fs';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { openEngram, type Engram } from '../../engine.js';
 import { EngramError, isEngramError } from '../../errors.js';
@@ -11,7 +11,7 @@ import type { CliContext, CommandAction, GlobalOptions, VectorUse } from './cli-
 import { registerCommands } from './command-registry.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 import type { Io } from './output.js';
-import { formatPairs, processIo } from './output.js';
+import { formatPairs, processIo, quietOnClosedPipes } from './output.js';
 
 /**
  * The `engram` command line. Parses arguments, opens the store, calls the engine, and maps errors to
@@ -19,6 +19,7 @@ import { formatPairs, processIo } from './output.js';
  * so pending writes finish and the store closes cleanly.
  */
 export async function main(argv: string[], io: Io = processIo): Promise<number> {
+  if (io === processIo) quietOnClosedPipes();
   const asJson = argv.includes('--json');
   let exitCode: number = EXIT.OK;
   let mem: Engram | undefined;
@@ -41,10 +42,12 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     run: (mem: Engram, args: A) => Promise<number>,
     createStore: boolean | ((args: A) => boolean) = false,
     vectors: VectorUse | ((args: A) => VectorUse) = 'none',
+    inputFiles?: (args: A) => string[],
   ): CommandAction =>
     merged(async (args: A): Promise<void> => {
       // Only writing verbs create a store; read verbs on a missing store fail with NOT_FOUND.
       const create = typeof createStore === 'function' ? createStore(args) : createStore;
+      if (create && inputFiles) checkInputFiles(inputFiles(args));
       exitCode = await run(await openStore(args, { create, vectors: typeof vectors === 'function' ? vectors(args) : vectors }), args);
     });
   const withoutStore = <A extends GlobalOptions>(run: (args: A) => Promise<number>): CommandAction =>
@@ -109,6 +112,25 @@ function merged<A>(fn: (args: A & GlobalOptions) => Promise<void>): CommandActio
     const positional = rest.slice(0, -2);
     return fn({ ...cmd.optsWithGlobals(), ...positionalArgs(cmd, positional) } as A & GlobalOptions);
   };
+}
+
+/**
+ * Before a writing verb opens, and so creates, the store: the files it will read (ingest's transcript, an `@FILE`
+ * value) must be readable files, so that a mistyped path fails with NOT_FOUND and leaves no empty store behind
+ * (issue #31). Standard input (`-`) is not a file to check.
+ */
+function checkInputFiles(paths: readonly string[]): void {
+  for (const path of paths.filter((p) => p !== '-')) {
+    let isFile: boolean;
+    try {
+      isFile = statSync(path).isFile();
+      if (isFile) accessSync(path, constants.R_OK);
+    } catch (err) {
+      const reason = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message;
+      throw new EngramError('NOT_FOUND', `${path}: ${reason} (no store was created)`, { field: 'file', path });
+    }
+    if (!isFile) throw new EngramError('INVALID_INPUT', `${path} is not a file (no store was created)`, { field: 'file', path });
+  }
 }
 
 /** The bus's repository: --repo / $ENGRAM_REPO (checked to be a git repository), else the engine's default (the working directory). */

@@ -30,10 +30,11 @@ export const ADMIN_ROUTES: readonly Route[] = [
     description:
       'The one destructive operation. Selected events become tombstones (id, session, turn, kind and time stay); their content goes from ' +
       'events, artifacts, full-text and vector indexes, the embedding queue, the recall log, cached windows, karma facts and engrams that ' +
-      'cite or quote it. One purge-log row records the calling agent, the time, the selector and the counts, never the content. Needs ' +
-      '`confirm: true`; `dryRun: true` answers the counts and changes nothing.',
+      'cite or quote it. One purge-log row records the calling agent, the time, the selector and the counts, never the content. Then the ' +
+      "store's files are scrubbed (SQLite: rewritten, WAL truncated; PostgreSQL: the touched tables vacuumed) and `scrub` says whether that " +
+      'completed (docs/security.md). Needs `confirm: true`; `dryRun: true` answers the counts and changes nothing.',
     body: purgeBody,
-    success: { status: 200, description: '`{ id?, isDryRun, selector, bySession, counts }`' },
+    success: { status: 200, description: '`{ id?, isDryRun, selector, bySession, counts, scrub? }`' },
     errors: [400, 403, 404],
     isAdminOnly: true,
     handle: async ({ mem, agent, body }) => {

@@ -17,6 +17,7 @@ import { mountDashboard } from './dashboard-serve.js';
 import { hostCheck, type HostCheckOptions } from './host-check.js';
 
 import { DEFAULT_MAX_BODY_BYTES } from './defaults.js';
+import { readBodyText } from './body-text.js';
 
 export { DEFAULT_MAX_BODY_BYTES };
 
@@ -143,7 +144,7 @@ async function serveRoute(mem: Engram, route: Route, c: Context<Env>): Promise<R
   }
   const params = route.params ? parse(route.params, c.req.param()) : undefined;
   const query = route.query ? parse(route.query, c.req.query()) : undefined;
-  const body = route.body ? parse(route.body, route.acceptsText && isTextBody(c) ? { message: await c.req.text() } : await readJson(c)) : undefined;
+  const body = route.body ? parse(route.body, route.acceptsText && isTextBody(c) ? { message: await readBodyText(c.req.raw) } : await readJson(c)) : undefined;
   const principal = agentPrincipal(agent);
   const view = mem.viewAs(principal);
   const result = await route.handle({ mem, agent, view, params, query, body, header: (name) => c.req.header(name) });
@@ -181,7 +182,7 @@ async function readJson(c: Context): Promise<unknown> {
       accepted: ['application/json'],
     });
   }
-  const text = await c.req.text();
+  const text = await readBodyText(c.req.raw);
   if (text.trim().length === 0) throw new EngramError('INVALID_INPUT', 'body: expected a JSON object, got an empty body', { field: 'body' });
   const problem = jsonTextProblem(text);
   if (problem) throw new EngramError('INVALID_INPUT', `body: ${problem.message}`, { field: 'body', ...problem.params });

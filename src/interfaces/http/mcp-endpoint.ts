@@ -6,6 +6,8 @@ import { createMcpServer } from '../mcp/server.js';
 import { jsonTextProblem } from '../../model/limits.js';
 import { agentPrincipal } from '../../model/access.js';
 import { ENGRAM_RUN_HEADER, resolveRunId } from '../shared/bus.js';
+import { invalidUtf8Body } from './body-text.js';
+import { decodeUtf8Strictly } from '../../util/is-utf8-text.js';
 
 /** Header naming the Engram session the MCP tools work for; `?session=` in the URL does the same. */
 export const ENGRAM_SESSION_HEADER = 'X-Engram-Session';
@@ -41,7 +43,9 @@ export async function handleMcpRequest(
   // a deeply nested or value-heavy body makes slow. Other content types are left to the transport (415).
   let parsedBody: unknown;
   if (/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(request.headers.get('content-type') ?? '')) {
-    const text = await request.text();
+    const decoded = decodeUtf8Strictly(new Uint8Array(await request.arrayBuffer()));
+    if ('invalid' in decoded) return jsonRpcError(400, -32700, `Parse error: ${invalidUtf8Body(decoded.invalid.offset, decoded.invalid.byte).message}`);
+    const text = decoded.text;
     const problem = jsonTextProblem(text);
     if (problem) return jsonRpcError(400, -32600, `Invalid Request: the body ${problem.message}`, problem.params);
     try {

@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import { isRecord, issueItem, malformedJsonMessage } from './import-item.js';
 import type { ImportItem, ImportSource } from './types.js';
+import { firstInvalidUtf8Offset } from '../../util/is-utf8-text.js';
 
 /** One non-blank line of a JSONL source, decoded, or the reason it could not be decoded. */
 export type SourceLine =
@@ -76,46 +77,13 @@ async function* asLatin1(chunks: AsyncIterable<Buffer>): AsyncGenerator<string> 
   for await (const chunk of chunks) yield chunk.toString('latin1');
 }
 
+export { firstInvalidUtf8Offset };
+
 /** `offsetInLine` is 0-based; the message counts bytes from 1 like an editor's column. */
 export function invalidUtf8Message(line: number, badByte: number, offsetInLine: number): string {
   return `line ${line} is not valid UTF-8: byte 0x${badByte.toString(16).padStart(2, '0')} at byte ${offsetInLine + 1} of the line`;
 }
 
-/**
- * Offset of the first byte that does not start a well-formed UTF-8 sequence (RFC 3629: no overlong forms,
- * no surrogates, nothing above U+10FFFF), or -1 when all bytes are valid. A broken or truncated multi-byte
- * sequence is reported at its lead byte, where a replacing decoder would put its U+FFFD.
- */
-export function firstInvalidUtf8Offset(bytes: Uint8Array): number {
-  let i = 0;
-  while (i < bytes.length) {
-    const lead = bytes[i]!;
-    if (lead < 0x80) {
-      i += 1;
-      continue;
-    }
-    let length: number;
-    let low = 0x80;
-    let high = 0xbf;
-    if (lead >= 0xc2 && lead <= 0xdf) length = 2;
-    else if (lead >= 0xe0 && lead <= 0xef) {
-      length = 3;
-      if (lead === 0xe0) low = 0xa0; // overlong
-      if (lead === 0xed) high = 0x9f; // UTF-16 surrogates
-    } else if (lead >= 0xf0 && lead <= 0xf4) {
-      length = 4;
-      if (lead === 0xf0) low = 0x90; // overlong
-      if (lead === 0xf4) high = 0x8f; // above U+10FFFF
-    } else return i;
-    if (i + length > bytes.length) return i;
-    for (let k = 1; k < length; k += 1) {
-      const b = bytes[i + k]!;
-      if (b < (k === 1 ? low : 0x80) || b > (k === 1 ? high : 0xbf)) return i;
-    }
-    i += length;
-  }
-  return -1;
-}
 
 /** A JSONL line that parsed as a JSON object. */
 export interface JsonObjectLine {

@@ -36,6 +36,7 @@ import type {
   PurgeCounts,
   PurgeLogRecord,
   PurgePlan,
+  PurgeScrub,
   PhrasePairIndexReport,
 } from '../backend.js';
 import { checkWriterLease, contextWeightOf, DEFAULT_CAPABILITIES, isKeyedDuplicate, recallLogLimit, sessionScopeDenied } from '../backend.js';
@@ -812,6 +813,24 @@ export class PostgresBackend implements StorageBackend {
 
   purge(plan: PurgePlan): Promise<PurgeCounts> {
     return this.purger.purge(plan);
+  }
+
+  async scrubPurged(): Promise<PurgeScrub> {
+    const start = performance.now();
+    const scrub = await this.purger.scrub(async (sql) => {
+      // No parameters: the simple query protocol, outside any transaction block (VACUUM refuses to run in one).
+      const client = await this.connect('purge scrub failed');
+      let broken: Error | undefined;
+      try {
+        await client.query(sql);
+      } catch (err) {
+        broken = isServerError(err) ? undefined : toError(err);
+        throw translatePgError(err, 'purge scrub failed', this.displayUrl);
+      } finally {
+        client.release(broken);
+      }
+    });
+    return { ...scrub, ms: Math.round(performance.now() - start) };
   }
 
   listPurgeLog(options: { limit?: number } = {}): Promise<PurgeLogRecord[]> {

@@ -1,11 +1,37 @@
 import { isEngramError } from '../../errors.js';
-import type { PurgeCounts, PurgeLogRecord, PurgePlan } from '../backend.js';
+import type { PurgeCounts, PurgeLogRecord, PurgePlan, PurgeScrub } from '../backend.js';
 import { engramsToScrub, scrubEngramBody } from '../purge-support.js';
 import { rewriteTextRows } from './postgres-text-index.js';
 import { purgeSummaries } from './postgres-summaries.js';
 import type { PgRunner } from './postgres-vectors.js';
 import { forgetPgVectorCodes } from './postgres-vector-codes.js';
 import { deleteIdentifierRows } from './postgres-identifier-index.js';
+
+/**
+ * The tables a purge deletes from or rewrites rows of (this file, postgres-summaries.ts, postgres-text-index.ts,
+ * postgres-identifier-index.ts, postgres-vector-codes.ts): the ones {@link PostgresPurge.scrub} vacuums.
+ */
+const PURGED_TABLES = [
+  'events',
+  'event_text',
+  'event_idgrams',
+  'event_idgrams_backlog',
+  'embedding_jobs',
+  'event_vectors',
+  'vector_codes',
+  'vector_ivf',
+  'artifacts',
+  'recall_log',
+  'context_states',
+  'karma',
+  'graph_citations',
+  'graph_edges',
+  'graph_entities',
+  'summaries',
+  'summary_vectors',
+  'engrams',
+  'engram_keys',
+] as const;
 
 /** Thrown inside a dry run's transaction so that it rolls back; carries the counts out. */
 class DryRun extends Error {
@@ -50,6 +76,34 @@ export class PostgresPurge {
       if (dry) return dry.counts;
       throw err;
     }
+  }
+
+  /**
+   * After a purge committed: VACUUM of the tables it touched, so the dead row versions that still held the purged
+   * text (an UPDATE or DELETE only marks them dead) are pruned from their pages and their index entries removed
+   * (GIN posting lists included), now rather than when autovacuum comes by. VACUUM cannot run inside a transaction,
+   * so it runs here, table by table, each its own statement; it takes no lock that blocks readers or writers.
+   * What it cannot reach is the server's: the WAL and its archive, replicas, backups, and the bytes of pruned
+   * tuples in free space of a page until that space is reused (VACUUM FULL rewrites a table into new files, under an
+   * exclusive lock: the operator's call, docs/security.md).
+   */
+  async scrub(vacuum: (sql: string) => Promise<void>): Promise<Omit<PurgeScrub, 'ms'>> {
+    const steps: string[] = [];
+    const present = new Set(
+      (await this.query<{ name: string }>(`SELECT c.relname AS name FROM pg_class c WHERE c.relnamespace = to_regnamespace($1) AND c.relkind = 'r'`, [this.schemaName])).map(
+        (r) => r.name,
+      ),
+    );
+    for (const table of PURGED_TABLES) {
+      if (!present.has(table)) continue;
+      try {
+        await vacuum(`VACUUM ${this.s}.${table}`);
+        steps.push(`vacuum:${table}`);
+      } catch (err) {
+        return { isComplete: false, steps, reason: `VACUUM of ${table} failed (${(err as Error).message}); run the purge again to retry` };
+      }
+    }
+    return { isComplete: true, steps };
   }
 
   async listLog(limit: number): Promise<PurgeLogRecord[]> {

@@ -66,6 +66,22 @@ describe('Fts5DfMemo (through the planner)', () => {
     next.close();
   });
 
+  it('counts again after a full-text rewrite (a purge) counted by any connection, though the totals barely moved', () => {
+    const db = open();
+    db.exec(`CREATE TABLE IF NOT EXISTS text_index_state (name TEXT PRIMARY KEY, value TEXT NOT NULL)`);
+    fill(db, 0, rows, (i) => `common filler ${i}`);
+    dfOf(db, 'common');
+    db.prepare('UPDATE store_meta SET value = ? WHERE key = ?').run(JSON.stringify({ ...memo(db)!, df: { common: 1234 } }), DF_MEMO_KEY);
+    const reader = open();
+    expect(dfOf(reader, 'common')).toBe(1234);
+    // Another connection's purge: it counts a rewrite (sqlite-appended-tail.ts countTextRewrite).
+    db.prepare(`INSERT INTO text_index_state (name, value) VALUES ('text_rewrites', '1')`).run();
+    expect(dfOf(reader, 'common')).toBe(rows);
+    expect(memo(reader)?.df).toEqual({ common: rows });
+    reader.close();
+    db.close();
+  });
+
   it('counts again once the index has grown beyond the tolerance', () => {
     const db = open();
     fill(db, 0, rows, (i) => `common filler ${i}`);

@@ -21,6 +21,12 @@ export const DF_MEMO_TOLERANCE = 0.01;
 interface MemoRecord {
   /** FTS5's totals record when the counts were taken: rows, then tokens per column. */
   totals: number[];
+  /**
+   * The store's count of full-text rewrites (`text_rewrites`, sqlite-appended-tail.ts) when the counts were taken: a
+   * purge moves it, and a memo from before a purge names tokens the purge removed, so no connection keeps or writes
+   * it back (the purge deletes the stored one; this catches the copies other connections hold in memory).
+   */
+  rewrites?: string;
   df: Record<string, number>;
 }
 
@@ -34,6 +40,7 @@ export class Fts5DfMemo {
   /** Undefined without a store_meta table (an index opened on its own): the memo then lives in this process only. */
   private readonly readStmt: Database.Statement | undefined;
   private readonly writeStmt: Database.Statement | undefined;
+  private readonly rewritesStmt: Database.Statement | undefined;
   private memo: MemoRecord | undefined;
   private isLoaded = false;
   private isDirty = false;
@@ -42,21 +49,24 @@ export class Fts5DfMemo {
     this.totalsStmt = db.prepare('SELECT block FROM events_fts_data WHERE id = 1');
     const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'store_meta'").get() !== undefined;
     this.readStmt = hasMeta ? db.prepare('SELECT value FROM store_meta WHERE key = ?') : undefined;
+    const hasState = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'text_index_state'").get() !== undefined;
+    this.rewritesStmt = hasState ? db.prepare("SELECT value FROM text_index_state WHERE name = 'text_rewrites'") : undefined;
     this.writeStmt = !hasMeta || db.readonly ? undefined : db.prepare('INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
   }
 
   /** Checks the memo against FTS5's current totals (loading it from the store the first time); call before a plan's lookups. */
   refresh(): void {
     const totals = this.totals();
+    const rewrites = this.rewrites();
     if (!this.isLoaded) {
       this.isLoaded = true;
       this.memo = this.read();
     }
-    if (this.memo && !isClose(this.memo.totals, totals)) {
+    if (this.memo && (!isClose(this.memo.totals, totals) || (this.memo.rewrites ?? '0') !== rewrites)) {
       this.memo = undefined;
       this.isDirty = false;
     }
-    this.memo ??= { totals, df: {} };
+    this.memo ??= { totals, rewrites, df: {} };
   }
 
   /** The remembered frequency of a token (a stemmed index term), if any. */
@@ -93,6 +103,10 @@ export class Fts5DfMemo {
     }
   }
 
+  private rewrites(): string {
+    return (this.rewritesStmt?.get() as { value: string } | undefined)?.value ?? '0';
+  }
+
   private totals(): number[] {
     const row = this.totalsStmt.get() as { block: Buffer } | undefined;
     return row ? readVarints(row.block) : [];
@@ -104,7 +118,7 @@ export class Fts5DfMemo {
     try {
       const parsed = JSON.parse(row.value) as Partial<MemoRecord>;
       if (!Array.isArray(parsed.totals) || typeof parsed.df !== 'object' || parsed.df === null) return undefined;
-      return { totals: parsed.totals, df: { ...parsed.df } };
+      return { totals: parsed.totals, ...(typeof parsed.rewrites === 'string' ? { rewrites: parsed.rewrites } : {}), df: { ...parsed.df } };
     } catch {
       return undefined; // damaged derived data: counted again
     }

@@ -169,9 +169,11 @@ export class SqliteArtifactTiers implements ArtifactTierStorage {
 async function writeDurably(path: string, bytes: Uint8Array): Promise<void> {
   const dir = dirname(path);
   try {
-    await mkdir(dir, { recursive: true });
+    // Private like the store (sqlite-connection.ts): the folder 0700, the copy 0600, whatever the umask allows more.
+    await mkdir(dirname(dir), { recursive: true, mode: 0o700 });
+    await mkdir(dir, { recursive: true, mode: 0o700 });
     const tmp = `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
-    const file = await open(tmp, 'w');
+    const file = await open(tmp, 'w', 0o600);
     try {
       await file.writeFile(bytes);
       await file.sync();

@@ -36,6 +36,7 @@ import type {
   PurgeCounts,
   PurgeLogRecord,
   PurgePlan,
+  PurgeScrub,
 } from '../backend.js';
 import { checkWriterLease, contextWeightOf, DEFAULT_CAPABILITIES, isKeyedDuplicate, recallLogLimit, sessionScopeDenied } from '../backend.js';
 import { HIERARCHY_LINK_KEY } from '../../model/hierarchy.js';
@@ -789,6 +790,13 @@ export class SqliteBackend implements StorageBackend {
   async listPurgeLog(options: { limit?: number } = {}): Promise<PurgeLogRecord[]> {
     this.assertOpen();
     return this.purger.listLog(options.limit ?? 100);
+  }
+
+  async scrubPurged(): Promise<PurgeScrub> {
+    this.assertOpen();
+    const start = performance.now();
+    const scrub = await this.purger.scrub();
+    return { ...scrub, ms: Math.round(performance.now() - start) };
   }
 
   async maintainVectorIndex(): Promise<VectorIndexStatus> {

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { EngramError, isEngramError } from '../../errors.js';
@@ -55,6 +55,7 @@ export function openSqliteConnection(path: string, options: SqliteBackendOptions
         throw new EngramError('INVALID_INPUT', `${path} is a directory, not a database file`, { field: 'db', path });
       }
       checkExistingFile(path);
+      warnIfOthersMayRead(path);
     } else {
       if (options.readonly || options.create === false) {
         throw new EngramError('NOT_FOUND', `no Engram store at ${path} (create one with: engram init, or engram ingest FILE)`, {
@@ -62,7 +63,7 @@ export function openSqliteConnection(path: string, options: SqliteBackendOptions
           path,
         });
       }
-      mkdirSync(dirname(path), { recursive: true });
+      createPrivateFile(path);
     }
   }
   let db: Db;
@@ -104,6 +105,44 @@ export function startWalCheckpointer(db: Db, path: string, options: SqliteBacken
   if (options.readonly || path === ':memory:' || options.backgroundCheckpoint === false) return undefined;
   db.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
   return startCheckpointer(path);
+}
+
+/**
+ * A new store's folder (0700, those of its parents Engram creates too) and file (0600), before SQLite opens it: the
+ * store holds everything an agent saw, and under the usual umask (022) SQLite would create it 0644, readable by every
+ * user of the machine (issue #31). SQLite's unix VFS gives the `-wal` and `-shm` files it creates the main file's
+ * permissions, so they are 0600 too. The modes are upper bounds: a stricter umask takes more away.
+ */
+function createPrivateFile(path: string): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  try {
+    closeSync(openSync(path, 'wx', 0o600));
+  } catch (err) {
+    // Created meanwhile by another process: it is opened as it is, like any existing store.
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw translateSqliteError(err, `cannot create ${path}`);
+  }
+}
+
+/** Stores already warned about in this process: the warning is said once. */
+const warnedPaths = new Set<string>();
+
+/**
+ * Says once per process, on stderr, when an existing store's file (or its WAL) may be read by other users: a store
+ * made before Engram created its files private, or copied with a permissive mode. Never changes the mode itself:
+ * the file is the user's, and a shared group may be meant.
+ */
+function warnIfOthersMayRead(path: string): void {
+  if (warnedPaths.has(path)) return;
+  for (const file of [path, `${path}-wal`]) {
+    const mode = statSync(file, { throwIfNoEntry: false })?.mode;
+    if (mode === undefined || (mode & 0o077) === 0) continue;
+    warnedPaths.add(path);
+    process.stderr.write(
+      `engram: warning: ${file} can be read by other users (mode ${(mode & 0o777).toString(8).padStart(4, '0')}); ` +
+        `it holds everything stored: chmod 600 ${path}* and chmod 700 ${dirname(path)} (docs/security.md)\n`,
+    );
+    return;
+  }
 }
 
 /**

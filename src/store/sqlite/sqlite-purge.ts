@@ -1,15 +1,23 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type Database from 'better-sqlite3';
 import { rewriteTextRows } from './sqlite-text-index.js';
 import { SqliteIdentifierIndex } from './sqlite-identifier-index.js';
 import { countTextRewrite } from './sqlite-appended-tail.js';
 import { forgetVectorCodes } from './sqlite-vector-codes.js';
 import { isEngramError } from '../../errors.js';
-import type { PurgeCounts, PurgeLogRecord, PurgePlan } from '../backend.js';
+import type { PurgeCounts, PurgeLogRecord, PurgePlan, PurgeScrub } from '../backend.js';
+import { DF_MEMO_KEY } from './fts5-df-memo.js';
 import { engramsToScrub, scrubEngramBody } from '../purge-support.js';
 import { translateSqliteError } from './sqlite-errors.js';
 import { purgeSummaries } from './sqlite-summaries.js';
 
 type Db = Database.Database;
+
+/** Every FTS5 table of a store: the full-text index, the identifier (trigram) index, the summaries' index. */
+const FTS5_TABLES = ['events_fts', 'event_grams', 'summaries_fts'] as const;
+/** Truncating checkpoints tried after the VACUUM, this far apart (each may also wait the busy timeout). */
+const CHECKPOINT_ATTEMPTS = 20;
+const CHECKPOINT_RETRY_MS = 50;
 
 /** Thrown inside a dry run's transaction so that better-sqlite3 rolls it back; carries the counts out. */
 class DryRun extends Error {
@@ -29,20 +37,82 @@ export class SqlitePurge {
   purge(plan: PurgePlan): PurgeCounts {
     const run = this.db.transaction((): PurgeCounts => {
       this.db.prepare('INSERT INTO purge_in_progress (purge_id) VALUES (?)').run(plan.id);
-      const counts = this.apply(plan);
+      const { counts, isChanged } = this.apply(plan);
       this.db.prepare('DELETE FROM purge_in_progress WHERE purge_id = ?').run(plan.id);
       if (plan.isDryRun) throw new DryRun(counts);
+      if (isChanged) this.rewriteDerivedText();
       this.db
         .prepare('INSERT INTO purge_log (id, ts_ms, actor, selector, counts) VALUES (?, ?, ?, ?, ?)')
         .run(plan.id, plan.tsMs, plan.actor, JSON.stringify(plan.selector), JSON.stringify(counts));
       return counts;
     });
+    // Cells the purge deletes or rewrites are overwritten with zeros in their pages (and so in the WAL's copies of
+    // those pages), not merely unlinked: the file then holds no purged text even before scrub() rewrites it whole.
+    // Per connection, and only for the purge: with it on, every FTS5 merge of ordinary appends would write its
+    // freed pages again as zeros.
+    const wasSecure = this.db.pragma('secure_delete', { simple: true }) as number;
+    this.db.pragma('secure_delete = ON');
     try {
       return run.immediate();
     } catch (err) {
       if (err instanceof DryRun) return err.counts;
       throw isEngramError(err) ? err : translateSqliteError(err, 'purge failed (nothing was changed)');
+    } finally {
+      this.db.pragma(`secure_delete = ${wasSecure}`);
     }
+  }
+
+  /**
+   * After a purge committed (StorageBackend.scrubPurged): the file rewritten from its live rows (VACUUM), so no
+   * freed page or free space inside a page keeps text deleted earlier (secure_delete is off for ordinary writes,
+   * and FTS5 merges free their old segments all the time), then the WAL checkpointed and truncated to 0 bytes, so
+   * none of its frames (old page images) stays either. VACUUM keeps every rowid Engram refers to: the tables joined
+   * by rowid (events, and FTS5's and sqlite-vec's shadow tables) declare it as their INTEGER PRIMARY KEY.
+   */
+  async scrub(): Promise<Omit<PurgeScrub, 'ms'>> {
+    const steps: string[] = [];
+    try {
+      this.db.exec('VACUUM');
+      steps.push('vacuum');
+    } catch (err) {
+      return { isComplete: false, steps, reason: `VACUUM failed (${(err as Error).message}); run the purge again to retry` };
+    }
+    if (this.db.memory) return { isComplete: true, steps };
+    // A checkpoint another connection runs (the checkpointer's worker, another process) makes this one return busy
+    // at once; readers still on an older snapshot make it wait up to the busy timeout. Try a few times.
+    for (let attempt = 0; attempt < CHECKPOINT_ATTEMPTS; attempt++) {
+      try {
+        const [row] = this.db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number; log: number; checkpointed: number }>;
+        if (row && row.busy === 0 && row.log === 0) {
+          steps.push('wal-truncate');
+          return { isComplete: true, steps };
+        }
+      } catch {
+        // SQLITE_BUSY: tried again below
+      }
+      await sleep(CHECKPOINT_RETRY_MS);
+    }
+    return {
+      isComplete: false,
+      steps,
+      reason: 'the WAL could not be truncated: another connection kept reading; close other Engram processes on this store and run the purge again',
+    };
+  }
+
+  /**
+   * Inside the purge's transaction: the derived text that outlives row deletes. A contentless FTS5 table
+   * (`events_fts`, `event_grams`) cannot remove a deleted row's postings (it does not know the row's tokens): it
+   * marks the row deleted and its terms stay in the segment blocks, and FTS5's `secure-delete` option cannot help
+   * there for the same reason. `optimize` merges every segment into one, leaving out deleted rows: the purged terms
+   * are then in no block. `summaries_fts` keeps its text, and is rewritten the same way. Measured on a 100K-event
+   * store (bench/results/purge-scrub.md). The document-frequency memo names common tokens: dropped (fts5-df-memo.ts).
+   */
+  private rewriteDerivedText(): void {
+    for (const table of FTS5_TABLES) {
+      if (this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) === undefined) continue;
+      this.db.prepare(`INSERT INTO ${table} (${table}) VALUES ('optimize')`).run();
+    }
+    this.db.prepare('DELETE FROM store_meta WHERE key = ?').run(DF_MEMO_KEY);
   }
 
   listLog(limit: number): PurgeLogRecord[] {
@@ -62,7 +132,8 @@ export class SqlitePurge {
     }));
   }
 
-  private apply(plan: PurgePlan): PurgeCounts {
+  /** The purge's changes; `isChanged` false when it found nothing left to remove (everything purged already). */
+  private apply(plan: PurgePlan): { counts: PurgeCounts; isChanged: boolean } {
     const db = this.db;
     const counts: PurgeCounts = { events: 0, artifacts: 0, vectors: 0, embeddingJobs: 0, recallLog: 0, contextStates: 0, karma: 0, engrams: 0 };
     const hasVec0 = db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'vec_events'").get() !== undefined;
@@ -150,7 +221,7 @@ export class SqlitePurge {
     }
 
     // Summaries covering a purged session or quoting the literal are tombstoned and go cold (sqlite-summaries.ts).
-    purgeSummaries(db, plan);
+    const summaries = purgeSummaries(db, plan);
 
     const engrams = db.prepare('SELECT id, body FROM engrams').all() as Array<{ id: string; body: string }>;
     const scrub = db.prepare(
@@ -163,6 +234,6 @@ export class SqlitePurge {
       dropKeys.run(e.id);
       counts.engrams++;
     }
-    return counts;
+    return { counts, isChanged: summaries > 0 || cited.length > 0 || Object.values(counts).some((n) => n > 0) };
   }
 }

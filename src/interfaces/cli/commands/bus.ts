@@ -1,5 +1,5 @@
 import { Option, type Command } from 'commander';
-import type { CliContext, GlobalOptions } from '../cli-context.js';
+import { atFilePath, type CliContext, type GlobalOptions } from '../cli-context.js';
 import { readFileSync } from 'node:fs';
 import type { Engram } from '../../../engine.js';
 import { EngramError } from '../../../errors.js';
@@ -212,5 +212,12 @@ export function register(program: Command, context: CliContext): void {
     .addOption(new Option('--direction <d>', 'validate-message: the contract').choices(['child-to-parent', 'parent-to-child']))
     .option('--lead <line...>', "brief: the parent's own first lines")
     .option('--since <iso>', 'metrics: only events since')
-    .action(context.withStore((m, args: BusArgs & GlobalOptions) => busCommand(m, args, io), (args) => ['put', 'grant', 'validate-message', 'deref', 'promote', 'remove'].includes(args.action), 'foreground'));
+    .action(
+      context.withStore(
+        (m, args: BusArgs & GlobalOptions) => busCommand(m, args, io),
+        (args) => ['put', 'grant', 'validate-message', 'deref', 'promote', 'remove'].includes(args.action),
+        'foreground',
+        (args) => atFilePath(args.value),
+      ),
+    );
 }

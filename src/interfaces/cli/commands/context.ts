@@ -1,5 +1,5 @@
 import { Option, type Command } from 'commander';
-import type { CliContext, GlobalOptions } from '../cli-context.js';
+import { atFilePath, type CliContext, type GlobalOptions } from '../cli-context.js';
 import { MODEL_PROFILES } from '../../../context/assembly/governor.js';
 import { EXIT } from '../exit-codes.js';
 import { readFileSync } from 'node:fs';
@@ -35,6 +35,8 @@ export async function contextCommand(mem: Engram, args: ContextArgs, io: Io): Pr
   if (args.kvBudgetMb !== undefined && args.modelProfile === undefined) {
     throw new EngramError('INVALID_INPUT', '--kv-budget-mb needs --model-profile (one of the known profiles)', { field: 'model-profile' });
   }
+  // A session nobody wrote is NOT_FOUND (exit 3), as over HTTP: an empty pack would read as an empty session.
+  await mem.getSession(args.session);
   const result = await mem.context.pack(args.session, {
     windowTokens: parseInteger(args.window, 'window'),
     identity,
@@ -63,6 +65,7 @@ export interface CompactArgs {
 
 /** `engram compact`: compacts the session's window now if it is over its high-water mark. */
 export async function compactCommand(mem: Engram, args: CompactArgs, io: Io): Promise<number> {
+  await mem.getSession(args.session);
   const r = await mem.context.compact(args.session, { windowTokens: parseInteger(args.window, 'window') });
   if (args.json) {
     printJson(
@@ -193,5 +196,12 @@ export function register(program: Command, context: CliContext): void {
     .argument('[value]', 'for update/set: the card as JSON, @FILE, or - for standard input')
     .requiredOption('-s, --session <id>', 'session')
     .option('--turn <n>', 'the turn whose work produced this update (default: the latest)')
-    .action(context.withStore((m, args: TaskArgs & GlobalOptions) => taskCommand(m, args, io), (args) => args.action === 'update' || args.action === 'set'));
+    .action(
+      context.withStore(
+        (m, args: TaskArgs & GlobalOptions) => taskCommand(m, args, io),
+        (args) => args.action === 'update' || args.action === 'set',
+        'none',
+        (args) => atFilePath(args.value),
+      ),
+    );
 }

@@ -7,7 +7,7 @@ import type { DelegationPacketInput, DelegationReportInput } from '../../../mode
 import type { EngramView } from '../../../view/engram-view.js';
 import { recallAnswer, recallText } from '../../../view/agent-recall.js';
 import { RECALL_SCOPES, type HierarchyRecallScope, type ReceivedReport } from '../../../view/hierarchy-view.js';
-import type { CliContext, GlobalOptions } from '../cli-context.js';
+import { atFilePath, type CliContext, type GlobalOptions } from '../cli-context.js';
 import { EXIT } from '../exit-codes.js';
 import type { Io } from '../output.js';
 import { formatPairs, printJson } from '../output.js';
@@ -216,7 +216,7 @@ export function register(program: Command, context: CliContext): void {
     .option('--executor <agent>', "the executor agent: the child session's single writer")
     .option('--child <session>', 'the child session id (default <session>.<subtask>)')
     .addOption(asOption())
-    .action(context.withStore((m, args: DelegateArgs) => delegateCommand(m, args, io), true));
+    .action(context.withStore((m, args: DelegateArgs) => delegateCommand(m, args, io), true, 'none', (args) => atFilePath(args.packet)));
   program
     .command('report')
     .description("report up from a delegated session: status, summary, key findings with provenance pointers and digests")

@@ -115,6 +115,7 @@ export function register(program: Command, context: CliContext): void {
         },
         true,
         'foreground',
+        (args) => [args.file],
       ),
     );
 }

@@ -40,6 +40,7 @@ export async function purgeCommand(mem: Engram, args: PurgeArgs, io: Io): Promis
   const report = await mem.purge(selector, { actor, isDryRun: !isConfirmed });
   if (args.json) printJson(io, report);
   else io.out(describeReport(report));
+  if (report.scrub && !report.scrub.isComplete) io.err(`engram: warning: the purge committed, but the store's files still hold purged bytes: ${report.scrub.reason ?? 'scrub incomplete'}`);
   if (!isConfirmed && args.dryRun !== true) {
     io.err('engram: purge refused: it deletes content for good; run it again with --yes to purge (nothing was changed)');
     return EXIT.INVALID_INPUT;
@@ -70,6 +71,10 @@ function describeReport(r: PurgeReport): string {
   for (const [session, n] of sessions) lines.push(`  session ${session}: ${plural(n, 'event')}`);
   lines.push(`  ${describeCounts(r.counts)}`);
   if (!r.isDryRun) lines.push('Tombstones keep each event\'s id, session, turn, kind and time; the purge log records who, when and what (never the content).');
+  if (r.scrub?.isComplete) {
+    const steps = r.scrub.steps.length > 3 ? `${r.scrub.steps.length} tables vacuumed` : r.scrub.steps.join(', ');
+    lines.push(`Store scrubbed after the purge (${steps}; ${r.scrub.ms} ms). What a purge cannot reach (backups, copies): docs/security.md.`);
+  }
   return lines.join('\n');
 }
 
