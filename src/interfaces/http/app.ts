@@ -8,7 +8,7 @@ import { jsonTextProblem } from '../../model/limits.js';
 import { agentPrincipal } from '../../model/access.js';
 import { toHttpError } from './errors.js';
 import { ENGRAM_RUN_HEADER } from '../shared/bus.js';
-import { ENGRAM_SESSION_HEADER, handleMcpRequest } from './mcp-endpoint.js';
+import { ENGRAM_SESSION_HEADER, ENGRAM_TOOLS_HEADER, handleMcpRequest } from './mcp-endpoint.js';
 import { buildOpenApiDocument } from './openapi.js';
 import type { Route } from './route.js';
 import { ROUTES } from './routes.js';
@@ -71,7 +71,7 @@ export function createHttpApp(mem: Engram, options: HttpAppOptions): EngramHttpA
       '*',
       cors({
         origin: options.corsOrigin,
-        allowHeaders: ['Authorization', 'Content-Type', ENGRAM_SESSION_HEADER, ENGRAM_RUN_HEADER, 'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Last-Event-ID'],
+        allowHeaders: ['Authorization', 'Content-Type', ENGRAM_SESSION_HEADER, ENGRAM_RUN_HEADER, ENGRAM_TOOLS_HEADER, 'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Last-Event-ID'],
         allowMethods: ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'],
         exposeHeaders: ['Mcp-Session-Id', 'Retry-After'],
         maxAge: 600,
