@@ -55,14 +55,15 @@ describe('engram hooks install / uninstall --claude-code', () => {
     expect(r.stdout).toContain(`created ${settings}`);
 
     const hooks = json(settings).hooks;
-    expect(Object.keys(hooks)).toEqual(['SessionStart', 'UserPromptSubmit', 'Stop', 'PreCompact']);
+    expect(Object.keys(hooks)).toEqual(['SessionStart', 'UserPromptSubmit', 'Stop', 'SessionEnd', 'PreCompact']);
     const command: string = hooks.SessionStart[0].hooks[0].command;
     expect(command).toBe(`${process.execPath} ${resolve('bin/engram.js')} hooks run session-start --db ${join(dir, 'mem/engram.db')}`);
     expect(json(claudeJson).mcpServers.engram).toEqual({
       type: 'stdio',
       command: process.execPath,
+      // No --session: the server works for Claude Code's current session of the project (docs/integrations.md).
       // --embedder given to install is passed on to the server (these tests run with --embedder none).
-      args: [resolve('bin/engram.js'), 'mcp', '--session', 'claude-code', '--db', join(dir, 'mem/engram.db'), '--embedder', 'none'],
+      args: [resolve('bin/engram.js'), 'mcp', '--db', join(dir, 'mem/engram.db'), '--embedder', 'none'],
     });
 
     const again = engram(['hooks', 'install', '--claude-code', '--db', 'mem/engram.db', '--json']);
@@ -101,12 +102,12 @@ describe('engram hooks install / uninstall --claude-code', () => {
     expect(read(claudeJson)).toBe(CLAUDE_JSON);
   });
 
-  it("writes a project's .claude/settings.json and .mcp.json with --project, the project's store and its name as the session", () => {
+  it("writes a project's .claude/settings.json and .mcp.json with --project and the project's store", () => {
     const r = engram(['hooks', 'install', '--claude-code', '--project', project]);
     expect(r.code).toBe(0);
     const store = join(project, '.engram', 'engram.db');
     expect(json(join(project, '.claude', 'settings.json')).hooks.Stop[0].hooks[0].command).toContain(`hooks run stop --db ${store}`);
-    expect(json(join(project, '.mcp.json')).mcpServers.engram.args).toEqual([resolve('bin/engram.js'), 'mcp', '--session', 'shop-api', '--db', store, '--embedder', 'none']);
+    expect(json(join(project, '.mcp.json')).mcpServers.engram.args).toEqual([resolve('bin/engram.js'), 'mcp', '--db', store, '--embedder', 'none']);
     expect(existsSync(join(home, '.claude', 'settings.json'))).toBe(false);
     expect(engram(['hooks', 'uninstall', '--claude-code', '--project', project]).code).toBe(0);
     expect(existsSync(join(project, '.mcp.json'))).toBe(false);

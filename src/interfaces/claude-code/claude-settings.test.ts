@@ -79,7 +79,8 @@ describe('Claude Code hooks in settings.json', () => {
       const installed = installHooks(before, commands, FILE).next;
       const { next, hooks } = uninstallHooks(installed, FILE);
       expect(next).toEqual(before);
-      expect(Object.values(hooks)).toEqual(['removed', 'removed', 'removed', 'removed']);
+      // SessionEnd is not among this test's commands: nothing of Engram's there to remove.
+      expect(hooks).toEqual({ SessionStart: 'removed', UserPromptSubmit: 'removed', Stop: 'removed', SessionEnd: 'absent', PreCompact: 'removed' });
     }
   });
 
