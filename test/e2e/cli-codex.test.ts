@@ -138,7 +138,7 @@ const THREAD = '019ae2b4-7c1d-7f00-8a11-3c5d7e9f1a20';
 const LATER = '019ae3c0-1111-7222-8333-444455556666';
 
 /** A Codex rollout in the documented envelope layout: a session of real work (tests run, files patched, a fix). */
-function rolloutLines(threadId: string): string[] {
+function rolloutLines(threadId: string, extraRuns = 0): string[] {
   // The turns of a session that ended ten minutes ago (a rollout is written as the session goes).
   const startMs = Date.now() - 10 * 60_000;
   const at = (s: number) => new Date(startMs + s * 1000).toISOString();
@@ -161,6 +161,7 @@ function rolloutLines(threadId: string): string[] {
     ...patch(9, 'call_4', 'ledger/invoice.py'),
     ...shell(11, 'call_5', 'pytest tests/test_totals.py -x -q', '3 passed in 0.40s\n', 0),
     ...shell(13, 'call_6', 'pytest -q', '128 passed in 4.10s\n', 0),
+    ...Array.from({ length: extraRuns }, (_, i) => shell(20 + 2 * i, `call_x${i}`, `pytest tests/test_invoice.py -k case_${i}`, '1 passed in 0.10s\n', 0)).flat(),
     item(15, { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Decision: totals and invoices round half-even (ROUND_HALF_EVEN) instead of truncating with ROUND_DOWN; test_monthly_totals and the whole suite pass.' }] }),
   ].map((line) => JSON.stringify(line));
 }
@@ -217,6 +218,19 @@ describe('Codex notify and hooks (engram hooks run)', () => {
     expect(JSON.parse(prompt.stdout).hookSpecificOutput.additionalContext).toContain('ledger/invoice.py:9: ROUND_DOWN');
     const unrelated = codexHook('user-prompt-submit', { session_id: LATER, transcript_path: null, cwd: project, hook_event_name: 'UserPromptSubmit', turn_id: 't2', prompt: 'write a haiku about autumn leaves' });
     expect(unrelated.stdout).toBe('');
+  });
+
+  it('summarizes the session after a turn once it grew by 20 events since its last summary', () => {
+    const day = join(codexHome, 'sessions', '2026', '12', '02');
+    mkdirSync(day, { recursive: true });
+    const longer = '019ae4d0-2222-7333-8444-555566667777';
+    // 14 events of work and 8 more: past the 20 a turn's end waits for.
+    writeFileSync(join(day, `rollout-2026-12-02T09-00-00-${longer}.jsonl`), `${rolloutLines(longer, 4).join('\n')}\n`);
+    expect(engram(['--db', db, 'hooks', 'run', 'codex-notify', notification(THREAD)]).code).toBe(0);
+    expect(engram(['--db', db, 'hooks', 'run', 'codex-notify', notification(longer)]).code).toBe(0);
+    const summaries = JSON.parse(engram(['--db', db, 'summaries', '--json']).stdout) as Array<{ sessionId: string; text: string }>;
+    expect(summaries.map((s) => s.sessionId)).toEqual([longer]);
+    expect(summaries[0]!.text).toContain('ledger/invoice.py');
   });
 
   it('passes over other notification types and a thread with no rollout yet, and fails with exit 1 on bad input', () => {
