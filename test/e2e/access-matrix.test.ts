@@ -61,7 +61,7 @@ describe.each(BACKEND_HARNESSES)('access matrix (%s)', (_backend, createHarness)
 
   async function mcp(actor: Actor, sessionId: string): Promise<Client> {
     const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
-      requestInit: { headers: { Authorization: `Bearer ${tokens[actor]}`, 'X-Engram-Session': sessionId } },
+      requestInit: { headers: { Authorization: `Bearer ${tokens[actor]}`, 'X-Engram-Session': sessionId, 'X-Engram-Tools': 'all' } },
     });
     const client = new Client({ name: 'access-matrix', version: '1.0.0' });
     await client.connect(transport);

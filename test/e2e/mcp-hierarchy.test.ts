@@ -35,7 +35,7 @@ afterEach(async () => {
 
 async function connect(as: string, session: string): Promise<Client> {
   const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
-    requestInit: { headers: { Authorization: `Bearer ${tokens[as]}`, 'X-Engram-Session': session } },
+    requestInit: { headers: { Authorization: `Bearer ${tokens[as]}`, 'X-Engram-Session': session, 'X-Engram-Tools': 'team' } },
   });
   const client = new Client({ name: 'engram-hierarchy-e2e', version: '1.0.0' });
   await client.connect(transport);

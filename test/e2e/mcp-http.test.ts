@@ -45,8 +45,10 @@ function text(result: CallToolResult): string {
 }
 
 describe('MCP over Streamable HTTP (real SDK client)', () => {
-  it('lists the tools and stores and recalls events in the session named by the header', async () => {
-    const client = await connect({ Authorization: `Bearer ${token}`, 'X-Engram-Session': 'fix-staging' });
+  it('lists the core tools by default, every tool with X-Engram-Tools: all, and stores and recalls in the session named by the header', async () => {
+    const core = await connect({ Authorization: `Bearer ${token}`, 'X-Engram-Session': 'fix-staging' });
+    expect((await core.listTools()).tools.map((t) => t.name).sort()).toEqual(['append_events', 'expand', 'get_task_state', 'recall', 'update_task_state']);
+    const client = await connect({ Authorization: `Bearer ${token}`, 'X-Engram-Session': 'fix-staging', 'X-Engram-Tools': 'all' });
     const { tools } = await client.listTools();
     // The bus tools act as the authenticated agent; less_issue_grant only for parents (mcp-bus.test.ts).
     expect(tools.map((t) => t.name).sort()).toEqual([

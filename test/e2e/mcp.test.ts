@@ -8,7 +8,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 const BIN = resolve('bin/engram.js');
-// The less_* bus tools are listed without --agent too, and refuse calls saying how to name one (mcp-bus.test.ts).
+// Every profile (--tools all) without --agent: the less_* bus tools act as an agent and are not listed without one
+// (mcp-bus.test.ts); the profiles themselves are in mcp-profiles.test.ts.
 const TOOLS = [
   'append_events',
   'delegate',
@@ -19,10 +20,6 @@ const TOOLS = [
   'hierarchy_recall',
   'hierarchy_tree',
   'impact',
-  'less_deref_pointer',
-  'less_put_engram',
-  'less_query_engrams',
-  'less_request_deref',
   'recall',
   'received_reports',
   'report',
@@ -45,7 +42,7 @@ beforeEach(async () => {
   transportErrors = [];
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [BIN, 'mcp', '--db', join(dir, 'engram.db'), '--session', 's1'],
+    args: [BIN, 'mcp', '--db', join(dir, 'engram.db'), '--session', 's1', '--tools', 'all'],
     env: serverEnv(),
     cwd: dir,
     stderr: 'pipe',
@@ -266,11 +263,19 @@ describe('engram mcp process', () => {
     expect(await p.exited).toBe(0);
   });
 
-  it('refuses to start without a session, naming --session, with nothing on stdout', async () => {
+  it("starts without a session for the agent host's current session of the project in its directory, and refuses an unknown --tools", async () => {
     const p = start([]);
+    p.child.stdin.write(`${initialize}\n`);
+    await new Promise<void>((res) => {
+      const check = () => (p.err().includes("serving the agent host's current session of project") ? res() : setTimeout(check, 20));
+      check();
+    });
     p.child.stdin.end();
-    expect(await p.exited).toBe(2);
-    expect(p.err()).toContain('--session');
-    expect(p.out()).toBe('');
+    expect(await p.exited).toBe(0);
+    const bad = start(['--tools', 'most']);
+    bad.child.stdin.end();
+    expect(await bad.exited).toBe(2);
+    expect(bad.err()).toContain('tools: unknown tool profile "most"');
+    expect(bad.out()).toBe('');
   });
 });

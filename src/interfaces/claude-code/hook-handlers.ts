@@ -38,7 +38,8 @@ import type { ChatModel } from '../../providers/llm/chat-model.js';
 const hookInputSchema = z
   .object({
     session_id: z.string(),
-    transcript_path: z.string().optional(),
+    // Codex sends null when the session has no transcript (yet).
+    transcript_path: z.string().nullish(),
     cwd: z.string().optional(),
     hook_event_name: z.string().optional(),
     /** SessionStart: startup, resume, clear or compact. */
@@ -67,6 +68,22 @@ const MAX_INSTRUCTIONS_IN_META = 16 * 1024;
 /** The host name start records and injected context carry. */
 export const CLAUDE_CODE_HOST = 'claude-code';
 
+/**
+ * An agent host whose hooks speak Claude Code's protocol (JSON on stdin with `session_id`, `transcript_path`, `cwd`,
+ * `source`, `prompt`; `hookSpecificOutput.additionalContext` on stdout): Claude Code itself, and Codex, whose hooks
+ * (SessionStart, UserPromptSubmit, Stop) take and answer the same fields. Only the transcript format differs.
+ */
+export interface HookHost {
+  /** `claude-code`, `codex`: the name start records and injected context carry. */
+  name: string;
+  /** The importer of the host's transcript. */
+  transcriptFormat: 'claude-code' | 'codex';
+}
+export const HOOK_HOSTS: Record<string, HookHost> = {
+  'claude-code': { name: CLAUDE_CODE_HOST, transcriptFormat: 'claude-code' },
+  codex: { name: 'codex', transcriptFormat: 'codex' },
+};
+
 export interface HookRunOptions extends CarryOverOptions {
   /** Resume/compact starts: the window the pack is built for, in tokens. Default {@link DEFAULT_HOOK_WINDOW_TOKENS}. */
   windowTokens?: number;
@@ -78,6 +95,8 @@ export interface HookRunOptions extends CarryOverOptions {
   project?: ProjectIdentity;
   /** The model that writes session summaries (`--llm`); default none (consolidate/work-log.ts). */
   llm?: ChatModel | null;
+  /** The host whose hook this is; default Claude Code. */
+  host?: HookHost;
 }
 
 export interface HookOutcome {
@@ -114,8 +133,9 @@ export async function runClaudeCodeHook(mem: Engram, event: HookEventName, input
     });
   }
   const identity = options.project ?? projectForDirectory(input.cwd ?? process.cwd());
-  const session = { sessionId: input.session_id, project: identity.project, host: CLAUDE_CODE_HOST };
-  const imported = await importTranscript(mem, input, identity.project);
+  const host = options.host ?? HOOK_HOSTS['claude-code']!;
+  const session = { sessionId: input.session_id, project: identity.project, host: host.name };
+  const imported = await importTranscript(mem, input, identity.project, host);
   const outcome: HookOutcome = { ...(imported ? { imported } : {}), project: identity.project };
   const carry = mem.carryOver({ llm: options.llm ?? null });
   if (event === 'session-start') {
@@ -150,11 +170,13 @@ function additionalContext(hookEventName: 'SessionStart' | 'UserPromptSubmit', t
  * line still being written is left for the next hook. A transcript that does not exist yet or is empty (a session's
  * first SessionStart) is nothing to import.
  */
-async function importTranscript(mem: Engram, input: ClaudeCodeHookInput, project: string): Promise<ImportReport | undefined> {
+async function importTranscript(mem: Engram, input: ClaudeCodeHookInput, project: string, host: HookHost): Promise<ImportReport | undefined> {
   const path = input.transcript_path;
   if (!path) return undefined;
-  // Only what the transcript gained since the last hook (transcript-cursor.ts).
-  return importTranscriptSince(mem, path, { sessionId: input.session_id, project });
+  // Claude Code's transcript: only what it gained since the last hook (transcript-cursor.ts). Another host's whole file.
+  if (host.transcriptFormat === 'claude-code') return importTranscriptSince(mem, path, { sessionId: input.session_id, project });
+  if (transcriptBytes(path) === 0) return undefined;
+  return mem.importFile({ path, displayName: path }, { format: host.transcriptFormat, sessionId: input.session_id, project, skipInvalid: true });
 }
 
 /** A resumed or compacted session: its own push pack (what `engram context` prints). */

@@ -9,7 +9,7 @@ import { agentPrincipal, DEFAULT_PROJECT } from '../../model/access.js';
 import { displaySessionIds } from '../../model/session-names.js';
 import { toHttpError } from './errors.js';
 import { ENGRAM_RUN_HEADER } from '../shared/bus.js';
-import { ENGRAM_SESSION_HEADER, handleMcpRequest } from './mcp-endpoint.js';
+import { ENGRAM_SESSION_HEADER, ENGRAM_TOOLS_HEADER, handleMcpRequest } from './mcp-endpoint.js';
 import { buildOpenApiDocument } from './openapi.js';
 import type { Route } from './route.js';
 import { ROUTES } from './routes.js';
@@ -85,7 +85,7 @@ export function createHttpApp(mem: Engram, options: HttpAppOptions): EngramHttpA
       '*',
       cors({
         origin: options.corsOrigin,
-        allowHeaders: ['Authorization', 'Content-Type', ENGRAM_SESSION_HEADER, ENGRAM_RUN_HEADER, 'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Last-Event-ID'],
+        allowHeaders: ['Authorization', 'Content-Type', ENGRAM_SESSION_HEADER, ENGRAM_RUN_HEADER, ENGRAM_TOOLS_HEADER, 'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Last-Event-ID'],
         allowMethods: ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'],
         exposeHeaders: ['Mcp-Session-Id', 'Retry-After'],
         maxAge: 600,

@@ -8,9 +8,12 @@ import { agentPrincipal } from '../../model/access.js';
 import { ENGRAM_RUN_HEADER, resolveRunId } from '../shared/bus.js';
 import { invalidUtf8Body } from './body-text.js';
 import { decodeUtf8Strictly } from '../../util/is-utf8-text.js';
+import { parseToolProfiles } from '../mcp/tool-profiles.js';
 
 /** Header naming the Engram session the MCP tools work for; `?session=` in the URL does the same. */
 export const ENGRAM_SESSION_HEADER = 'X-Engram-Session';
+/** Header naming the tool profile(s) listed (mcp/tool-profiles.ts: core, team, graph, all); `?tools=` does the same. */
+export const ENGRAM_TOOLS_HEADER = 'X-Engram-Tools';
 
 /**
  * MCP over Streamable HTTP, stateless: every POST gets a fresh MCP server and transport (the SDK's
@@ -21,7 +24,8 @@ export const ENGRAM_SESSION_HEADER = 'X-Engram-Session';
  * The Engram session the tools work for (what `append_events` writes to, whose task card the task tools read)
  * is named per request by the `X-Engram-Session` header or the `session` query parameter, and defaults to the
  * calling agent's name. The Engram Bus tools (less_*) act as the authenticated agent, in the run named by the
- * `X-Engram-Run` header or `?run=` (default `default`). GET (a server-initiated SSE stream) and DELETE (ending an MCP session) have nothing
+ * `X-Engram-Run` header or `?run=` (default `default`). The tools listed are the profile named by the `X-Engram-Tools`
+ * header or `?tools=` (default `core`; mcp/tool-profiles.ts). GET (a server-initiated SSE stream) and DELETE (ending an MCP session) have nothing
  * to serve here: 405, which MCP clients accept.
  */
 export async function handleMcpRequest(
@@ -39,6 +43,7 @@ export async function handleMcpRequest(
   const requested = request.headers.get(ENGRAM_SESSION_HEADER) ?? new URL(request.url).searchParams.get('session');
   const sessionId = validateSessionId(requested ?? agent.name, 'session');
   const runId = resolveRunId(mem, request.headers.get(ENGRAM_RUN_HEADER), new URL(request.url).searchParams.get('run'));
+  const tools = parseToolProfiles(request.headers.get(ENGRAM_TOOLS_HEADER) ?? new URL(request.url).searchParams.get('tools') ?? undefined, 'tools');
   // A JSON body is scanned before it is parsed, like every JSON body of the API (model/limits.ts): parsing is what
   // a deeply nested or value-heavy body makes slow. Other content types are left to the transport (415).
   let parsedBody: unknown;
@@ -63,6 +68,7 @@ export async function handleMcpRequest(
     agent,
     runId,
     canIssueGrants,
+    tools,
     principal: agentPrincipal(agent),
     // Remote callers get a server fault's code only, as on /v1; its details go to the server's log.
     onServerFault: (e) => log(`engram serve: MCP tool call -> ${e.code}: ${e.message}`),

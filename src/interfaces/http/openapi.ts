@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ERROR_CODES } from '../../errors.js';
-import { ENGRAM_SESSION_HEADER } from './mcp-endpoint.js';
+import { ENGRAM_SESSION_HEADER, ENGRAM_TOOLS_HEADER } from './mcp-endpoint.js';
 import type { Route } from './route.js';
 
 const STATUS_TEXT: Record<number, string> = {
@@ -121,15 +121,18 @@ export function buildOpenApiDocument(routes: readonly Route[], info: { version: 
     tags: ['mcp'],
     summary: 'MCP over Streamable HTTP (stateless, JSON responses)',
     description:
-      `JSON-RPC messages of the Model Context Protocol: tools recall, expand, get_task_state, update_task_state, append_events, ` +
-      `and the Engram Bus tools less_put_engram, less_query_engrams, less_request_deref, less_deref_pointer, less_issue_grant (parents only), ` +
-      `acting as the authenticated agent; run-scoped engrams belong to the run named by the \`X-Engram-Run\` header or \`run\` query parameter. ` +
+      `JSON-RPC messages of the Model Context Protocol. The tools listed are the profile named by the \`${ENGRAM_TOOLS_HEADER}\` header or the \`tools\` ` +
+      `query parameter: core (default: recall, expand, get_task_state, update_task_state, append_events), team (core, the hierarchy tools and ` +
+      `the Engram Bus tools less_put_engram, less_query_engrams, less_request_deref, less_deref_pointer, less_issue_grant (parents only)), ` +
+      `graph (core and impact, entities, graph_build), all, or several joined by commas. The bus tools act as the authenticated agent; run-scoped engrams belong to the run named by the \`X-Engram-Run\` header or \`run\` query parameter. ` +
       `The tools work for the session named by the \`${ENGRAM_SESSION_HEADER}\` header or the \`session\` query parameter, default the agent's name.`,
     parameters: [
       { name: ENGRAM_SESSION_HEADER, in: 'header', required: false, schema: { type: 'string' } },
       { name: 'session', in: 'query', required: false, schema: { type: 'string' } },
       { name: 'X-Engram-Run', in: 'header', required: false, schema: { type: 'string' } },
       { name: 'run', in: 'query', required: false, schema: { type: 'string' } },
+      { name: ENGRAM_TOOLS_HEADER, in: 'header', required: false, schema: { type: 'string' } },
+      { name: 'tools', in: 'query', required: false, schema: { type: 'string' } },
     ],
     requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
     responses: {

@@ -19,6 +19,7 @@ import { registerHierarchyTools } from './hierarchy-tools.js';
 import { entityExpandResult, isEntityTarget, registerKnowledgeTools } from './knowledge-tools.js';
 import { recallSummaries, summaryRecallText } from '../shared/summary-recall.js';
 import { granularBatch, granularLayersText, GRANULARITIES } from '../../view/granular-recall.js';
+import { parseToolProfiles, type ToolGroup } from './tool-profiles.js';
 
 export interface EngramMcpServerOptions {
   /**
@@ -50,6 +51,11 @@ export interface EngramMcpServerOptions {
    * the `--agent` on stdio. Default: the local, full-trust principal (stdio without `--agent`).
    */
   principal?: Principal;
+  /**
+   * The tool groups listed (tool-profiles.ts): `core` (recall, expand, task state, append_events) always; `team` adds
+   * the bus tools (only with {@link agent}) and the hierarchy tools; `graph` the knowledge tools. Default: core only.
+   */
+  tools?: ReadonlySet<ToolGroup>;
 }
 
 export interface EngramMcpServer {
@@ -66,61 +72,63 @@ export { DEFAULT_EXPAND_MAX_TOKENS, MAX_RECALL_BATCH };
  * validate them first would answer with its own differently shaped message, outside errors.ts.
  */
 function validatedByEngine(precise: z.ZodType, description: string) {
-  const { $schema: _unused, ...json } = z.toJSONSchema(precise, { io: 'input', target: 'draft-7' }) as Record<string, unknown>;
+  const { $schema: _unused, ...json } = leanJsonSchema(z.toJSONSchema(precise, { io: 'input', target: 'draft-7' })) as Record<string, unknown>;
   return z.record(z.string(), z.unknown()).meta({ ...json, description });
+}
+
+/**
+ * The advertised schema without what says nothing to a model: `propertyNames: {type: string}` (every JSON key is a
+ * string) and integer bounds at the safe-integer limits. A host sends the tool list with every model call.
+ */
+function leanJsonSchema(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(leanJsonSchema);
+  if (typeof node !== 'object' || node === null) return node;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (key === 'propertyNames' && JSON.stringify(value) === '{"type":"string"}') continue;
+    if ((key === 'maximum' && value === Number.MAX_SAFE_INTEGER) || (key === 'minimum' && value === Number.MIN_SAFE_INTEGER)) continue;
+    out[key] = leanJsonSchema(value);
+  }
+  return out;
 }
 
 const recallInput = z.object({
   query: z
     .union([z.string(), z.array(z.string()).min(1).max(MAX_RECALL_BATCH)])
     .describe(
-      `What to look for: the exact string you need (an error message, a path, a hash, an identifier) and/or words. ` +
-        `Give an array of up to ${MAX_RECALL_BATCH} queries to search several things in one call.`,
+      `Exact strings (an error, a path, a hash, an identifier) and/or words; an array of up to ${MAX_RECALL_BATCH} searches several things at once.`,
     ),
-  k: z.number().int().optional().describe('Most hits per query (1-1000). Default 10.'),
-  budgetTokens: z.number().int().optional().describe('Token budget of the evidence per query (at least 64). Default 2000.'),
-  sessionOnly: z
-    .boolean()
-    .optional()
-    .describe("Search only this session, ranked by its task state card. Default false: search everything stored."),
-  summaries: z
-    .boolean()
-    .optional()
-    .describe('Also return matching summaries (session, arc and epoch summaries: derived, marked as such, with ids to expand). Default false.'),
-  summaryDepth: z.union([z.literal(0), z.literal(1), z.literal(2)]).optional().describe('With summaries: only this depth (0 session, 1 arc, 2 epoch).'),
+  k: z.number().int().optional().describe('Hits per query (1-1000, default 10).'),
+  budgetTokens: z.number().int().optional().describe('Evidence budget per query in tokens (at least 64, default 2000).'),
+  sessionOnly: z.boolean().optional().describe('Only this session, ranked by its task card (default: everything stored).'),
+  summaries: z.boolean().optional().describe('Also matching session, arc and epoch summaries (derived, with ids to expand).'),
+  summaryDepth: z.union([z.literal(0), z.literal(1), z.literal(2)]).optional().describe('With summaries: only depth 0 (session), 1 (arc) or 2 (epoch).'),
   granularity: z
     .enum(GRANULARITIES)
     .optional()
-    .describe(
-      'auto picks by the query: an exact identifier or quoted phrase goes to raw events; a broad question ("what have we learned about X") to summaries and entities first; ' +
-        'an entity name to its expansion. The choice is reported, with ids to expand. Default: raw events only, no report.',
-    ),
+    .describe('auto: identifiers go to raw events, broad questions to summaries and entities first, entity names to their expansion (reported). Default: raw events.'),
 });
 
 const expandInput = z.object({
   id: z
     .string()
-    .describe(
-      'An event id (evt_...) or artifact id (art_...) as a recall hit printed it, or a unique prefix of at least 4 characters after the underscore; ' +
-        'or a summary id (sum_...): the summary and the ids of its children or source events; ' +
-        'or an entity: its id (ent_...) or kind:name (file:src/app.ts, service:ledger, error:ERR_TIMEOUT).',
-    ),
-  maxTokens: z.number().int().min(1).optional().describe(`Longest answer in tokens; longer content is cut with a notice. Default ${DEFAULT_EXPAND_MAX_TOKENS} (1500 for an entity).`),
-  aspect: z.string().optional().describe('Entity only: one group (evidence, depends_on, imported by, ...) or a topic word.'),
+    .describe('An id from a recall hit (evt_, art_, sum_ or ent_; or a unique prefix of 4+ characters after the underscore), or an entity as kind:name (file:src/app.ts).'),
+  maxTokens: z.number().int().min(1).optional().describe(`Longest answer in tokens (default ${DEFAULT_EXPAND_MAX_TOKENS}; 1500 for an entity).`),
+  aspect: z.string().optional().describe('Entity only: one group (evidence, depends_on, ...) or a topic word.'),
   question: z.string().optional().describe('Entity only: lines sharing its words come first.'),
 });
 
 const updateTaskStateInput = z.object({
   update: validatedByEngine(
     taskStateUpdateSchema,
-    'The fields to change. Given fields replace the stored ones (lists are replaced whole); extensions merge by key (null removes one); taskId null clears it.',
+    'Fields to change: given fields replace the stored ones (lists whole); extensions merge by key (null removes one); taskId null clears it.',
   ),
 });
 
 const appendEventsInput = z.object({
   events: z
-    .array(validatedByEngine(eventInputSchema, 'One event: kind and content are required; give a key to make retries idempotent.'))
-    .describe('Events in the order they happened, stored in one transaction.'),
+    .array(validatedByEngine(eventInputSchema, 'kind and content required; a key makes retries idempotent.'))
+    .describe('In the order they happened; stored in one transaction.'),
 });
 
 /**
@@ -150,11 +158,10 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
     {
       title: 'Recall from memory',
       description:
-        'Search the lossless memory of this and earlier sessions: every message, tool call and tool output is stored verbatim, ' +
-        'including what was compacted out of your context. Returns quoted evidence with provenance (session, turn, event id). ' +
-        'If you are unsure about an exact value (a path, a hash, an error message, a port, a version, a decision), call recall before answering; ' +
-        'do not guess. Use expand on a hit id to read its full content. ' +
-        'Each result says how its hits match (`match`: exact, related or none); "No event in memory matches" means memory holds nothing on it.',
+        'Search the lossless memory of this and earlier sessions (every message, tool call and output, verbatim, including what was compacted away). ' +
+        'Returns quoted evidence with session, turn and event id. Unsure of an exact value (a path, hash, error, port, version, decision)? ' +
+        'call recall before answering; do not guess. expand a hit id for its full content. ' +
+        'A result with no match says so ("No event in memory matches"): memory holds nothing on it.',
       inputSchema: recallInput,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
@@ -196,8 +203,8 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
     {
       title: 'Expand an event, artifact or entity',
       description:
-        'Read the full stored content of one event (evt_...) or artifact (art_..., e.g. a large tool output kept outside the context) by its id ' +
-        'from a recall hit. Use it when an excerpt is not enough to answer exactly. Long content is cut at maxTokens with a notice.',
+        'The full stored content behind a recall hit when its excerpt is not enough: an event, an artifact (a large tool output), ' +
+        "a summary's sources, or what is known of an entity. Cut at maxTokens with a notice.",
       inputSchema: expandInput,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
@@ -222,8 +229,7 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
     {
       title: 'Get the task state card',
       description:
-        "Read this session's task state card: task, goals, constraints, open loops, next actions, key events, premises and phase. " +
-        'Read it when you resume work or lose track of what you were doing.',
+        "This session's task card (goals, constraints, open loops, next actions, key events, premises, phase): read it when you resume work or lose track.",
       inputSchema: z.object({}),
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
@@ -246,9 +252,8 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
     {
       title: 'Update the task state card',
       description:
-        "Change this session's task state card. Update it when the goal, constraints, phase, open loops or next actions change, " +
-        'and add the ids of events the task depends on to keyEvents so they stay retrievable. Recall in this session is ranked by the card. ' +
-        'Every version is kept; returns the new version.',
+        "Change this session's task card when the goal, constraints, phase, open loops or next actions change; put the ids of events the task " +
+        'depends on in keyEvents. Recall in the session is ranked by the card. Every version is kept.',
       inputSchema: updateTaskStateInput,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
@@ -266,9 +271,8 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
     {
       title: 'Store events in memory',
       description:
-        'Store turns of this session in memory (user and assistant messages, tool calls and results, decisions, notes), verbatim and in order. ' +
-        'Large tool outputs are kept whole as artifacts. Give each event a key to make retries safe: a key already stored with the same content ' +
-        'is not stored twice. Returns each event id and turn.',
+        'Store turns of this session verbatim and in order (messages, tool calls and results, decisions, notes); large outputs become artifacts. ' +
+        'An event whose key is already stored with the same content is not stored twice. Returns ids and turns.',
       inputSchema: appendEventsInput,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
@@ -293,9 +297,13 @@ export function createMcpServer(mem: Engram, options: EngramMcpServerOptions): E
       }),
   );
 
-  registerBusTools(server, mem, { agent: options.agent, runId: options.runId ?? mem.bus.defaultRunId, canIssueGrants: options.canIssueGrants ?? false }, run);
-  registerHierarchyTools(server, view, session, run);
-  registerKnowledgeTools(server, view, run);
+  const groups = options.tools ?? parseToolProfiles(undefined);
+  if (groups.has('team')) {
+    // The bus tools act as an agent: without one they could only refuse, so they are not listed.
+    if (options.agent) registerBusTools(server, mem, { agent: options.agent, runId: options.runId ?? mem.bus.defaultRunId, canIssueGrants: options.canIssueGrants ?? false }, run);
+    registerHierarchyTools(server, view, session, run);
+  }
+  if (groups.has('graph')) registerKnowledgeTools(server, view, run);
 
   server.registerResource(
     'task-state',

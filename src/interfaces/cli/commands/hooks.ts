@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { spawn } from 'node:child_process';
 import { homedir } from 'node:os';
 import { basename, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -6,7 +7,10 @@ import { EngramError, isEngramError } from '../../../errors.js';
 import { DEFAULT_DB_PATH } from '../../../store/open-store.js';
 import { validateSessionId } from '../../../memory/ingest.js';
 import { HOOK_EVENT_NAMES, MCP_SERVER_NAME, type EntryChange, type HookEventName } from '../../claude-code/claude-settings.js';
-import { DEFAULT_HOOK_MAX_CHARS, DEFAULT_HOOK_WINDOW_TOKENS, parseHookInput, runClaudeCodeHook } from '../../claude-code/hook-handlers.js';
+import { DEFAULT_HOOK_MAX_CHARS, DEFAULT_HOOK_WINDOW_TOKENS, HOOK_HOSTS, parseHookInput, runClaudeCodeHook } from '../../claude-code/hook-handlers.js';
+import { CODEX_NOTIFY_EVENT } from '../../codex/codex-config.js';
+import { applyCodexChanges, codexLocations, planCodexInstall, planCodexUninstall, type CodexFileChange } from '../../codex/install.js';
+import { parseCodexNotification, runCodexNotify } from '../../codex/notify.js';
 import { applyChanges, claudeCodeLocations, isChanged, planInstall, planUninstall, type ClaudeCodeLocations, type EngramLaunch, type FileChange } from '../../claude-code/install.js';
 import { diffLines } from '../../claude-code/settings-file.js';
 import type { CliContext, GlobalOptions } from '../cli-context.js';
@@ -23,6 +27,8 @@ import { DEFAULT_PROMPT_RECALL_TOKENS } from '../../../memory/prompt-recall.js';
 
 export interface HooksSetupArgs extends GlobalOptions {
   claudeCode?: boolean;
+  /** Codex CLI: `$CODEX_HOME/config.toml` and `hooks.json`. */
+  codex?: boolean;
   /** A Claude Code project directory: its `.claude/settings.json` and `.mcp.json` instead of the user's files. */
   project?: string;
   /** The session the MCP tools work for. */
@@ -32,6 +38,10 @@ export interface HooksSetupArgs extends GlobalOptions {
 
 export interface HooksRunArgs extends GlobalOptions {
   event: string;
+  /** codex-notify: the user's chained notify program and its arguments, then Codex's notification (the last). */
+  args?: string[];
+  /** The agent host whose hook this is: claude-code (default) or codex. */
+  host?: string;
   window?: string;
   maxChars?: string;
   briefTokens?: string;
@@ -51,8 +61,10 @@ export const HOOK_ENV = {
 const MAX_HOOK_INPUT_BYTES = 32 * 1024 * 1024;
 
 /** `engram hooks install|uninstall --claude-code`: adds (or removes) Engram's hooks and MCP server in Claude Code's settings. */
-export function setupCommand(action: 'install' | 'uninstall', args: HooksSetupArgs, io: Io, context: CliContext): number {
-  if (!args.claudeCode) throw new EngramError('INVALID_INPUT', '--claude-code: name the agent host to connect (Claude Code is the one supported)', { field: 'claude-code' });
+export async function setupCommand(action: 'install' | 'uninstall', args: HooksSetupArgs, io: Io, context: CliContext): Promise<number> {
+  if (args.claudeCode && args.codex) throw new EngramError('INVALID_INPUT', '--claude-code, --codex: connect one agent host at a time', { field: 'host' });
+  if (args.codex) return codexSetup(action, args, io, context);
+  if (!args.claudeCode) throw new EngramError('INVALID_INPUT', '--claude-code or --codex: name the agent host to connect', { field: 'host' });
   const locations = claudeCodeLocations({ projectDir: args.project, home: homedir(), configDir: process.env.CLAUDE_CONFIG_DIR });
   const store = action === 'install' ? storeArgs(args, context) : undefined;
   const changes = store ? planInstall(locations, launchFor(args, store.args)) : planUninstall(locations);
@@ -88,7 +100,10 @@ export function setupCommand(action: 'install' | 'uninstall', args: HooksSetupAr
  */
 export async function runCommand(args: HooksRunArgs, io: Io, context: CliContext): Promise<number> {
   try {
+    if (args.event === CODEX_NOTIFY_EVENT) return await codexNotify(args, io, context);
     const event = hookEvent(args.event);
+    const host = hookHost(args.host);
+    if ((args.args ?? []).length > 0) throw new EngramError('INVALID_INPUT', `arguments: ${event} reads its input from stdin and takes no arguments`, { field: 'arguments' });
     const input = parseHookInput(await readStdin());
     const carry = carryOverOptions(args);
     const mem = await context.openStore(args, { create: true });
@@ -99,6 +114,7 @@ export async function runCommand(args: HooksRunArgs, io: Io, context: CliContext
       maxChars: args.maxChars !== undefined ? parseInteger(args.maxChars, 'max-chars') : DEFAULT_HOOK_MAX_CHARS,
       hostPids: hostProcessIds(),
       llm,
+      host,
       ...carry,
     });
     if (outcome.stdout !== undefined) io.out(outcome.stdout);
@@ -128,6 +144,86 @@ function carryOverOptions(args: HooksRunArgs): CarryOverOptions {
   return { ...(brief !== undefined ? { briefTokens: brief } : {}), ...(recall !== undefined ? { recallTokens: recall } : {}), summaries };
 }
 
+/**
+ * `engram hooks run codex-notify [<chained program> ...] '<json>'`: Codex's notify program. The user's own notify
+ * program (install chains it after `--`) is started first and left to run, so Engram never delays or swallows it;
+ * then the turn's rollout is imported (codex/notify.ts).
+ */
+async function codexNotify(args: HooksRunArgs, io: Io, context: CliContext): Promise<number> {
+  const rest = args.args ?? [];
+  const json = rest.at(-1);
+  if (json === undefined) throw new EngramError('INVALID_INPUT', "notification: missing; Codex passes it as the notify program's last argument", { field: 'notification' });
+  const chained = rest.slice(0, -1);
+  if (chained.length > 0) {
+    const child = spawn(chained[0]!, [...chained.slice(1), json], { detached: true, stdio: 'ignore' });
+    child.on('error', (err) => io.err(`engram hooks run ${CODEX_NOTIFY_EVENT}: the chained notify program ${chained[0]} did not start: ${err.message}`));
+    child.unref();
+  }
+  const notification = parseCodexNotification(json);
+  const carry = carryOverOptions(args);
+  const mem = await context.openStore(args, { create: true });
+  const llm = await openLlm(args, { onCall: logLlmCallsTo(mem.bus) });
+  const locations = codexLocations({ home: homedir(), codexHome: process.env.CODEX_HOME });
+  const outcome = await runCodexNotify(mem, notification, { sessionsDir: locations.sessionsDir, hostPids: hostProcessIds(), llm, ...carry });
+  const issues = outcome.imported?.issueCount ?? 0;
+  if (issues > 0) io.err(`engram hooks run ${CODEX_NOTIFY_EVENT}: ${issues} line(s) of ${outcome.rollout} left out (${outcome.imported!.issues[0]?.message ?? 'see engram ingest'})`);
+  return EXIT.OK;
+}
+
+/** `engram hooks install|uninstall --codex`. */
+async function codexSetup(action: 'install' | 'uninstall', args: HooksSetupArgs, io: Io, context: CliContext): Promise<number> {
+  if (args.project !== undefined) throw new EngramError('INVALID_INPUT', "--project: Codex's configuration is the user's ($CODEX_HOME, else ~/.codex); leave --project out", { field: 'project' });
+  const locations = codexLocations({ home: homedir(), codexHome: process.env.CODEX_HOME });
+  const store = action === 'install' ? storeArgs(args, context) : undefined;
+  const changes = store ? await planCodexInstall(locations, launchFor(args, store.args)) : await planCodexUninstall(locations);
+  if (!args.dryRun) applyCodexChanges(changes);
+  if (args.json) {
+    printJson(io, {
+      action,
+      host: 'codex',
+      dryRun: args.dryRun === true,
+      ...(store ? { store: store.described } : {}),
+      files: changes.map((c) => ({
+        path: c.path,
+        file: fileAction(c),
+        ...(c.hooks ? { hooks: c.hooks } : {}),
+        ...(c.mcp ? { mcp: c.mcp } : {}),
+        ...(c.notify ? { notify: c.notify } : {}),
+        ...(c.chained ? { chained: c.chained } : {}),
+      })),
+    });
+    return EXIT.OK;
+  }
+  io.out(`Codex, ${locations.home}${store ? `; store: ${store.described}` : ''}`);
+  for (const change of changes) {
+    const what = change.hooks
+      ? `hooks: ${Object.entries(change.hooks).map(([event, c]) => `${event} ${c}`).join(', ')}`
+      : `MCP server ${MCP_SERVER_NAME}: ${change.mcp}; notify: ${change.notify}${change.chained ? ` (${action === 'install' ? 'runs your' : 'gives back your'} ${change.chained.join(' ')})` : ''}`;
+    const done = fileAction(change);
+    io.out(`${args.dryRun ? `would ${done === 'unchanged' ? 'leave' : verb(done)}` : done} ${change.path} (${what})`);
+    if (args.dryRun && isChanged(change)) io.out(diffLines(change.before ?? '', change.after ?? ''));
+  }
+  for (const note of codexNotes(action, locations.configPath, changes, args.dryRun === true)) io.out(note);
+  return EXIT.OK;
+}
+
+function codexNotes(action: 'install' | 'uninstall', configPath: string, changes: CodexFileChange[], isDryRun: boolean): string[] {
+  const out: string[] = [];
+  if (changes.some((c) => c.mcp === 'kept-foreign')) out.push(`note: ${configPath} already has an MCP server named "${MCP_SERVER_NAME}" that this command did not write; it is kept as it is.`);
+  if (isDryRun) out.push('Dry run: nothing was written.');
+  else if (changes.some(isChanged)) {
+    out.push(`Restart Codex to ${action === 'install' ? 'load' : 'drop'} the MCP server, notify program and hooks.`);
+    if (action === 'install') out.push('Codex runs new hooks once you trust them: open /hooks in Codex and trust the two engram hooks (the brief at a new session, evidence for each prompt).');
+  }
+  return out;
+}
+
+function hookHost(value: string | undefined) {
+  const host = HOOK_HOSTS[value ?? 'claude-code'];
+  if (host) return host;
+  throw new EngramError('INVALID_INPUT', `host: unknown "${value}"; expected ${Object.keys(HOOK_HOSTS).join(' or ')}`, { field: 'host' });
+}
+
 /** Smallest non-zero budget of a brief or a prompt's evidence (a frame and one line). */
 const MIN_HOOK_TOKENS = 120;
 
@@ -151,7 +247,7 @@ function launchFor(args: HooksSetupArgs, store: string[]): EngramLaunch {
   };
 }
 
-function fileAction(change: FileChange): 'created' | 'changed' | 'removed' | 'unchanged' {
+function fileAction(change: FileChange | CodexFileChange): 'created' | 'changed' | 'removed' | 'unchanged' {
   if (!isChanged(change)) return 'unchanged';
   if (change.before === undefined) return 'created';
   return change.after === undefined ? 'removed' : 'changed';
@@ -197,7 +293,7 @@ async function readStdin(): Promise<string> {
 /** `engram hooks`. */
 export function register(program: Command, context: CliContext): void {
   const { io } = context;
-  const hooks = program.command('hooks').description('connect an agent host to Engram in one command: Claude Code hooks and MCP server');
+  const hooks = program.command('hooks').description('connect an agent host to Engram in one command: Claude Code or Codex (hooks, MCP server, notify)');
   for (const action of ['install', 'uninstall'] as const) {
     const cmd = hooks
       .command(action)
@@ -207,6 +303,7 @@ export function register(program: Command, context: CliContext): void {
           : 'remove exactly what install added, keeping the rest of the settings',
       )
       .option('--claude-code', 'the agent host: Claude Code (~/.claude/settings.json and ~/.claude.json)')
+      .option('--codex', 'the agent host: Codex CLI ($CODEX_HOME/config.toml and hooks.json, else ~/.codex/)')
       .option('--project <dir>', "a project's .claude/settings.json and .mcp.json instead of the user's files")
       .option('--dry-run', 'print what would change (a diff per file) and write nothing');
     if (action === 'install') cmd.option('--session <name>', "a fixed session for the MCP tools (default: Claude Code's current session of the project, as the hooks record it)");
@@ -214,8 +311,12 @@ export function register(program: Command, context: CliContext): void {
   }
   hooks
     .command('run')
-    .description("run one Claude Code hook with its JSON on stdin (install writes these commands); exits 0, or 1 on a failure (never 2, which Claude Code reads as 'block')")
-    .argument('<event>', HOOK_EVENT_NAMES.join(' | '))
+    .description(
+      "run one hook with its JSON on stdin, or Codex's notify program with its JSON as the last argument (install writes these commands); exits 0, or 1 on a failure (never 2, which a host reads as 'block')",
+    )
+    .argument('<event>', [...HOOK_EVENT_NAMES, CODEX_NOTIFY_EVENT].join(' | '))
+    .argument('[args...]', `${CODEX_NOTIFY_EVENT}: the chained notify program and its arguments, then the notification`)
+    .option('--host <name>', "the host whose hook this is: claude-code (default) or codex (its rollout is the transcript)")
     .option('--window <tokens>', `session-start: the window the pack is built for (default ${DEFAULT_HOOK_WINDOW_TOKENS})`)
     .option('--max-chars <n>', `session-start (resume, compact): the pack's character cap (default ${DEFAULT_HOOK_MAX_CHARS})`)
     .option('--brief-tokens <n>', `session-start (startup, clear): the project brief's budget, 0 for none (default $${HOOK_ENV.briefTokens}, else ${DEFAULT_BRIEF_TOKENS})`)

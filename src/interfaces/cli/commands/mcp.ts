@@ -9,6 +9,7 @@ import { projectForDirectory } from '../../../memory/project-identity.js';
 import { agentPrincipal } from '../../../model/access.js';
 import { resolveRunId } from '../../shared/bus.js';
 import { EXIT } from '../exit-codes.js';
+import { parseToolProfiles, TOOL_PROFILES, TOOLS_ENV } from '../../mcp/tool-profiles.js';
 import type { Io } from '../output.js';
 
 export interface McpArgs {
@@ -17,6 +18,8 @@ export interface McpArgs {
   agent?: string;
   /** The run of run-scoped engrams; default `$ENGRAM_RUN`, else the bus default. */
   run?: string;
+  /** The tool profile(s) listed: core (default), team, graph, all; default `$ENGRAM_MCP_TOOLS`. */
+  tools?: string;
 }
 
 /**
@@ -25,7 +28,9 @@ export interface McpArgs {
  * everything this command says goes to stderr.
  */
 export async function mcpCommand(mem: Engram, args: McpArgs, io: Io, version: string): Promise<number> {
-  const named = args.session || process.env.ENGRAM_SESSION;
+  const tools = args.tools !== undefined ? parseToolProfiles(args.tools, 'tools') : parseToolProfiles(process.env[TOOLS_ENV], TOOLS_ENV);
+  // An empty ENGRAM_SESSION (a host's env block clearing it) names no session.
+  const named = args.session || process.env.ENGRAM_SESSION || undefined;
   // Without a session named, the project of the directory the host started the server in, and its current session there.
   const identity = projectForDirectory(process.cwd());
   const fixed = named !== undefined ? validateSessionId(named, 'session') : undefined;
@@ -46,6 +51,7 @@ export async function mcpCommand(mem: Engram, args: McpArgs, io: Io, version: st
     ...(agent ? { agent, principal: agentPrincipal(agent) } : {}),
     runId,
     canIssueGrants,
+    tools,
   });
   const transport = new StdioServerTransport();
 
@@ -72,7 +78,8 @@ export async function mcpCommand(mem: Engram, args: McpArgs, io: Io, version: st
     await server.connect(transport);
     io.err(
       `engram mcp: serving ${fixed !== undefined ? `session ${fixed}` : `the agent host's current session of project ${identity.project}`} on stdio` +
-        (agent ? ` as agent ${agent.name} (run ${runId})` : ' (no --agent: the less_* bus tools are refused)'),
+        `, tools: ${[...tools].join(', ')}` +
+        (agent ? ` as agent ${agent.name} (run ${runId})` : tools.has('team') ? ' (no --agent: the less_* bus tools are not listed)' : ''),
     );
     const code = await stopped;
     await settled();
@@ -113,7 +120,8 @@ export function register(program: Command, context: CliContext): void {
     .command('mcp')
     .description('serve the MCP tools (recall, expand, get/update_task_state, append_events) on stdio for an agent host')
     .option('-s, --session <id>', "the session the tools work for (default: $ENGRAM_SESSION, else the agent host's current session of the project in this directory, as its hooks record it)")
-    .option('--agent <name>', 'the agent the bus tools (less_*) act as (default: $ENGRAM_AGENT; without one they are refused)')
+    .option('--agent <name>', 'the agent the bus tools (less_*, profile team) act as (default: $ENGRAM_AGENT; without one they are not listed)')
     .option('--run <id>', 'the run of run-scoped engrams (default: $ENGRAM_RUN, else default)')
+    .option('--tools <profile>', `the tools listed: ${TOOL_PROFILES.join(' | ')}, or several joined by commas (default: $${TOOLS_ENV}, else core: recall, expand, get/update_task_state, append_events)`)
     .action(context.withStore((m, args: McpArgs & GlobalOptions) => mcpCommand(m, args, io, context.version), true, 'background'));
 }
