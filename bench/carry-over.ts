@@ -63,6 +63,8 @@ export interface CarryOverOptions {
   codingDir: string;
   /** Hook sessions run at once in the replay and question phases. */
   jobs: number;
+  /** The brief's share of each total budget (the rest goes to the prompt's evidence). Default {@link BRIEF_SHARE}. */
+  briefShare: number;
   quick: boolean;
   out: string;
   /** Where to write the report; default bench/results. */
@@ -78,6 +80,7 @@ export const CARRY_OVER_DEFAULTS: Omit<CarryOverOptions, 'data'> = {
   latencySizes: [1000, 100_000],
   codingDir: DEFAULT_CODING_DIR,
   jobs: 2,
+  briefShare: BRIEF_SHARE,
   quick: false,
   out: 'carry-over',
   seed: 42,
@@ -86,8 +89,8 @@ export const CARRY_OVER_DEFAULTS: Omit<CarryOverOptions, 'data'> = {
 const tokenizer = createGptTokenizer();
 const tokens = (text: string): number => (text === '' ? 0 : tokenizer.count(text));
 
-export function budgetEnv(totalTokens: number): Record<string, string> {
-  const brief = Math.round(totalTokens * BRIEF_SHARE);
+export function budgetEnv(totalTokens: number, briefShare = BRIEF_SHARE): Record<string, string> {
+  const brief = Math.round(totalTokens * briefShare);
   return { ENGRAM_BRIEF_TOKENS: String(brief), ENGRAM_RECALL_TOKENS: String(totalTokens - brief) };
 }
 
@@ -207,14 +210,19 @@ export async function resolveCitations(db: string, texts: string[], projects: Pr
   return out;
 }
 
-export async function askQuestions(world: HookWorld, projects: Project[], budget: number, options: Pick<CarryOverOptions, 'categories' | 'quick' | 'jobs'>): Promise<QuestionResult[]> {
+export async function askQuestions(
+  world: HookWorld,
+  projects: Project[],
+  budget: number,
+  options: Pick<CarryOverOptions, 'categories' | 'quick' | 'jobs'> & Partial<Pick<CarryOverOptions, 'briefShare'>>,
+): Promise<QuestionResult[]> {
   const items = projects.flatMap((project) =>
     project.conversation.questions
       .map((q, index) => ({ project, q, index }))
       .filter(({ q }) => options.categories.includes(q.category) && q.evidence.length > 0)
       .slice(0, options.quick ? 8 : undefined),
   );
-  const env = budgetEnv(budget);
+  const env = budgetEnv(budget, options.briefShare);
   const asked = await pool(items, options.jobs, async ({ project, q, index }) => {
     const session = new ClaudeSession(world, deterministicUuid(`carry-over:${budget}:${project.conversation.sampleId}:${index}`), project.cwd, env);
     const brief = (await session.start('startup'))?.injected ?? '';
@@ -496,7 +504,7 @@ export async function runCarryOver(options: CarryOverOptions & { label?: string 
           Object.fromEntries([...new Set(results.map(key))].sort().map((k) => [String(k), shareRow(results.filter((r) => key(r) === k))]));
         locomo.budgets.push({
           budget,
-          env: budgetEnv(budget),
+          env: budgetEnv(budget, options.briefShare),
           overall: shareRow(results),
           byCategory: group((r) => `${r.category} ${LOCOMO_CATEGORIES[r.category]}`),
           byConversation: group((r) => r.sampleId),
@@ -573,7 +581,7 @@ export function renderCarryOver(r: CarryOverReport): string {
         'Speaker A (the first to speak) is the user, speaker B the assistant, each turn as `Name: text`. Each question of categories ' +
         `${r.options.categories.join(', ')} is asked in a fresh session of its conversation's project: SessionStart (startup), then UserPromptSubmit.`,
       '',
-      'Evidence present: the share of a question\'s gold evidence turns found in the brief plus the prompt injection, quoted (the whole turn, or one excerpt of at least half the turn and 48 characters, whitespace, case and quote marks normalised) or cited by an `evt_` id whose event is the turn (`meta.uuid`). The budget is the total: 2/3 to `ENGRAM_BRIEF_TOKENS`, 1/3 to `ENGRAM_RECALL_TOKENS` (the ratio of their defaults, 1,200 and 600). Tokens: o200k (gpt-tokenizer), as the project counts.',
+      'Evidence present: the share of a question\'s gold evidence turns found in the brief plus the prompt injection, quoted (the whole turn, or one excerpt of at least half the turn and 48 characters, whitespace, case and quote marks normalised) or cited by an `evt_` id whose event is the turn (`meta.uuid`). The budget is the total, split between `ENGRAM_BRIEF_TOKENS` and `ENGRAM_RECALL_TOKENS` as each row shows (`--brief-share`; default 2/3 to the brief, the ratio of their defaults, 1,200 and 600). Tokens: o200k (gpt-tokenizer), as the project counts.',
       '',
       '| budget (brief + recall) | questions | evidence present | quoted | cited | brief tokens (mean) | prompt tokens (mean) |',
       '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',

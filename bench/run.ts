@@ -45,7 +45,7 @@ const USAGE = `usage:
   npm run bench -- artifact-lifecycle [--backends sqlite,postgres] [--quick]
   npm run bench -- term-expansion [--data FILE]
   npm run bench -- category-members [--data FILE]
-  npm run bench -- carry-over [--quick] [--conversations conv-26,conv-30] [--budgets 1000,2000,4000] [--categories 1,2,3,4] [--parts locomo,noise,latency,coding] [--sizes 1000,100000] [--jobs 2] [--data FILE] [--out carry-over] [--label TEXT]
+  npm run bench -- carry-over [--quick] [--conversations conv-26,conv-30] [--budgets 1000,2000,4000] [--categories 1,2,3,4] [--parts locomo,noise,latency,coding] [--sizes 1000,100000] [--jobs 2] [--brief-share 0.67] [--data FILE] [--out carry-over] [--label TEXT]
   npm run bench -- session-summaries [--quick] [--out session-summaries] [--label TEXT]
   npm run bench -- needle [--quick] [--seed 1,2] [--window 32000] [--cycles 1,3,5] [--json] [--out DIR] [--replay FILE [--format F] [--session S]] [--consolidate]`;
 
@@ -119,6 +119,7 @@ const { values } = parseArgs({
     budgets: { type: 'string' },
     categories: { type: 'string' },
     jobs: { type: 'string' },
+    'brief-share': { type: 'string' },
     label: { type: 'string' },
     // identifier-tail: the caught-up store copied, and the events appended to the copy without the catch-up
     source: { type: 'string' },
@@ -269,6 +270,11 @@ switch (name) {
     if (categories.some((c) => c > 5)) fail('--categories: LoCoMo categories are 1 to 5');
     if (!/^[\w.-]+$/.test(values.out)) fail('--out: a file name without directories');
     const quick = values.quick === true;
+    const share = (text: string): number => {
+      const n = Number(text);
+      if (!(n >= 0 && n <= 1)) fail(`--brief-share: expected a fraction from 0 to 1, found "${text}"`);
+      return n;
+    };
     await runCarryOver({
       ...d,
       data: given('data') ? resolve(values.data) : DEFAULT_CARRY_OVER_DATA,
@@ -278,6 +284,7 @@ switch (name) {
       parts: parts as typeof d.parts,
       latencySizes: given('sizes') ? ints('sizes', values.sizes, 10) : quick ? [1000, 10_000] : d.latencySizes,
       jobs: values.jobs === undefined ? d.jobs : ints('jobs', values.jobs, 1)[0]!,
+      briefShare: values['brief-share'] === undefined ? d.briefShare : share(values['brief-share']),
       quick,
       out: given('out') ? values.out : quick ? 'carry-over-quick' : d.out,
       ...(values.label !== undefined ? { label: values.label } : {}),

@@ -96,6 +96,8 @@ const HOST_BLOCK = /<(ide_opened_file|ide_selection|ide_diagnostics|system-remin
 const DECISION_CUE =
   /^(?:decision:|decided:|we(?:'ll| will| have)? (?:decided|agreed)|(?:we|i)(?:'ll| will)? (?:go with|stick with|switch to|use)\b|let's (?:always |never |just )?(?:go with|stick with|switch to|use|keep)\b|from now on\b|going forward\b|always\b|never\b|don't ever\b|do not ever\b)/i;
 const MAX_ITEM_CHARS = 240;
+/** An answer this long is a report of what was done; a shorter one after it ("Noted.") does not replace it as the outcome. */
+const MIN_OUTCOME_CHARS = 80;
 const MAX_ERROR_CHARS = 160;
 const MAX_COMMAND_CHARS = 120;
 
@@ -109,6 +111,7 @@ export function buildWorkLog(events: readonly EventRecord[]): WorkLog {
   const files = new Map<string, WorkLogFile>();
   let plan: { items: WorkLogItem[] } | undefined;
   const tasks = new Map<string, { subject: string; status: string; eventId: string }>();
+  let outcomeChars = 0;
 
   for (const e of events) {
     if (e.tags.includes(DERIVED_EVENT_TAG)) continue;
@@ -120,7 +123,12 @@ export function buildWorkLog(events: readonly EventRecord[]): WorkLog {
     } else if (e.kind === 'decision') {
       log.decisions.push({ text: oneLine(e.content.replace(/^decision:\s*/i, ''), MAX_ITEM_CHARS), eventId: e.id });
     } else if (e.kind === 'assistant' && e.content.trim().length > 0 && !e.tags.includes('thinking')) {
-      log.outcome = { text: firstSentences(e.content, MAX_ITEM_CHARS), eventId: e.id };
+      // The agent's last substantial answer: a closing "Noted." does not replace the report before it.
+      const text = e.content.trim();
+      if (text.length >= MIN_OUTCOME_CHARS || log.outcome === undefined || outcomeChars < MIN_OUTCOME_CHARS) {
+        log.outcome = { text: firstSentences(text, MAX_ITEM_CHARS), eventId: e.id };
+        outcomeChars = text.length;
+      }
     } else if (e.kind === 'tool_call') {
       log.toolCalls++;
       const result = e.toolCallId !== undefined ? results.get(e.toolCallId) : undefined;
@@ -443,8 +451,11 @@ export function renderWorkLog(log: WorkLog, budgetTokens: number, tokenizer: Tok
   list(12, 6, 'Tests', tests.map((t) => `\`${t.command}\` ${t.status === 'ok' ? 'passed' : 'failing'}`), tests[tests.length - 1]?.eventId ?? '');
   for (const [i, d] of log.decisions.entries()) single(13 + i / 1000, 8, `Decision: ${d.text}${cite(d.eventId)}`);
   if (log.open.length > 0) list(14, 5, 'Open', log.open.map((o) => o.text), log.open[log.open.length - 1]!.eventId);
-  const ran = distinct(log.commands.filter((c) => c.status !== 'failed' && !c.isTest).map((c) => `\`${c.command}\``));
-  if (ran.length > 0) list(15, 2, 'Ran', ran, log.commands.filter((c) => c.status !== 'failed' && !c.isTest).at(-1)!.eventId);
+  // Commands that passed and are not already on a line (a failed one rerun, a test run).
+  const failedCommands = new Set(failed.map((c) => c.command));
+  const passed = log.commands.filter((c) => c.status !== 'failed' && !c.isTest && !failedCommands.has(c.command));
+  const ran = distinct(passed.map((c) => `\`${c.command}\``));
+  if (ran.length > 0) list(15, 2, 'Ran', ran, passed.at(-1)!.eventId);
   if (log.outcome) single(16, 3, `Outcome: ${log.outcome.text}${cite(log.outcome.eventId)}`);
 
   const shown = new Map<Line, number>(lines.map((l) => [l, l.items]));

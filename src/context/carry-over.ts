@@ -26,6 +26,8 @@ export const INJECTION_TAG = 'engram:injected';
 export const STOP_SUMMARY_EVERY = 20;
 /** Earlier sessions of the project brought up to date at a new session's start (the most recently active). */
 const CATCH_UP_SESSIONS = 3;
+/** Recently active sessions looked at for those. */
+const CATCH_UP_LOOKED_AT = 12;
 /** Injection records of a session read for what it was already given. */
 const INJECTIONS_READ = 200;
 
@@ -110,10 +112,17 @@ export class CarryOver {
 
   /** The project's most recently active other sessions that grew since their last summary (or skip) get summarized. */
   private async catchUp(project: string, current: string): Promise<void> {
-    const sessions = (await this.deps.store.listSessions({ visibleToProject: project, limit: CATCH_UP_SESSIONS * 4 }))
+    // Sessions holding only Engram's own records (a start, a brief) are passed over, not counted.
+    const sessions = (await this.deps.store.listSessions({ visibleToProject: project, limit: CATCH_UP_LOOKED_AT * 2 }))
       .filter((s) => s.project === project && s.id !== current)
-      .slice(0, CATCH_UP_SESSIONS);
-    for (const s of sessions) if ((await this.unsummarizedEvents(s.id)) > 0) await this.deps.consolidate(s.id);
+      .slice(0, CATCH_UP_LOOKED_AT);
+    let done = 0;
+    for (const s of sessions) {
+      if (done >= CATCH_UP_SESSIONS) break;
+      if ((await this.unsummarizedEvents(s.id)) === 0) continue;
+      await this.deps.consolidate(s.id);
+      done++;
+    }
   }
 
   /**
