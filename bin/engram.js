@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Thin launcher: the CLI is compiled to dist/ (by `npm ci` here, the `prepare` script; shipped built in the npm package),
 // and bundled into one CommonJS file, dist/cli-bundle/main.cjs (scripts/build-cli-bundle.mjs), which starts much
-// faster than dist/'s ~300 ES modules, the more so with a code cache (dist/interfaces/cli/code-cache.js: Node's own on
-// Node 22.1+, a hand-written one on Node 20; issue #14). The bundle is used when present and not older than dist/ (a
+// faster than dist/'s ~300 ES modules, the more so with a code cache (dist/interfaces/cli/code-cache.js: a hand-written
+// V8 cache, which also beat Node 24's own compile cache; issue #14, #30). The bundle is used when present and not older than dist/ (a
 // `tsc` build after it leaves it stale); else dist/'s modules.
 import { statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -15,7 +15,7 @@ if (isFresh(bundle, modules, sources)) {
   const { codeCacheFile, codeCacheKind, loadBundle, loadBundleWithNodeCache, nodeCompileCacheDir } = await import(
     new URL('../dist/interfaces/cli/code-cache.js', import.meta.url).href
   );
-  // Node's own compile cache where Node has one (22.1+), else the hand-written one; ENGRAM_CODE_CACHE=0|vm|node.
+  // The hand-written code cache; Node's own (22.1+) with ENGRAM_CODE_CACHE=node, none with ENGRAM_CODE_CACHE=0.
   cli =
     codeCacheKind() === 'node'
       ? loadBundleWithNodeCache(fileURLToPath(bundle), nodeCompileCacheDir(), codeCacheFile())

@@ -121,10 +121,10 @@ describe('codeCacheFile', () => {
 });
 
 describe('codeCacheKind', () => {
-  it("is Node's compile cache where Node has one, else the hand-written one; ENGRAM_CODE_CACHE picks one or none", () => {
-    expect(codeCacheKind({}, true)).toBe('node');
+  it("is the hand-written cache on every Node; Node's own (where Node has one) or none when ENGRAM_CODE_CACHE asks", () => {
+    expect(codeCacheKind({}, true)).toBe('vm');
     expect(codeCacheKind({}, false)).toBe('vm');
-    expect(codeCacheKind({ ENGRAM_CODE_CACHE: 'vm' }, true)).toBe('vm');
+    expect(codeCacheKind({ ENGRAM_CODE_CACHE: 'node' }, true)).toBe('node');
     expect(codeCacheKind({ ENGRAM_CODE_CACHE: 'node' }, false)).toBe('vm');
     expect(codeCacheKind({ ENGRAM_CODE_CACHE: '0' }, true)).toBe('off');
     expect(nodeCompileCacheDir({ ENGRAM_CACHE_DIR: '/c' })).toBe('/c/node-compile-cache');

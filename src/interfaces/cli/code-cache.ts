@@ -10,11 +10,11 @@ import { defaultCacheDir } from '../../providers/cache-dir.js';
  * Loads the CLI bundle (dist/cli-bundle/main.cjs, scripts/build-cli-bundle.mjs) with a code cache, so a CLI start
  * skips parsing and compiling the bundle's JavaScript (issue #14, "CLI start to first recall"). Two kinds:
  *
- * - `node`: Node's own compile cache (`module.enableCompileCache`, Node 22.1+), in a directory of Engram's cache
- *   directory. It also covers the packages the bundle loads from node_modules. The default where Node has it: on
- *   Node 24 it starts as fast as the hand-written one (bench/results/cli-compile-cache.md).
- * - `vm`: the hand-written one, for Node 20, which has no compile cache of its own: `vm.Script` takes V8's
- *   `cachedData`. The bundle is CommonJS for this reason: a CommonJS file is one script `vm.Script` can compile.
+ * - `vm`, the default: a hand-written one. Node 20 has no compile cache of its own, but `vm.Script` takes V8's
+ *   `cachedData`; the bundle is CommonJS for this reason (a CommonJS file is one script `vm.Script` can compile). On
+ *   Node 24 it also starts faster than Node's own (see {@link codeCacheKind}).
+ * - `node` (`ENGRAM_CODE_CACHE=node`): Node's own compile cache (`module.enableCompileCache`, Node 22.1+), in a
+ *   directory of Engram's cache directory; it also covers the packages the bundle loads from node_modules.
  *
  * Neither cache is trusted blindly. The `vm` file names the bundle's SHA-256 and the cached data's SHA-256, so a
  * cache from another build (stale) or a damaged file (corrupt, truncated) is ignored and rewritten; a file another
@@ -34,13 +34,16 @@ export type CodeCacheKind = 'node' | 'vm' | 'off';
 export const hasNodeCompileCache = typeof (Module as { enableCompileCache?: unknown }).enableCompileCache === 'function';
 
 /**
- * The code cache a start uses: `ENGRAM_CODE_CACHE=0` none, `=vm` the hand-written one, `=node` Node's (where Node has
- * one, else the hand-written one); unset, Node's where it has one, else the hand-written one.
+ * The code cache a start uses: the hand-written one (`vm`) unless `ENGRAM_CODE_CACHE=node` asks for Node's (where
+ * Node has one, else `vm`) or `ENGRAM_CODE_CACHE=0` for none. Why `vm` on every Node: on Node 24 Node's compile cache
+ * cost more CPU per start than the hand-written one in both runs measured (a recall +2 % and +4 %, `--version` +11 %
+ * and +7 %, p50; bench/results/cli-compile-cache-node24.md), likely because its entry for the bundle holds what was
+ * compiled before it ran (544 KB) and ours what had been compiled when the command ended. With both, the packages from
+ * node_modules in Node's cache and the bundle in ours, a start cost the same as with ours alone.
  */
 export function codeCacheKind(env: NodeJS.ProcessEnv = process.env, nodeHasCache = hasNodeCompileCache): CodeCacheKind {
   if (env.ENGRAM_CODE_CACHE === '0') return 'off';
-  if (env.ENGRAM_CODE_CACHE === 'vm') return 'vm';
-  return nodeHasCache ? 'node' : 'vm';
+  return env.ENGRAM_CODE_CACHE === 'node' && nodeHasCache ? 'node' : 'vm';
 }
 
 export interface LoadedBundle {
