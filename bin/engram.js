@@ -1,9 +1,9 @@
 #!/usr/bin/env node
-// Thin launcher: the CLI is compiled to dist/ (by `npm ci` here, the `prepare` script; shipped built in the npm package),
-// and bundled into one CommonJS file, dist/cli-bundle/main.cjs (scripts/build-cli-bundle.mjs), which starts much
-// faster than dist/'s ~300 ES modules, the more so with a code cache (dist/interfaces/cli/code-cache.js: a hand-written
-// V8 cache, which also beat Node 24's own compile cache; issue #14, #30). The bundle is used when present and not older than dist/ (a
-// `tsc` build after it leaves it stale); else dist/'s modules.
+// Thin launcher: the CLI is compiled to dist/ (by `npm ci` here, the `prepare` script; shipped built in the npm
+// package), and bundled into one CommonJS file, dist/cli-bundle/main.cjs (scripts/build-cli-bundle.mjs), which starts
+// much faster than dist/'s ~300 ES modules, the more so with a code cache (dist/interfaces/cli/code-cache.js: a
+// hand-written V8 cache, which also beat Node 24's own compile cache; issues #14, #30). The bundle is used when
+// present and not stale (see isFresh); else dist/'s modules.
 import { statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
