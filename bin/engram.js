@@ -1,17 +1,25 @@
 #!/usr/bin/env node
-// Thin launcher: the CLI is compiled to dist/ by `npm ci` (the `prepare` script), and bundled into one CommonJS file,
-// dist/cli-bundle/main.cjs (scripts/build-cli-bundle.mjs), which starts much faster than dist/'s ~300 ES modules,
-// the more so with V8's code cache (dist/interfaces/cli/code-cache.js; issue #14). The bundle is used when present
-// and not older than dist/ (a `tsc` build after it leaves it stale); else dist/'s modules.
+// Thin launcher: the CLI is compiled to dist/ (by `npm ci` here, the `prepare` script; shipped built in the npm
+// package), and bundled into one CommonJS file, dist/cli-bundle/main.cjs (scripts/build-cli-bundle.mjs), which starts
+// much faster than dist/'s ~300 ES modules, the more so with a code cache (dist/interfaces/cli/code-cache.js: a
+// hand-written V8 cache, which also beat Node 24's own compile cache; issues #14, #30). The bundle is used when
+// present and not stale (see isFresh); else dist/'s modules.
 import { statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const bundle = new URL('../dist/cli-bundle/main.cjs', import.meta.url);
 const modules = new URL('../dist/interfaces/cli/main.js', import.meta.url);
+const sources = new URL('../src', import.meta.url);
 let cli;
-if (isFresh(bundle, modules)) {
-  const { codeCacheFile, loadBundle } = await import(new URL('../dist/interfaces/cli/code-cache.js', import.meta.url).href);
-  cli = loadBundle(fileURLToPath(bundle), codeCacheFile());
+if (isFresh(bundle, modules, sources)) {
+  const { codeCacheFile, codeCacheKind, loadBundle, loadBundleWithNodeCache, nodeCompileCacheDir } = await import(
+    new URL('../dist/interfaces/cli/code-cache.js', import.meta.url).href
+  );
+  // The hand-written code cache; Node's own (22.1+) with ENGRAM_CODE_CACHE=node, none with ENGRAM_CODE_CACHE=0.
+  cli =
+    codeCacheKind() === 'node'
+      ? loadBundleWithNodeCache(fileURLToPath(bundle), nodeCompileCacheDir(), codeCacheFile())
+      : loadBundle(fileURLToPath(bundle), codeCacheFile());
 } else {
   cli = { exports: await import(modules.href), save() {} };
 }
@@ -28,9 +36,16 @@ cli.exports.main(process.argv).then(
   },
 );
 
-/** Whether `file` exists and is at least as new as `than` (npm packs every file with one mtime: equal is fresh). */
-function isFresh(file, than) {
+/**
+ * Whether the bundle `file` exists and is not stale. Only a checkout with its sources (`sourceDir`) can rebuild dist/
+ * without the bundle (a `tsc` run): there the bundle must be at least as new as `than`. The npm package ships no
+ * sources and its dist/ only as built, and npm gives each file it unpacks the time it wrote it, in the archive's order,
+ * so there the bundle is used whenever it is there.
+ */
+function isFresh(file, than, sourceDir) {
   const built = statSync(file, { throwIfNoEntry: false });
+  if (built === undefined) return false;
+  if (statSync(sourceDir, { throwIfNoEntry: false }) === undefined) return true;
   const source = statSync(than, { throwIfNoEntry: false });
-  return built !== undefined && (source === undefined || source.mtimeMs <= built.mtimeMs);
+  return source === undefined || source.mtimeMs <= built.mtimeMs;
 }

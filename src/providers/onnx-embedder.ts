@@ -5,6 +5,7 @@ import { EngramError } from '../errors.js';
 import type { Embedder } from './embedder.js';
 import { normalize } from './embedder.js';
 import { defaultCacheDir } from './glove/glove-cache.js';
+import { isMissingPackage, isOptionalPackageInstalled, missingPackageError } from './optional-package.js';
 import { ONNX_DTYPES, ONNX_MODEL_FILES, ONNX_POOLINGS, onnxWeightFile, openOnnxModelDir, type OnnxDtype, type OnnxPooling } from './onnx-model-dir.js';
 
 export interface OnnxEmbedderOptions {
@@ -63,6 +64,15 @@ type Model = ((inputs: Record<string, TensorLike>) => Promise<Record<string, Ten
 
 type ModelSource = { kind: 'directory'; dir: string } | { kind: 'hub'; id: string; cacheDir: string };
 
+/** transformers.js, an optional peer dependency (./optional-package.ts): not installed, a NOT_FOUND naming the install. */
+async function importTransformers(): Promise<typeof import('@huggingface/transformers')> {
+  try {
+    return await import('@huggingface/transformers');
+  } catch (err) {
+    throw isMissingPackage(err, '@huggingface/transformers') ? missingPackageError('@huggingface/transformers', err) : err;
+  }
+}
+
 /**
  * Local sentence embeddings from an ONNX export of a Hugging Face model, run in-process by
  * `@huggingface/transformers` on onnxruntime-node. The library (and its native runtime) is imported on the
@@ -80,6 +90,8 @@ type ModelSource = { kind: 'directory'; dir: string } | { kind: 'hub'; id: strin
  */
 export async function createOnnxEmbedder(options: OnnxEmbedderOptions): Promise<Embedder> {
   validateOptions(options);
+  // Before the model is looked at: without the library, no model of any kind can run.
+  if (!isOptionalPackageInstalled('@huggingface/transformers')) throw missingPackageError('@huggingface/transformers');
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
   const source = resolveModelSource(options.model, options.cacheDir);
   const local =
@@ -222,7 +234,7 @@ async function loadModel(
     }
   }
 
-  const transformers = await import('@huggingface/transformers');
+  const transformers = await importTransformers();
   const loadOptions = downloadTo === undefined ? { local_files_only: true } : { local_files_only: false, cache_dir: downloadTo };
   let model: Model | undefined;
   try {

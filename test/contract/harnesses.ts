@@ -32,10 +32,12 @@ export interface ContractBackend {
 }
 
 /**
- * The backends a run covers: every one in `all`, or those named in `$ENGRAM_TEST_BACKENDS` (comma-separated,
- * e.g. `ENGRAM_TEST_BACKENDS=sqlite` for a run without PostgreSQL). An unknown name is an error, not an empty run.
+ * The backends a run covers: every one in `all` when `filter` is empty or undefined, else those it names
+ * (comma-separated; callers pass `$ENGRAM_TEST_BACKENDS`, e.g. `ENGRAM_TEST_BACKENDS=sqlite` for a run without
+ * PostgreSQL). An unknown name is an error, not an empty run. `filter` has no default: an undefined argument means
+ * no filter, whatever the environment says, so the runner's own tests hold under `ENGRAM_TEST_BACKENDS=sqlite`.
  */
-export function selectBackends<B extends { name: BackendName }>(all: readonly B[], filter = process.env.ENGRAM_TEST_BACKENDS): B[] {
+export function selectBackends<B extends { name: BackendName }>(all: readonly B[], filter: string | undefined): B[] {
   const wanted = (filter ?? '')
     .split(',')
     .map((s) => s.trim())
@@ -94,7 +96,7 @@ export function runStorageContract(
   define: (backend: ContractBackend) => void,
   options: { backends?: readonly ContractBackend[] } = {},
 ): void {
-  for (const backend of options.backends ?? selectBackends(CONTRACT_BACKENDS)) {
+  for (const backend of options.backends ?? selectBackends(CONTRACT_BACKENDS, process.env.ENGRAM_TEST_BACKENDS)) {
     describe(`${suite}: ${backend.name}`, () => {
       const skips = skipsFor(backend, suite);
       if (skips.size > 0) {
@@ -157,7 +159,7 @@ export const CONTRACT_BACKENDS: readonly ContractBackend[] = [
  * The backends of this run as `[name, createHarness]` pairs, for suites outside the contract that loop with
  * `describe.each` (the end-to-end access matrix and HTTP property tests); contract files use {@link runStorageContract}.
  */
-export const BACKEND_HARNESSES: ReadonlyArray<[name: BackendName, create: () => Promise<BackendHarness>]> = selectBackends(CONTRACT_BACKENDS).map(
+export const BACKEND_HARNESSES: ReadonlyArray<[name: BackendName, create: () => Promise<BackendHarness>]> = selectBackends(CONTRACT_BACKENDS, process.env.ENGRAM_TEST_BACKENDS).map(
   (b) => [b.name, b.createHarness],
 );
 

@@ -98,7 +98,7 @@ const codeBackends = (workerMinCodes?: number): ContractBackend[] => selectBacke
       };
     },
   },
-]);
+], process.env.ENGRAM_TEST_BACKENDS);
 
 /**
  * Hits equal to exact search's: the same events in the same order, the same similarities (SQLite's exact search

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { hasNodeCompileCache } from '../../src/interfaces/cli/code-cache.js';
 import { cliEnv, ENGRAM_BIN } from '../fixtures/cli.js';
 
 /**
@@ -25,9 +26,13 @@ afterEach(() => {
 });
 
 describe('bin/engram.js picks the bundle', () => {
-  /** A package layout with the real launcher and two fake entry points that say which one ran. */
-  function fakePackage(options: { bundle: boolean }): { bin: string; bundle: string; modules: string } {
+  /**
+   * A package layout with the real launcher and two fake entry points that say which one ran; `sources` adds a src/
+   * folder, as a checkout has (the npm package has none).
+   */
+  function fakePackage(options: { bundle: boolean; sources?: boolean }): { bin: string; bundle: string; modules: string } {
     mkdirSync(join(dir, 'bin'));
+    if (options.sources ?? true) mkdirSync(join(dir, 'src'));
     mkdirSync(join(dir, 'dist', 'interfaces', 'cli'), { recursive: true });
     mkdirSync(join(dir, 'dist', 'providers'));
     copyFileSync(ENGRAM_BIN, join(dir, 'bin', 'engram.js'));
@@ -57,6 +62,17 @@ describe('bin/engram.js picks the bundle', () => {
     at(p.bundle, 1_000_000);
     r = run(p.bin);
     expect(r.stdout.trim()).toBe('bundle recall x');
+  });
+
+  it('runs the bundle of a package without sources (npm packed) even when it was unpacked before dist/', () => {
+    // npm gives each unpacked file the time it wrote it, in the archive's order: the bundle can come out older.
+    const p = fakePackage({ bundle: true, sources: false });
+    at(p.bundle, 1_000_000);
+    at(p.modules, 1_000_002);
+    const r = run(p.bin);
+    expect([r.stdout.trim(), r.status]).toEqual(['bundle recall x', 3]);
+    rmSync(p.bundle);
+    expect(run(p.bin).stdout.trim()).toBe('modules recall x');
   });
 
   it("runs dist/'s modules when the bundle is older (tsc rebuilt dist/ after it) or missing", () => {
@@ -116,13 +132,36 @@ describe('the bundle', () => {
 });
 
 describe('the code cache', () => {
-  it('is written by the first start, used by the next, and a damaged one is ignored and rewritten; output never changes', () => {
+  const cacheDir = () => join(dir, 'cache');
+  const db = () => join(dir, 'store.db');
+  /** The CLI as a user starts it; ENGRAM_CODE_CACHE as `env` says (unset: the launcher's own choice). */
+  const cliAt = (args: string[], env: Record<string, string> = {}) => {
+    const r = spawnSync(process.execPath, [ENGRAM_BIN, '--db', db(), ...args], { cwd: dir, encoding: 'utf8', env: cliEnv({ ENGRAM_EMBEDDER: 'none', ENGRAM_CACHE_DIR: cacheDir(), ...env }) });
+    return { code: r.status, stdout: r.stdout.replace(/"logId": \d+/g, '"logId": N'), stderr: r.stderr };
+  };
+
+  it.runIf(hasNodeCompileCache)("is Node's own compile cache with ENGRAM_CODE_CACHE=node (Node 22.1+): written by the first start, output unchanged", () => {
+    const cli = (args: string[], env: Record<string, string> = {}) => cliAt(args, { ENGRAM_CODE_CACHE: 'node', ...env });
+    expect(cli(['ingest', DEMO]).code).toBe(0);
+    const recall = ['recall', 'ECONNREFUSED', '--json', '--retriever', 'fts'];
+    const first = cli(recall);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toContain('ECONNREFUSED');
+    expect(cli(recall)).toEqual(first);
+    expect(cli(recall, { ENGRAM_CODE_CACHE: '0' })).toEqual(first);
+    const nodeDir = join(cacheDir(), 'node-compile-cache');
+    expect(readdirSync(nodeDir).length).toBe(1);
+    expect(readdirSync(cacheDir()).some((f) => f.startsWith('cli-code-'))).toBe(false);
+  }, 120_000);
+
+  it('is the hand-written one by default, on every Node', () => {
+    expect(cliAt(['--version']).code).toBe(0);
+    expect(readdirSync(cacheDir()).filter((f) => f.startsWith('cli-code-') || f === 'node-compile-cache')).toEqual([`cli-code-${process.version}-${process.platform}-${process.arch}.bin`]);
+  });
+
+  it('(the hand-written one) is written by the first start, used by the next, and a damaged one is ignored and rewritten; output never changes', () => {
     const cacheDir = join(dir, 'cache');
-    const db = join(dir, 'store.db');
-    const cli = (args: string[], env: Record<string, string> = {}) => {
-      const r = spawnSync(process.execPath, [ENGRAM_BIN, '--db', db, ...args], { cwd: dir, encoding: 'utf8', env: cliEnv({ ENGRAM_EMBEDDER: 'none', ENGRAM_CACHE_DIR: cacheDir, ...env }) });
-      return { code: r.status, stdout: r.stdout.replace(/"logId": \d+/g, '"logId": N'), stderr: r.stderr };
-    };
+    const cli = (args: string[], env: Record<string, string> = {}) => cliAt(args, { ENGRAM_CODE_CACHE: 'vm', ...env });
     const cacheFile = () => join(cacheDir, readdirSync(cacheDir).find((f) => f.startsWith('cli-code-')) ?? 'none');
     expect(cli(['ingest', DEMO]).code).toBe(0);
     expect(existsSync(cacheFile())).toBe(true);

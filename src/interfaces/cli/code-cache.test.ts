@@ -1,11 +1,11 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { codeCacheFile } from './code-cache.js';
+import { codeCacheFile, codeCacheKind, hasNodeCompileCache, nodeCompileCacheDir } from './code-cache.js';
 
 let dir: string;
 let bundle: string;
@@ -117,5 +117,56 @@ describe('codeCacheFile', () => {
     expect(codeCacheFile({ ENGRAM_CACHE_DIR: '/c' })).toBe(`/c/cli-code-${process.version}-${process.platform}-${process.arch}.bin`);
     expect(codeCacheFile({ XDG_CACHE_HOME: '/x' })).toBe(`/x/engram/cli-code-${process.version}-${process.platform}-${process.arch}.bin`);
     expect(codeCacheFile({ ENGRAM_CACHE_DIR: '/c', ENGRAM_CODE_CACHE: '0' })).toBeUndefined();
+  });
+});
+
+describe('codeCacheKind', () => {
+  it("is the hand-written cache on every Node; Node's own (where Node has one) or none when ENGRAM_CODE_CACHE asks", () => {
+    expect(codeCacheKind({}, true)).toBe('vm');
+    expect(codeCacheKind({}, false)).toBe('vm');
+    expect(codeCacheKind({ ENGRAM_CODE_CACHE: 'node' }, true)).toBe('node');
+    expect(codeCacheKind({ ENGRAM_CODE_CACHE: 'node' }, false)).toBe('vm');
+    expect(codeCacheKind({ ENGRAM_CODE_CACHE: '0' }, true)).toBe('off');
+    expect(nodeCompileCacheDir({ ENGRAM_CACHE_DIR: '/c' })).toBe('/c/node-compile-cache');
+    expect(nodeCompileCacheDir({ ENGRAM_CACHE_DIR: '/c', ENGRAM_CODE_CACHE: '0' })).toBeUndefined();
+  });
+});
+
+describe('loadBundleWithNodeCache', () => {
+  /** One start in its own process, as bin/engram.js does it with Node's cache in `nodeDir`. */
+  function nodeStart(nodeDir: string): { status: string; result: unknown; file: unknown } {
+    const script = `import { loadBundleWithNodeCache } from ${JSON.stringify(pathToFileURL(LOADER).href)};
+const b = loadBundleWithNodeCache(process.argv[1], process.argv[2], process.argv[3]);
+const result = b.exports.main(2);
+b.save();
+console.log(JSON.stringify({ status: b.status, result, file: b.exports.file }));`;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, bundle, nodeDir, cache], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(r.stderr);
+    return JSON.parse(r.stdout) as { status: string; result: unknown; file: unknown };
+  }
+  const sum = Array.from({ length: 50 }, (_, i) => 2 * i + i).reduce((a, b) => a + b, 0);
+
+  it.runIf(hasNodeCompileCache)("runs the bundle through require with Node's compile cache in its own directory (mode 0700)", () => {
+    const nodeDir = join(dir, 'node-cache');
+    expect(nodeStart(nodeDir)).toEqual({ status: 'node', result: sum, file: 'main.cjs' });
+    expect(statSync(nodeDir).mode & 0o777).toBe(0o700);
+    // Node wrote what it compiled when the process exited: a folder for this Node version, with entries in it.
+    expect(readdirSync(nodeDir).length).toBe(1);
+    expect(existsSync(cache)).toBe(false);
+  });
+
+  it.runIf(hasNodeCompileCache)('falls back to the hand-written cache when others may write the directory', () => {
+    const nodeDir = join(dir, 'node-cache');
+    mkdirSync(nodeDir, { mode: 0o700 });
+    chmodSync(nodeDir, 0o777);
+    expect(nodeStart(nodeDir)).toEqual({ status: 'miss', result: sum, file: 'main.cjs' });
+    expect(nodeStart(nodeDir).status).toBe('hit');
+  });
+
+  it.skipIf(hasNodeCompileCache)('uses the hand-written cache on a Node without a compile cache of its own (Node 20)', () => {
+    const nodeDir = join(dir, 'node-cache');
+    expect(nodeStart(nodeDir)).toEqual({ status: 'miss', result: sum, file: 'main.cjs' });
+    expect(nodeStart(nodeDir).status).toBe('hit');
+    expect(existsSync(nodeDir)).toBe(false);
   });
 });

@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import { openEngram, type Engram } from '../../engine.js';
 import { EngramError, isEngramError } from '../../errors.js';
 import { DEFAULT_DB_PATH, type StoreLocation } from '../../store/open-store.js';
-import { createEmbedderFromSpec, DEFAULT_EMBEDDER_SPEC, parseEmbedderSpec } from '../../providers/embedder-spec.js';
+import { createEmbedderFromSpec, DEFAULT_EMBEDDER_SPEC, implicitEmbedderSpec, parseEmbedderSpec } from '../../providers/embedder-spec.js';
 import { PACKAGE_VERSION } from '../shared/package-version.js';
 import { LLM_OPTION_DESCRIPTION } from './llm-option.js';
 import type { CliContext, CommandAction, GlobalOptions, VectorUse } from './cli-context.js';
@@ -23,11 +23,19 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   const asJson = argv.includes('--json');
   let exitCode: number = EXIT.OK;
   let mem: Engram | undefined;
+  /** `--embedder`, else `$ENGRAM_EMBEDDER`, else the default (full-text only, with a note, when its package is missing). */
+  const embedderSpec = (args: GlobalOptions): string => {
+    const given = args.embedder || process.env.ENGRAM_EMBEDDER;
+    if (given) return given;
+    const implicit = implicitEmbedderSpec();
+    if (implicit.note !== undefined && !asJson) io.err(`engram: ${implicit.note}`);
+    return implicit.spec;
+  };
   const openStore = async <A extends GlobalOptions>(args: A, options: { create?: boolean; vectors?: VectorUse } = {}): Promise<Engram> => {
     const create = options.create ?? false;
     const vectors = options.vectors ?? 'none';
     // Only verbs that embed or search vectors load an embedder (the built-in one costs ~100 ms and 130 MB).
-    const embedder = vectors === 'none' ? null : await createEmbedderFromSpec(parseEmbedderSpec(args.embedder || process.env.ENGRAM_EMBEDDER || DEFAULT_EMBEDDER_SPEC));
+    const embedder = vectors === 'none' ? null : await createEmbedderFromSpec(parseEmbedderSpec(embedderSpec(args)));
     mem = await openEngram({
       ...storeLocation(args),
       sqlite: { create },

@@ -3,13 +3,13 @@ import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } 
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { EngramError } from '../../errors.js';
 import { openStamped, type StampedFile } from '../cache-stamp.js';
 import { defaultCacheDir } from '../cache-dir.js';
 import { CACHE_FORMAT, openCacheLazily, parseCache, serializeCache, type CacheReadResult } from './glove-cache-file.js';
 import type { GloveSource, GloveTables } from './glove-tables.js';
 import { RowQuantizer, tablesFromWink } from './glove-tables.js';
 import { readWinkEmbeddings } from './wink-json-reader.js';
+import { missingPackageError } from '../optional-package.js';
 
 export { defaultCacheDir };
 
@@ -48,7 +48,7 @@ export function installedWinkSource(): GloveSourceFile {
   try {
     manifestPath = createRequire(import.meta.url).resolve(`${WINK_PACKAGE}/package.json`);
   } catch (err) {
-    throw new EngramError('NOT_FOUND', `the built-in embedder needs the npm package ${WINK_PACKAGE}: run npm install ${WINK_PACKAGE}@1`, { field: 'embedder' }, { cause: err });
+    throw missingPackageError(WINK_PACKAGE, err);
   }
   const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { version: string; main?: string };
   const path = join(dirname(manifestPath), manifest.main ?? `${WINK_PACKAGE}.json`);
