@@ -14,7 +14,7 @@ import type { StorageBackend } from '../store/backend.js';
 export interface SessionOverview extends SessionRecord {
   /**
    * The agent host: `claude-code`, `codex`, ... as its hooks recorded it at the session's start, else as the
-   * importer's keys tell (`cc:` Claude Code, `cx:` Codex, `oh:` OpenHands, `swe:` SWE-agent, `an:` an Anthropic
+   * importer's keys tell (`cc:` Claude Code, `cx:` Codex, `oh:` OpenHands, `swe:` SWE-agent, `gm:` Gemini CLI, `an:` an Anthropic
    * Messages transcript, `oa:` an OpenAI chat transcript); null for events appended without either.
    */
   host: string | null;
@@ -44,6 +44,7 @@ const HOST_BY_KEY_PREFIX: ReadonlyArray<[string, string]> = [
   ['cx:', 'codex'],
   ['oh:', 'openhands'],
   ['swe:', 'swe-agent'],
+  ['gm:', 'gemini'],
   ['an:', 'anthropic'],
   ['oa:', 'openai'],
 ];

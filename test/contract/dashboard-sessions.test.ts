@@ -49,7 +49,8 @@ runStorageContract('dashboard sessions', ({ createHarness }) => {
     const t = await dashboard.timeline('cc-1');
     expect(t.session.host).toBe('claude-code');
     expect(t.summaries).toHaveLength(1);
-    expect(t.summaries[0]!.text).toMatch(/^Session cc-1, turns 1-9/);
+    // Turn 1 is the start record the hook stored: Engram's own, not summarized.
+    expect(t.summaries[0]!.text).toMatch(/^Session cc-1, turns 2-9/);
     expect(t.summaries[0]!.text).toContain('Failed: `npm test`');
     expect(t.work.files.map((f) => [f.path, f.action, f.writes])).toEqual([
       ['src/pay.ts', 'edited', 1],

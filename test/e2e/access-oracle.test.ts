@@ -105,7 +105,8 @@ describe.each(BACKEND_HARNESSES)('no ids, no oracle, no squatting (%s)', (_backe
 
   async function mcp(actor: Actor, sessionId?: string): Promise<Client> {
     const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
-      requestInit: { headers: { Authorization: `Bearer ${tokens[actor]}`, ...(sessionId !== undefined ? { 'X-Engram-Session': sessionId } : {}) } },
+      // Every tool of every profile: the oracle must hold on each (interfaces/mcp/tool-profiles.ts).
+      requestInit: { headers: { Authorization: `Bearer ${tokens[actor]}`, 'X-Engram-Tools': 'all', ...(sessionId !== undefined ? { 'X-Engram-Session': sessionId } : {}) } },
     });
     const client = new Client({ name: 'access-oracle', version: '1.0.0' });
     await client.connect(transport);

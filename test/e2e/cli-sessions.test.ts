@@ -16,7 +16,7 @@ const SAMPLES = resolve('test/fixtures/transcripts');
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'engram-cli-sessions-'));
-  for (const file of readdirSync(SAMPLES)) {
+  for (const file of readdirSync(SAMPLES).filter((f) => !f.endsWith('.md'))) {
     const r = engram(['ingest', join(SAMPLES, file)]);
     expect(r.code, `${file}: ${r.stderr}`).toBe(0);
   }
@@ -41,7 +41,22 @@ interface Listed {
 
 it("lists each session's agent host, project and first request as JSON, before any summary", () => {
   const before = JSON.parse(engram(['sessions', '--json']).stdout) as Listed[];
-  expect(before.map((s) => s.host ?? 'none').sort()).toEqual(['claude-code', 'codex', 'codex', 'none', 'openhands', 'openhands', 'swe-agent']);
+  // The samples (README.md lists them), the made-up Claude Code session and the hand-appended notes.
+  expect(before.map((s) => s.host ?? 'none').sort()).toEqual([
+    'claude-code',
+    'claude-code',
+    'codex',
+    'codex',
+    'gemini',
+    'gemini',
+    'none',
+    'openhands',
+    'openhands',
+    'openhands',
+    'openhands',
+    'openhands',
+    'swe-agent',
+  ]);
   const cc = before.find((s) => s.id === DEMO_CODING_SESSION)!;
   expect(cc).toMatchObject({ project: shop, host: 'claude-code', firstRequest: 'Make reservation retries idempotent: a retried debit must not charge twice.', summaryLine: null });
   expect(cc.firstRequestId).toMatch(/^evt_/);
