@@ -524,7 +524,9 @@ export async function runCarryOver(options: CarryOverOptions & { label?: string 
       for (const budget of budgets.slice(1)) await askAt(budget);
     } else if (options.parts.includes('latency')) await latency();
   } finally {
-    rmSync(root, { recursive: true, force: true });
+    // ENGRAM_BENCH_KEEP=1 keeps the stores and hook worlds (to profile a hook on a filled store afterwards).
+    if (process.env.ENGRAM_BENCH_KEEP === '1') console.log(`carry-over: kept ${root}`);
+    else rmSync(root, { recursive: true, force: true });
   }
   write();
   console.log(`carry-over: wrote ${join(dir, `${options.out}.md`)} in ${seconds.total} s`);

@@ -147,7 +147,8 @@ export class Consolidator {
       // Without a model, a coding episode is summarized from its tool calls and results (work-log.ts); with one, the model writes it.
       const log = this.options.llm ? undefined : buildWorkLog(ep);
       if (log) log.decisions = log.decisions.filter((d) => !decisionEvents.some((e) => e.id === d.eventId));
-      const made = await this.summarize(0, sourceItemsFromEvents(ep), header, decisions, log && hasWork(log) ? log : undefined);
+      const workLog = log && hasWork(log) ? log : undefined;
+      const made = await this.summarize(0, sourceItemsFromEvents(ep), header, decisions, workLog);
       addUsage(usage, made);
       summaries.push(
         this.record(0, made, header, {
@@ -161,7 +162,7 @@ export class Consolidator {
           sourceEventIds: ep.map((e) => e.id),
           sessionIds: [sessionId],
           predecessorSessionId: predecessor,
-        }),
+        }, workLog ? this.budgets[0] * WORK_LOG_CEILING : undefined),
       );
     }
     if (summaries.length === 0) return done('empty');
@@ -242,7 +243,7 @@ export class Consolidator {
     const block = kept.join('\n');
     const bodyBudget = Math.max(16, budget - (block ? tok.count(block) + 1 : 0));
     const made = workLog
-      ? workLogSummary(workLog, bodyBudget, items, tok)
+      ? workLogSummary(workLog, bodyBudget, bodyBudget + this.budgets[depth] * (WORK_LOG_CEILING - 1), items, tok)
       : await summarizeWithEscalation(
           { items, budgetTokens: bodyBudget, instructions: DEPTH_INSTRUCTIONS[depth], purpose: `summary:${SUMMARY_DEPTH_NAMES[depth]}` },
           { llm: this.options.llm, tokenizer: tok, ...(this.options.telemetry ? { telemetry: this.options.telemetry } : {}) },
@@ -258,10 +259,11 @@ export class Consolidator {
       SummaryRecord,
       'project' | 'sessionId' | 'episode' | 'throughTurn' | 'startMs' | 'endMs' | 'childIds' | 'sourceEventIds' | 'sessionIds' | 'predecessorSessionId'
     >,
+    cap = this.budgets[depth],
   ): SummaryRecord {
     const joined = `${header}\n${made.text}`;
-    // Parts were each bounded; their join may count a token or two more: the depth's budget is a hard cap.
-    const text = this.options.tokenizer.count(joined) > this.budgets[depth] ? this.options.tokenizer.truncate(joined, this.budgets[depth]) : joined;
+    // Parts were each bounded; their join may count a token or two more: the depth's budget (a work log's ceiling) is a hard cap.
+    const text = this.options.tokenizer.count(joined) > cap ? this.options.tokenizer.truncate(joined, cap) : joined;
     return {
       id: newSummaryId(),
       depth,
@@ -331,8 +333,8 @@ export class Consolidator {
 }
 
 /** A coding episode's summary at the deterministic level: its work log's lines (work-log.ts), no model involved. */
-function workLogSummary(log: WorkLog, budget: number, items: readonly SourceItem[], tok: Tokenizer): BoundedSummary {
-  const text = renderWorkLog(log, budget, tok);
+function workLogSummary(log: WorkLog, budget: number, ceiling: number, items: readonly SourceItem[], tok: Tokenizer): BoundedSummary {
+  const text = renderWorkLog(log, budget, tok, ceiling);
   return {
     text,
     tokens: tok.count(text),
@@ -362,6 +364,11 @@ function firstSessions(open: readonly SummaryRecord[], n: number): SummaryRecord
 }
 
 const DECISION_PREFIX = 'Decision: ';
+/**
+ * How far past its depth's budget a summary made from a work log (no model) may grow: to list every file changed
+ * and failure hit of a long session (the lines the next session needs), up to this many times the budget.
+ */
+export const WORK_LOG_CEILING = 3;
 /** Share of a summary's budget its decision lines may take. */
 const DECISION_SHARE = 0.4;
 /** Most tokens of one decision line. */

@@ -138,4 +138,32 @@ describe('renderWorkLog', () => {
     const text = renderWorkLog(log, 2000, tok);
     for (let i = 0; i < 40; i++) expect(text).toContain(`src/module-${i}/index.ts`);
   });
+
+  it('past its budget keeps every file and failure up to the ceiling, and still drops what was merely run', () => {
+    const within = renderWorkLog(log, 200, tok, 600);
+    expect(tok.count(within)).toBeLessThanOrEqual(600);
+    expect(tok.count(within)).toBeGreaterThan(200);
+    for (let i = 0; i < 40; i++) expect(within).toContain(`src/module-${i}/index.ts`);
+    expect(within).toContain('Failed: `npm run build`');
+    expect(within).not.toContain('Ran:');
+    // A ceiling too low for every file: the list is cut as before.
+    const low = renderWorkLog(log, 120, tok, 150);
+    expect(tok.count(low)).toBeLessThanOrEqual(150);
+    expect(low).toMatch(/\(\+\d+ more\)/);
+  });
+
+  it('says a repeated failure once with its count, and names the files a tool refused to write', () => {
+    const events = [
+      ev('user', 'Make the build pass.', { meta: { cwd: '/r' } }),
+      ...[1, 2, 3].flatMap((i) => [call('Bash', `nb${i}`, { command: 'npm run build' }), result('Bash', `nb${i}`, 'Build error occurred\nExit code 1', { isError: true })]),
+      call('Edit', 'r1', { file_path: '/r/next.config.js', old_string: 'a', new_string: 'b' }, { cwd: '/r' }),
+      result('Edit', 'r1', '<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>', { cwd: '/r', isError: true }),
+      call('Edit', 'r2', { file_path: '/r/vercel.json', old_string: 'a', new_string: 'b' }, { cwd: '/r' }),
+      result('Edit', 'r2', '<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>', { cwd: '/r', isError: true }),
+    ];
+    const text = renderWorkLog(buildWorkLog(events), 400, tok);
+    expect(text.match(/Failed/g)).toHaveLength(1);
+    expect(text).toContain('Failed (3x): `npm run build` (exit 1): Build error occurred');
+    expect(text).toContain('Error (Edit next.config.js, vercel.json, 2x): File has not been read yet.');
+  });
 });

@@ -60,8 +60,11 @@ export interface WorkLog {
   requests: WorkLogItem[];
   files: WorkLogFile[];
   commands: WorkLogCommand[];
-  /** Failed tool results other than commands (an edit refused, a file not found), with their first error line. */
-  errors: Array<WorkLogItem & { tool: string }>;
+  /**
+   * Failed tool results other than commands (an edit refused, a file not found), with their first error line and,
+   * for a write the tool refused, the file it was to write.
+   */
+  errors: Array<WorkLogItem & { tool: string; path?: string }>;
   /** `decision` events and the user's stated decisions ("let's use...", "from now on..."). */
   decisions: WorkLogItem[];
   /** Plan items not completed at the session's end, and commands whose last run failed. */
@@ -135,8 +138,11 @@ export function buildWorkLog(events: readonly EventRecord[]): WorkLog {
       const call = readCall(e);
       for (const w of call.writes) noteWrite(files, relativeTo(w.path, roots), w.action, e, result);
       if (call.command !== undefined) log.commands.push(commandOf(call.command, e, result));
-      else if (result && isFailure(result) && call.writes.length === 0 && !REJECTED.test(result.content.trim())) {
-        log.errors.push({ tool: e.toolName ?? 'tool', text: errorLine(result.content), eventId: result.id });
+      else if (result && isFailure(result) && !REJECTED.test(result.content.trim())) {
+        // A refused write ("String to replace not found", "File has not been read yet") names its file: the next
+        // session may hit the same refusal on it.
+        const path = call.writes[0] ? relativeTo(call.writes[0].path, roots) : undefined;
+        log.errors.push({ tool: e.toolName ?? 'tool', text: errorLine(result.content), eventId: result.id, ...(path !== undefined ? { path } : {}) });
       }
       if (call.plan) plan = { items: call.plan.filter((p) => p.status !== 'completed').map((p) => ({ text: oneLine(p.text, MAX_ITEM_CHARS), eventId: e.id })) };
       if (call.task) {
@@ -413,7 +419,7 @@ interface Line {
  * what was run successfully, then the outcome, the requests after the first, the plan; files changed and errors hit
  * stay longest (they are what the next session needs, and what the session-summaries bench checks).
  */
-export function renderWorkLog(log: WorkLog, budgetTokens: number, tokenizer: TokenCounter): string {
+export function renderWorkLog(log: WorkLog, budgetTokens: number, tokenizer: TokenCounter, ceilingTokens = budgetTokens): string {
   const lines: Line[] = [];
   const cite = (id: string): string => ` [${id}]`;
   const list = (order: number, priority: number, label: string, items: readonly string[], id: string): void => {
@@ -442,11 +448,20 @@ export function renderWorkLog(log: WorkLog, budgetTokens: number, tokenizer: Tok
     if (fs.length > 0) list(2 + i, 9, `Files ${action}`, fileItems(fs), fs[fs.length - 1]!.eventId);
   }
   const failed = log.commands.filter((c) => c.status === 'failed');
-  for (const [i, c] of failed.entries()) {
+  // The same command failing the same way again is one line with its count (the last run cited).
+  for (const [i, runs] of groupBy(failed, (c) => `${c.command}\0${c.error ?? ''}`).entries()) {
+    const c = runs[runs.length - 1]!;
     const fix = c.fixedBy ? `; fixed: a later run passed${cite(c.fixedBy)}` : '';
-    single(10 + i / 1000, 7, `Failed: \`${c.command}\`${c.exitCode !== undefined ? ` (exit ${c.exitCode})` : ''}${c.error ? `: ${c.error}` : ''}${cite(c.eventId)}${fix}`);
+    const times = runs.length > 1 ? ` (${runs.length}x)` : '';
+    single(10 + i / 1000, 7, `Failed${times}: \`${c.command}\`${c.exitCode !== undefined ? ` (exit ${c.exitCode})` : ''}${c.error ? `: ${c.error}` : ''}${cite(c.eventId)}${fix}`);
   }
-  for (const [i, e] of log.errors.entries()) single(11 + i / 1000, 6, `Error (${e.tool}): ${e.text}${cite(e.eventId)}`);
+  // One line per tool and error text, naming the files the tool refused to write.
+  for (const [i, errs] of groupBy(log.errors, (e) => `${e.tool}\0${e.text}`).entries()) {
+    const e = errs[errs.length - 1]!;
+    const paths = distinct(errs.flatMap((x) => (x.path !== undefined ? [x.path] : [])));
+    const times = errs.length > 1 ? `, ${errs.length}x` : '';
+    single(11 + i / 1000, 6, `Error (${e.tool}${paths.length > 0 ? ` ${paths.join(', ')}` : ''}${times}): ${e.text}${cite(e.eventId)}`);
+  }
   const tests = lastRuns(log.commands.filter((c) => c.isTest && c.status !== 'unknown'));
   list(12, 6, 'Tests', tests.map((t) => `\`${t.command}\` ${t.status === 'ok' ? 'passed' : 'failing'}`), tests[tests.length - 1]?.eventId ?? '');
   for (const [i, d] of log.decisions.entries()) single(13 + i / 1000, 8, `Decision: ${d.text}${cite(d.eventId)}`);
@@ -460,7 +475,12 @@ export function renderWorkLog(log: WorkLog, budgetTokens: number, tokenizer: Tok
 
   const shown = new Map<Line, number>(lines.map((l) => [l, l.items]));
   const total = (): number => [...shown].reduce((sum, [l, n]) => sum + tokenizer.count(l.render(n)) + 1, 0);
-  while (shown.size > 0 && total() > budgetTokens) {
+  // The lines that matter (files, failures, errors, decisions, the first request) may take the summary past its
+  // budget, up to the ceiling, with a quarter of the budget left for the others (the outcome, what is open): they
+  // are what the next session needs, and a long session has more of them than a short one.
+  const core = lines.filter((l) => l.priority >= KEEP_PRIORITY).reduce((sum, l) => sum + tokenizer.count(l.render(l.items)) + 1, 0);
+  const budget = Math.min(Math.max(budgetTokens, ceilingTokens), Math.max(budgetTokens, core + Math.floor(budgetTokens / 4)));
+  while (shown.size > 0 && total() > budget) {
     // The line that matters least gives way: a list first loses items (half at a time), then goes. Before a line
     // that matters (a failure, a decision) goes, long lists are cut to a few items.
     const weakest = [...shown.keys()].sort((a, b) => a.priority - b.priority || b.order - a.order)[0]!;
@@ -483,4 +503,16 @@ const KEPT_ITEMS = 3;
 
 function distinct(items: readonly string[]): string[] {
   return [...new Set(items)];
+}
+
+/** The items grouped by `key`, groups in the order of their first item. */
+function groupBy<T>(items: readonly T[], key: (item: T) => string): T[][] {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const group = groups.get(k);
+    if (group) group.push(item);
+    else groups.set(k, [item]);
+  }
+  return [...groups.values()];
 }
