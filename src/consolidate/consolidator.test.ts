@@ -62,3 +62,11 @@ it('falls back to the deterministic level when the model fails, and says so in t
   expect(out.summaries[0]).toMatchObject({ level: 'deterministic', confidence: 0.3 });
   expect(out.summaries[0]!.text).toContain('src/csv/import0.ts');
 });
+
+it("dates a session by its conversation, not by an undated record the importer stamped when it stored it", async () => {
+  const c = mem.consolidator({ llm: null, gate: false, extractDecisions: false });
+  // Claude Code's `summary` title lines carry no time: imported, such a note is dated at import (years later).
+  await mem.append('t', [{ kind: 'note', ts: Date.UTC(2026, 11, 6), content: 'Countdown timer work', tags: ['summary'] }, ...work('csv', T0)]);
+  const made = await c.consolidateSession('t');
+  expect(made.summaries[0]!.text.split('\n')[0]).toBe('Session t, turns 1-13, 2 March 2026:');
+});

@@ -138,8 +138,7 @@ export class Consolidator {
     const summaries: SummaryRecord[] = [];
     const usage = { inputTokens: 0, outputTokens: 0 };
     for (const [i, ep] of episodes.entries()) {
-      const startMs = Date.parse(ep[0]!.ts);
-      const endMs = Date.parse(ep[ep.length - 1]!.ts);
+      const { startMs, endMs } = conversationSpan(ep);
       const header = `Session ${sessionId}${episodes.length > 1 ? ` (episode ${i + 1} of ${episodes.length})` : ''}, turns ${ep[0]!.turn}-${ep[ep.length - 1]!.turn}, ${dateRange(startMs, endMs)}:`;
       const decisionEvents = ep.filter((e) => e.kind === 'decision');
       const replaced = decisionEvents.length > 0 ? await this.store.findSuperseding(decisionEvents.map((e) => e.id)) : new Map<string, string>();
@@ -345,6 +344,17 @@ function workLogSummary(log: WorkLog, budget: number, ceiling: number, items: re
     sourceIds: items.map((i) => i.id),
     usage: { inputTokens: 0, outputTokens: 0 },
   };
+}
+
+/**
+ * When an episode's conversation happened: the first and last time of its messages and tool calls. Notes and system
+ * records are left out: an importer dates a record that carries no time (Claude Code's `summary` titles) when it
+ * stores it, which would stretch the span to the import.
+ */
+function conversationSpan(ep: readonly EventRecord[]): { startMs: number; endMs: number } {
+  const dated = ep.filter((e) => e.kind !== 'note' && e.kind !== 'system');
+  const times = (dated.length > 0 ? dated : ep).map((e) => Date.parse(e.ts));
+  return { startMs: Math.min(...times), endMs: Math.max(...times) };
 }
 
 /** The depth-0 summaries of the first `n` sessions among `open` (oldest first), or null when fewer are open. */
