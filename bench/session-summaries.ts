@@ -139,6 +139,8 @@ async function measureSession(source: TranscriptSource, root: string, cacheDir: 
   // there), the recorded one (which need not exist here) for the other formats.
   let projectCwd: string;
   let summaries: StoredSummary[];
+  // What `engram consolidate` printed, when it ran: it names a session the gate skipped, with the reasons.
+  let gate = '';
   if (source.format === 'claude-code') {
     projectCwd = join(dir, 'project');
     mkdirSync(projectCwd, { recursive: true });
@@ -148,7 +150,7 @@ async function measureSession(source: TranscriptSource, root: string, cacheDir: 
     summaries = sessionSummaries(world, work, sessionId);
     producedBy = 'hooks';
     if (summaries.length === 0) {
-      engramCli(world, ['consolidate'], work);
+      gate = engramCli(world, ['consolidate'], work);
       summaries = sessionSummaries(world, work, sessionId);
       producedBy = summaries.length > 0 ? 'consolidate after the hooks' : 'none';
     }
@@ -156,7 +158,7 @@ async function measureSession(source: TranscriptSource, root: string, cacheDir: 
     projectCwd = truth.projectRoot ?? work;
     sessionId = `bench-${deterministicUuid(source.name).slice(0, 8)}`;
     engramCli(world, ['ingest', source.path, '--format', source.format, '--session', sessionId], work);
-    engramCli(world, ['consolidate'], work);
+    gate = engramCli(world, ['consolidate'], work);
     summaries = sessionSummaries(world, work, sessionId);
     producedBy = summaries.length > 0 ? 'ingest + consolidate' : 'none';
   }
@@ -177,6 +179,8 @@ async function measureSession(source: TranscriptSource, root: string, cacheDir: 
     errors: truth.failures.filter((f) => f.error !== '').map((f) => check(f.error.slice(0, 80), (text) => mentionsError(f.error, text))),
   };
   if (source.format === 'swe-agent') row.note = 'the format records no exit status: no failed commands';
+  const skipped = /^skipped \S+: (.*)$/m.exec(gate);
+  if (producedBy === 'none' && skipped) row.note = `skipped by the significance gate: ${skipped[1]}`;
   return row;
 }
 

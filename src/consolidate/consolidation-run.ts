@@ -35,7 +35,12 @@ export interface ConsolidationReport {
   epochs: number;
   usage: { inputTokens: number; outputTokens: number };
   ms: number;
+  /** The sessions the gate skipped this run and its reasons (the first {@link MAX_LISTED_SKIPS}). */
+  skipped: Array<{ sessionId: string; reasons: string[] }>;
 }
+
+/** Skipped sessions a report lists by name. */
+export const MAX_LISTED_SKIPS = 50;
 
 /** Most sessions one run lists (the rest wait for the next run). */
 const MAX_RUN_SESSIONS = 100_000;
@@ -69,6 +74,7 @@ export async function runConsolidation(store: StorageBackend, consolidator: Cons
     epochs: 0,
     usage: { inputTokens: 0, outputTokens: 0 },
     ms: 0,
+    skipped: [],
   };
   const projects = new Set<string>();
   const worker = o.workerId ?? `consolidate-${randomUUID().slice(0, 8)}`;
@@ -78,6 +84,7 @@ export async function runConsolidation(store: StorageBackend, consolidator: Cons
     report.summaries += out.summaries.length;
     add(report.usage, out.usage);
     if (out.status === 'summarized') projects.add(out.summaries[0]!.project);
+    if (out.status === 'skipped' && report.skipped.length < MAX_LISTED_SKIPS) report.skipped.push({ sessionId: out.sessionId, reasons: out.reasons ?? [] });
     o.onProgress?.(i + 1, sessions.length, out);
   }
   if (o.project !== undefined) projects.add(o.project);

@@ -35,6 +35,8 @@ it('consolidates sessions (skipping an insignificant one), lists and expands sum
   expect(run.stdout).toMatch(/sessions\s+4: 3 summarized, 1 skipped by the gate, 0 unchanged, 0 empty/);
   expect(run.stdout).toMatch(/summaries\s+3 session, 1 arc, 0 epoch/);
   expect(run.stdout).toContain('engram consolidate --backfill-skipped');
+  // The skipped session is named with the gate's reasons.
+  expect(run.stdout).toMatch(/skipped tiny: \d+ substantive turns? \(fewer than 5\)/);
   const again = engram(['consolidate', '--json']);
   expect(JSON.parse(again.stdout)).toMatchObject({ sessions: 4, byStatus: { unchanged: 4 }, summaries: 0, model: null });
 

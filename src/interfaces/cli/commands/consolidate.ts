@@ -60,6 +60,8 @@ export async function consolidateCommand(mem: Engram, args: ConsolidateArgs, io:
       ['time', `${(report.ms / 1000).toFixed(1)} s`],
     ]),
   );
+  for (const k of report.skipped) io.out(`skipped ${k.sessionId}: ${k.reasons.join('; ') || 'by the gate'}`);
+  if (b.skipped > report.skipped.length) io.out(`(${b.skipped - report.skipped.length} more skipped)`);
   if (b.skipped > 0) io.out('Skipped sessions keep all their events; summarize them anyway with: engram consolidate --backfill-skipped');
   if (b.held > 0) io.out(`${b.held} session${b.held === 1 ? ' was' : 's were'} being consolidated by another consolidator (engram serve's worker, another run) and left to it.`);
   return 0;
