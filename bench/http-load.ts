@@ -16,13 +16,15 @@
  * by side with the targets of issue #14, then gives each run's detail.
  */
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { openEngram } from '../src/engine.js';
 import type { StoreLocation } from '../src/store/open-store.js';
-import { createBenchStore, type BenchBackend } from './lib/bench-stores.js';
+import { benchPgUrl, createBenchStore, type BenchBackend } from './lib/bench-stores.js';
+import { createPgObserver, type PgObserver } from './lib/pg-observe.js';
+import { renderPerCore } from './lib/per-core.js';
 import type { EventInput } from '../src/model/event.js';
 import { agentTrace, recallQueries } from './lib/agent-trace.js';
 import { Prng } from './lib/prng.js';
@@ -30,6 +32,7 @@ import { profileWindow, summarizeCpuProfile, type CpuProfile, type ProfileEntry,
 import { profileAreas, type AreaShare, type ProfileAreas } from './lib/profile-areas.js';
 import { machineLine, round, summarize } from './lib/stats.js';
 import { createHttpClient, type HttpAnswer, type HttpClientKind } from './lib/http-client.js';
+import { childPids, readMaxRssMb, readTreeCpuMs } from './lib/proc-cpu.js';
 
 export interface HttpLoadArgs {
   agents: number;
@@ -58,6 +61,21 @@ export interface HttpLoadArgs {
   prefillEvents?: number;
   /** `prefillEvents` is the size the mixed run of the same backend and agent count reached (the suite sets it). */
   prefillFromMixed?: boolean;
+  /**
+   * `--servers N`: N `engram serve` processes on the one store (PostgreSQL: one schema; each its own port), the agents
+   * spread over them in turn. Default 1.
+   */
+  servers?: number;
+  /**
+   * `--store FILE`: serve a copy of this prebuilt SQLite store (the original is left as it is) instead of a fresh one;
+   * the agents add their sessions to it. `--store-events N` sets it to bench/scale.ts's store of N events, built first
+   * when no earlier run completed one.
+   */
+  store?: string;
+  /** The events the prebuilt store held before the run (set when it is opened). */
+  storeBaseEvents?: number;
+  /** Report file name under bench/results/ (without extension); default by embedder, profile and client. */
+  out?: string;
 }
 
 export type HttpLoadMode = 'mixed' | 'append' | 'recall';
@@ -73,7 +91,11 @@ const PREFILL_BATCH = 50;
 /** The targets of issue #14 for `engram serve` (32 agents, loopback). */
 export const HTTP_TARGETS = { appendPerSec: 2000, appendP95Ms: 20, recallPerSec: 500, recallP95Ms: 50 } as const;
 
-export interface HttpLoadSuiteArgs extends Omit<HttpLoadArgs, 'agents' | 'backend' | 'writeReport' | 'workers' | 'mode'> {
+export interface HttpLoadSuiteArgs extends Omit<HttpLoadArgs, 'agents' | 'backend' | 'writeReport' | 'workers' | 'mode' | 'servers'> {
+  /** Each count of `engram serve` processes in turn (`--servers 1,2`). Default [1]. */
+  servers?: number[];
+  /** `--store-events N`: the store of bench/scale.ts with N events (built unless an earlier run completed it) as `store`. */
+  storeEvents?: number;
   agents: number[];
   backends: BenchBackend[];
   /** Each count of serving processes in turn (`--workers 1,2`). Default [1]. */
@@ -115,15 +137,27 @@ function reportName(embedder: HttpLoadArgs['embedder'], profile = false, client:
 export async function runHttpLoadSuite(args: HttpLoadSuiteArgs): Promise<HttpLoadReport[]> {
   const runs: HttpLoadReport[] = [];
   const modes = args.modes ?? ['mixed'];
+  let store = args.store;
+  if (args.storeEvents !== undefined) {
+    const { buildSqlite } = await import('./scale.js');
+    const start = performance.now();
+    const built = await buildSqlite(args.storeEvents, true);
+    store = built.location.db!;
+    console.error(`== store of ${args.storeEvents} events: ${store} (${built.built ? `built in ${round((performance.now() - start) / 1000, 0)} s` : 'reused'})`);
+  }
+  if (store !== undefined && args.backends.some((b) => b !== 'sqlite')) throw new Error('--store and --store-events serve a SQLite store: use them with --backends sqlite');
+  const setups = (args.workers ?? [1]).flatMap((workers) => (args.servers ?? [1]).map((servers) => ({ workers, servers })));
   for (const backend of args.backends) {
-    for (const workers of args.workers ?? [1]) {
+    for (const { workers, servers } of setups) {
       for (const agents of args.agents) {
         // Mixed first, so a recall-only run after it can fill its store to the size the mixed run reached.
         let mixedEvents: number | undefined;
         for (const mode of HTTP_LOAD_MODES.filter((m) => modes.includes(m))) {
-          const prefillEvents = args.prefillEvents ?? mixedEvents;
-          const prefillFromMixed = args.prefillEvents === undefined && mixedEvents !== undefined;
-          const run = await runHttpLoad({ ...args, agents, backend, workers, mode, writeReport: false, prefillFromMixed, ...(prefillEvents !== undefined ? { prefillEvents } : {}) });
+          // Over a prebuilt store the agents' own turns are few (its other events are the store), not the mixed run's.
+          const prefillEvents = args.prefillEvents ?? (store === undefined ? mixedEvents : undefined);
+          const prefillFromMixed = args.prefillEvents === undefined && store === undefined && mixedEvents !== undefined;
+          const { storeEvents: _built, ...runArgs } = args;
+          const run = await runHttpLoad({ ...runArgs, agents, backend, workers, servers, mode, writeReport: false, prefillFromMixed, ...(store !== undefined ? { store } : {}), ...(prefillEvents !== undefined ? { prefillEvents } : {}) });
           if (mode === 'mixed') mixedEvents = run.verification.acknowledgedEvents;
           runs.push(run);
         }
@@ -131,7 +165,7 @@ export async function runHttpLoadSuite(args: HttpLoadSuiteArgs): Promise<HttpLoa
     }
   }
   mkdirSync('bench/results', { recursive: true });
-  const name = reportName(args.embedder, args.profile, args.client);
+  const name = args.out ?? reportName(args.embedder, args.profile, args.client);
   writeFileSync(`bench/results/${name}.json`, JSON.stringify({ targets: HTTP_TARGETS, runs }, null, 2) + '\n');
   writeFileSync(`bench/results/${name}.md`, renderSuiteReport(runs));
   console.error(renderSuiteReport(runs));
@@ -143,13 +177,25 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
   const dir = mkdtempSync(join(tmpdir(), 'engram-http-load-'));
   const backend = args.backend ?? 'sqlite';
   const store = backend === 'sqlite' ? { location: { db: join(dir, 'engram.db') } as StoreLocation, cleanup: async () => {} } : await createBenchStore(backend);
+  let observer: PgObserver | undefined;
   try {
     const mode = args.mode ?? 'mixed';
-    console.error(`== starting engram serve on ${backend} (${args.agents} agents, ${mode})`);
+    const prebuilt = args.store !== undefined ? await copyPrebuiltStore(args.store, store.location.db!) : undefined;
+    if (prebuilt) args = { ...args, storeBaseEvents: prebuilt.events };
+    if (store.location.pg !== undefined) observer = await createPgObserver(store.location.pg, benchPgUrl());
+    const serveAt: StoreLocation = observer ? { pg: observer.url } : store.location;
+    const serverCount = args.servers ?? 1;
+    console.error(`== starting ${serverCount > 1 ? `${serverCount} x ` : ''}engram serve on ${backend} (${args.agents} agents, ${mode}${prebuilt ? `, a copy of ${args.store}: ${prebuilt.events} events` : ''})`);
     const profileDir = join(dir, 'profile');
-    const server = await startServer(store.location, args.embedder ?? 'none', args.profile ? profileDir : undefined, args.workers ?? 1);
-    const admin = server.info.admin!.token;
-    const client = createHttpClient(server.info.url, args.agents, args.client ?? 'node-http');
+    const env = observer?.env ?? {};
+    // The first server bootstraps the admin agent of a fresh store; the others start on the store it has set up.
+    const servers = [await startServer(serveAt, args.embedder ?? 'none', args.profile ? profileDir : undefined, args.workers ?? 1, env)];
+    for (let i = 1; i < serverCount; i++) servers.push(await startServer(serveAt, args.embedder ?? 'none', undefined, args.workers ?? 1, env));
+    const server = servers[0]!;
+    const admin = prebuilt?.adminToken ?? server.info.admin?.token;
+    if (!admin) throw new Error('expected a fresh store with a bootstrap admin token');
+    const clients = servers.map((s) => createHttpClient(s.info.url, Math.ceil(args.agents / serverCount), args.client ?? 'node-http'));
+    const client = clients[0]!;
     const post = (path: string, token: string, body: unknown) => client.post(path, token, JSON.stringify(body));
 
     const agents: AgentState[] = [];
@@ -164,6 +210,8 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
     const errors = new Map<string, number>();
     const countError = (op: Op, what: string) => errors.set(`${op} ${what}`, (errors.get(`${op} ${what}`) ?? 0) + 1);
     // Each agent's event source and turn counter, shared by the prefill and the loop.
+    /** Agent `index` talks to server `index % servers` (with one server, all to it). */
+    const clientOf = (index: number) => clients[index % clients.length]!;
     const sources = agents.map((_, index) => ({ rng: new Prng(1000 + index), trace: agentTrace(1_000_000, { seed: 1 + index, sessions: 1 }), turn: 0 }));
     const makeTurn = (index: number, size: number): { events: EventInput[]; needle: string } => {
       const src = sources[index]!;
@@ -186,7 +234,7 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
         agents.map(async (agent, index) => {
           for (let done = 0; done < perAgent; ) {
             const { events, needle } = makeTurn(index, Math.min(PREFILL_BATCH, perAgent - done));
-            const res = await post('/v1/events', agent.token, { sessionId: agent.sessionId, events });
+            const res = await clientOf(index).post('/v1/events', agent.token, JSON.stringify({ sessionId: agent.sessionId, events }));
             if (!res.ok) throw new Error(`prefill append of ${agent.name}: ${res.status} ${res.text}`);
             const out = (JSON.parse(res.text) as { events: Array<{ id: string }> }).events;
             out.forEach((e, j) => agent.acked.set(events[j]!.key!, e.id));
@@ -198,7 +246,7 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
       const filledSeconds = (performance.now() - start) / 1000;
       // The server's background work on those events (the identifier index's catch-up) would otherwise run in the
       // measured window and be charged to the recalls: wait until the server is idle.
-      const quietSeconds = await waitUntilIdle(server.pid, args.profile ? PROFILED_IDLE_CORE_SHARE : IDLE_CORE_SHARE);
+      const quietSeconds = await waitUntilIdle(servers.map((s) => s.pid), args.profile ? PROFILED_IDLE_CORE_SHARE : IDLE_CORE_SHARE);
       prefill = { events: perAgent * agents.length, batch: PREFILL_BATCH, seconds: round(filledSeconds, 1), quietSeconds: round(quietSeconds, 1) };
       console.error(`== prefilled ${prefill.events} events in ${prefill.seconds} s, server idle after ${prefill.quietSeconds} s more`);
     }
@@ -207,9 +255,15 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
     const endAt = measureFrom + args.seconds * 1000;
     console.error(`== ${args.agents} agents for ${args.warmupSeconds} + ${args.seconds} s`);
     // CPU time of each process over the measured window: the server's from /proc, the load generator's own.
-    const cpuAt: Array<{ server: number | null; client: number; loadAvg: number; monoUs: number }> = [];
+    const cpuAt: CpuMoment[] = [];
     // monoUs: CLOCK_MONOTONIC, the clock V8 stamps the server's profile samples with, to cut the profile to this window.
-    const cpuSnapshot = () => cpuAt.push({ server: readTreeCpuMs(server.pid), client: cpuMs(process.cpuUsage()), loadAvg: loadavg()[0]!, monoUs: Number(process.hrtime.bigint() / 1000n) });
+    const servingPids = () => servers.flatMap((s) => [s.pid, ...childPids(s.pid)]);
+    const pgSnapshots: Array<Promise<void>> = [];
+    const cpuSnapshot = () => {
+      const perServer = servers.map((s) => readTreeCpuMs(s.pid));
+      cpuAt.push({ server: perServer.some((x) => x === null) ? null : perServer.reduce<number>((a, b) => a + b!, 0), perServer, client: cpuMs(process.cpuUsage()), loadAvg: loadavg()[0]!, monoUs: Number(process.hrtime.bigint() / 1000n) });
+      if (observer) pgSnapshots.push(observer.snapshot(cpuAt.length === 1 ? 'from' : 'to', servingPids()));
+    };
     const cpuTimers = [setTimeout(cpuSnapshot, measureFrom - performance.now()), setTimeout(cpuSnapshot, endAt - performance.now())];
 
     const timed = async (op: Op, fn: () => Promise<HttpAnswer>): Promise<{ res: HttpAnswer; body: any } | null> => {
@@ -237,13 +291,13 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
       const { events, needle } = makeTurn(index, args.batch);
       // Serialised once: a retry sends the same bytes, as a client resending its request would.
       const json = JSON.stringify({ sessionId: agent.sessionId, events });
-      const appended = await timed('append', () => client.post('/v1/events', agent.token, json));
+      const appended = await timed('append', () => clientOf(index).post('/v1/events', agent.token, json));
       if (appended) {
         const out = appended.body.events as Array<{ id: string; isDuplicate: boolean }>;
         out.forEach((e, j) => agent.acked.set(events[j]!.key!, e.id));
         agent.needles.push(needle);
         if (rng.next() < args.retryRate) {
-          const again = await timed('retry', () => client.post('/v1/events', agent.token, json));
+          const again = await timed('retry', () => clientOf(index).post('/v1/events', agent.token, json));
           const ids = (again?.body.events ?? []) as Array<{ id: string; isDuplicate: boolean }>;
           if (again && !ids.every((e, j) => e.isDuplicate && e.id === out[j]!.id)) agent.retryMismatches++;
         }
@@ -264,7 +318,7 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
           const isNeedle = rng.next() < 0.5 && agent.needles.length > 0;
           const query = isNeedle ? rng.pick(agent.needles) : queries[turn % queries.length]!;
           const recalled = await timed('recall', () =>
-            post('/v1/recall', agent.token, { query, k: 5, budgetTokens: 1000, ...(isNeedle ? { sessionIds: [agent.sessionId] } : {}) }),
+            clientOf(index).post('/v1/recall', agent.token, JSON.stringify({ query, k: 5, budgetTokens: 1000, ...(isNeedle ? { sessionIds: [agent.sessionId] } : {}) })),
           );
           if (isNeedle && recalled) {
             agent.needleQueries++;
@@ -277,6 +331,9 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
     const loadSeconds = args.seconds;
     cpuTimers.forEach(clearTimeout);
     const cpu = cpuUsage(cpuAt, loadSeconds, samples.filter((s) => s.isMeasured).length);
+    await Promise.all(pgSnapshots);
+    const pgWindow = observer?.window();
+    const measuredCount = samples.filter((s) => s.isMeasured).length;
 
     console.error('== verifying over HTTP');
     let httpVerified = true;
@@ -299,12 +356,13 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
       }
     }
 
-    const maxRssMb = [server.pid, ...childPids(server.pid)].map(readMaxRssMb).reduce<number | null>((sum, mb) => (sum === null || mb === null ? null : sum + mb), 0);
-    client.close();
+    const maxRssMb = servingPids().map(readMaxRssMb).reduce<number | null>((sum, mb) => (sum === null || mb === null ? null : sum + mb), 0);
+    clients.forEach((c) => c.close());
     console.error('== SIGTERM');
     const stopStart = performance.now();
-    server.child.kill('SIGTERM');
-    const exitCode = await server.exited;
+    for (const s of servers) s.child.kill('SIGTERM');
+    const exitCodes = await Promise.all(servers.map((s) => s.exited));
+    const exitCode = exitCodes.find((code) => code !== 0) ?? exitCodes[0]!;
     const shutdownMs = performance.now() - stopStart;
 
     const measuredRequests = samples.filter((s) => s.isMeasured).length;
@@ -313,8 +371,10 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
     const stats = await mem.stats();
     await mem.close();
     const acked = agents.reduce((n, a) => n + a.acked.size, 0);
-    const storeVerified = stats.events === acked && stats.sessions === agents.length;
-    if (!storeVerified) problems.push(`store holds ${stats.events} events in ${stats.sessions} sessions; ${acked} acknowledged`);
+    // A prebuilt store held its own events and sessions before the agents added theirs.
+    const baseEvents = prebuilt?.events ?? 0;
+    const storeVerified = stats.events - baseEvents === acked && stats.sessions - (prebuilt?.sessions ?? 0) === agents.length;
+    if (!storeVerified) problems.push(`store holds ${stats.events} events in ${stats.sessions} sessions (${baseEvents} events before the run); ${acked} acknowledged`);
 
     const measured = (op: Op) => samples.filter((s) => s.op === op && s.isMeasured).map((s) => s.ms);
     const opStats = (op: Op) => {
@@ -344,20 +404,46 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
         problems,
       },
       server: { maxRssMb, shutdownMs: round(shutdownMs, 0), exitCode },
+      // Events in the store when the measured window ended: nothing is appended after it but the verification reads.
+      storeEvents: stats.events,
       ...(cpu ? { cpu } : {}),
+      ...(cpu && servers.length > 1 ? { perServer: perServerCpu(cpuAt, loadSeconds, servers.length, measuredCount) } : {}),
+      ...(pgWindow ? { pg: pgFigures(pgWindow, measuredCount, loadSeconds) } : {}),
       ...(profile ? { profile } : {}),
     };
     if (args.writeReport ?? true) {
       mkdirSync('bench/results', { recursive: true });
-      writeFileSync(`bench/results/${reportName(args.embedder, args.profile, args.client)}.json`, JSON.stringify(report, null, 2) + '\n');
-      writeFileSync(`bench/results/${reportName(args.embedder, args.profile, args.client)}.md`, renderReport(report));
+      const name = args.out ?? reportName(args.embedder, args.profile, args.client);
+      writeFileSync(`bench/results/${name}.json`, JSON.stringify(report, null, 2) + '\n');
+      writeFileSync(`bench/results/${name}.md`, renderReport(report));
       console.error(renderReport(report));
       if (!httpVerified || !storeVerified || exitCode !== 0) process.exitCode = 1;
     }
     return report;
   } finally {
+    await observer?.close();
     await store.cleanup();
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Copies a prebuilt SQLite store (with its WAL, if any) to `db` and readies the copy: its events and sessions
+ * counted, and an admin agent added when it has none (a server on a store with agents bootstraps none).
+ */
+async function copyPrebuiltStore(source: string, db: string): Promise<{ events: number; sessions: number; adminToken: string }> {
+  const start = performance.now();
+  copyFileSync(source, db);
+  for (const suffix of ['-wal', '-shm']) if (existsSync(`${source}${suffix}`)) copyFileSync(`${source}${suffix}`, `${db}${suffix}`);
+  const mem = await openEngram({ db, sqlite: { create: false } });
+  try {
+    const stats = await mem.stats();
+    if ((await mem.agents.list()).length > 0) throw new Error(`--store: ${source} has agents already; the bench needs a store without agents (it adds its own admin)`);
+    const admin = await mem.agents.add('admin', { role: 'admin', isAdmin: true });
+    console.error(`== copied ${source} (${stats.events} events) in ${round((performance.now() - start) / 1000, 1)} s`);
+    return { events: stats.events, sessions: stats.sessions, adminToken: admin.token };
+  } finally {
+    await mem.close();
   }
 }
 
@@ -368,12 +454,12 @@ interface StartedServer {
   exited: Promise<number | null>;
 }
 
-async function startServer(location: StoreLocation, embedder: 'none' | 'builtin', profileDir: string | undefined, workers: number): Promise<StartedServer> {
+async function startServer(location: StoreLocation, embedder: 'none' | 'builtin', profileDir: string | undefined, workers: number, env: Record<string, string> = {}): Promise<StartedServer> {
   const profiling = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
   const store = location.pg !== undefined ? ['--pg', location.pg] : ['--db', location.db!];
   const child = spawn(process.execPath, [...profiling, '--import', 'tsx', 'bench/lib/serve-child.ts', 'serve', ...store, '--port', '0', '--json', '--embedder', embedder, '--workers', String(workers)], {
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, ENGRAM_DB: '', ENGRAM_PG_URL: '' },
+    env: { ...process.env, ENGRAM_DB: '', ENGRAM_PG_URL: '', ...env },
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const info = await new Promise<StartedServer['info']>((resolve, reject) => {
@@ -385,7 +471,6 @@ async function startServer(location: StoreLocation, embedder: 'none' | 'builtin'
     });
     void exited.then((code) => reject(new Error(`engram serve exited ${code} before listening`)));
   });
-  if (!info.admin) throw new Error('expected a fresh store with a bootstrap admin token');
   return { child, pid: child.pid!, info, exited };
 }
 
@@ -424,43 +509,17 @@ const PROFILED_IDLE_CORE_SHARE = 0.2;
  * Waits until the server (all its processes) uses under `idleShare` of a core over a second, at most
  * `maxSeconds`; returns the seconds waited. Without /proc it returns at once.
  */
-async function waitUntilIdle(pid: number, idleShare: number, maxSeconds = 300): Promise<number> {
+async function waitUntilIdle(pids: readonly number[], idleShare: number, maxSeconds = 300): Promise<number> {
   const start = performance.now();
-  let before = readTreeCpuMs(pid);
+  const read = () => pids.reduce<number | null>((sum, pid) => (sum === null ? null : ((ms) => (ms === null ? null : sum + ms))(readTreeCpuMs(pid))), 0);
+  let before = read();
   while (before !== null && performance.now() - start < maxSeconds * 1000) {
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    const now = readTreeCpuMs(pid);
+    const now = read();
     if (now === null || now - before < 1000 * idleShare) break;
     before = now;
   }
   return (performance.now() - start) / 1000;
-}
-
-/** User + system CPU time of a process, in ms (Linux /proc; null elsewhere). */
-function readCpuMs(pid: number): number | null {
-  try {
-    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  } catch {
-    return null;
-  }
-}
-
-/** Processes whose parent is `pid` (the workers of `engram serve --workers N`), from /proc; none elsewhere. */
-function childPids(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}
-
-/** CPU ms of the server and its worker processes (a worker that exited in between is not counted). */
-function readTreeCpuMs(pid: number): number | null {
-  const own = readCpuMs(pid);
-  if (own === null) return null;
-  return childPids(pid).reduce((sum, child) => sum + (readCpuMs(child) ?? 0), own);
 }
 
 function cpuMs(usage: NodeJS.CpuUsage): number {
@@ -468,6 +527,38 @@ function cpuMs(usage: NodeJS.CpuUsage): number {
 }
 
 /** Cores each process kept busy over the measured window, and CPU ms per request answered. */
+/** CPU times at the start and the end of the measured window (ms; `server` summed over `perServer`). */
+interface CpuMoment {
+  server: number | null;
+  perServer: Array<number | null>;
+  client: number;
+  loadAvg: number;
+  monoUs: number;
+}
+
+/** Each `engram serve` process of a `--servers N` run: cores it kept busy, and its CPU ms per request of the whole run. */
+function perServerCpu(at: readonly CpuMoment[], seconds: number, servers: number, requests: number): NonNullable<HttpLoadReport['perServer']> {
+  const [from, to] = at;
+  return Array.from({ length: servers }, (_, i) => {
+    const a = from?.perServer[i];
+    const b = to?.perServer[i];
+    const ms = a === null || a === undefined || b === null || b === undefined ? null : b - a;
+    return { cores: ms === null ? null : round(ms / (seconds * 1000), 2), msPerRequest: ms === null || requests === 0 ? null : round(ms / requests, 2) };
+  });
+}
+
+/** The PostgreSQL figures of a run's measured window, per request answered. */
+function pgFigures(w: ReturnType<PgObserver['window']>, requests: number, seconds: number): NonNullable<HttpLoadReport['pg']> {
+  return {
+    queries: w.queries,
+    queriesPerRequest: w.queries === null || requests === 0 ? null : round(w.queries / requests, 2),
+    backendCpuMs: w.backendCpuMs === null ? null : round(w.backendCpuMs, 0),
+    backendCores: w.backendCpuMs === null ? null : round(w.backendCpuMs / (seconds * 1000), 2),
+    backendMsPerRequest: w.backendCpuMs === null || requests === 0 ? null : round(w.backendCpuMs / requests, 2),
+    backends: w.backends,
+  };
+}
+
 function cpuUsage(at: ReadonlyArray<{ server: number | null; client: number; loadAvg: number }>, seconds: number, requests: number): HttpLoadReport['cpu'] | null {
   const [from, to] = at;
   if (!from || !to || from.server === null || to.server === null || requests === 0) return null;
@@ -480,15 +571,6 @@ function cpuUsage(at: ReadonlyArray<{ server: number | null; client: number; loa
     clientMsPerRequest: round(client / requests, 2),
     loadAverage: round(to.loadAvg, 2),
   };
-}
-
-function readMaxRssMb(pid: number): number | null {
-  try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? round(Number(m[1]) / 1024, 0) : null;
-  } catch {
-    return null;
-  }
 }
 
 export interface HttpLoadReport {
@@ -519,6 +601,15 @@ export interface HttpLoadReport {
    * per request answered, and the machine's 1-minute load average at its end (other processes share the cores).
    */
   cpu?: { serverCores: number; clientCores: number; serverMsPerRequest: number; clientMsPerRequest: number; loadAverage: number };
+  /** Events in the store at the end of the run (a prebuilt store's included). */
+  storeEvents?: number;
+  /** `--servers N`: each process (with its workers) over the measured window; ms per request of all servers' requests. */
+  perServer?: Array<{ cores: number | null; msPerRequest: number | null }>;
+  /**
+   * PostgreSQL over the measured window: queries the servers sent (each a round trip), per request answered; CPU of the
+   * PostgreSQL backends serving them (cores kept busy, ms per request) and how many there were.
+   */
+  pg?: { queries: number | null; queriesPerRequest: number | null; backendCpuMs: number | null; backendCores: number | null; backendMsPerRequest: number | null; backends: number };
   /** `window`: the profile covers the measured window only (`requests` answered in it), not the whole run. */
   profile?: ProfileSummary & { areas?: ProfileAreas; window?: { seconds: number; requests: number } };
 }
@@ -538,7 +629,7 @@ export function renderReport(r: HttpLoadReport): string {
 Generated by \`npm run bench -- http-load\` on ${r.when} (${r.machine}, ${r.cpus} cores, ${r.memGiB} GiB; the load generator
 and the server share these cores). Code: \`bench/http-load.ts\`.
 
-**Setup.** \`engram serve${(c.workers ?? 1) > 1 ? ` --workers ${c.workers}` : ''}\` in its own process${(c.workers ?? 1) > 1 ? ` (${c.workers} worker processes serving HTTP, the primary keeping background work)` : ''} on a fresh ${c.backend === 'postgres' ? 'PostgreSQL schema (the local server, same machine)' : 'SQLite store (the embedded default)'}, bound to 127.0.0.1, embedder \`${c.embedder}\`.
+**Setup.** ${(c.servers ?? 1) > 1 ? `${c.servers} processes of ` : ''}\`engram serve${(c.workers ?? 1) > 1 ? ` --workers ${c.workers}` : ''}\` in ${(c.servers ?? 1) > 1 ? 'their own processes, each on its own port (agent i talks to server i mod ' + c.servers + ')' : 'its own process'}${(c.workers ?? 1) > 1 ? ` (${c.workers} worker processes serving HTTP, the primary keeping background work)` : ''} on ${storeText(r)}, bound to 127.0.0.1, embedder \`${c.embedder}\`.
 ${c.agents} agents, each added through \`POST /v1/agents\` with its own token and writing its own session, run a closed
 loop over ${c.transport}: ${modeText(r)}
 ${c.warmupSeconds} s of warm-up, then ${c.seconds} s measured; latency is from sending the request to having read the whole response.
@@ -559,9 +650,9 @@ ${round(1000 / totalPerSec, 1)} ms of server time each, on a core shared with th
 ${
   r.cpu
     ? `
-**CPU** (measured window): the server${(c.workers ?? 1) > 1 ? ' (all its processes)' : ''} kept ${r.cpu.serverCores} cores busy (${r.cpu.serverMsPerRequest} ms of CPU per request), the load
+**CPU** (measured window): the server${(c.workers ?? 1) > 1 || (c.servers ?? 1) > 1 ? ' (all its processes)' : ''} kept ${r.cpu.serverCores} cores busy (${r.cpu.serverMsPerRequest} ms of CPU per request), the load
 generator ${r.cpu.clientCores} (${r.cpu.clientMsPerRequest} ms per request), on ${r.cpus} cores; 1-minute load average ${r.cpu.loadAverage} at the end.
-`
+${r.perServer ? `Per server process: ${r.perServer.map((p, i) => `#${i + 1} ${p.cores ?? '?'} cores (${p.msPerRequest ?? '?'} ms per request of all servers' requests)`).join('; ')}.\n` : ''}${r.pg ? pgText(r) : ''}`
     : ''
 }
 **Errors:** ${errorLines.length === 0 ? 'none.' : errorLines.map(([k, n]) => `${k}: ${n}`).join('; ')}
@@ -601,6 +692,24 @@ ${r.profile.functions.map((f) => `| \`${f.name}\` | ${fmt(f.selfMs)} | ${round(f
  * The profile by area (profile-areas.ts): each sample charged to the request step its stack is in, as a share of
  * the whole profile and of the busy time (without idle and start-up module loading); then recall by step.
  */
+/** The store a run served, in words. */
+function storeText(r: HttpLoadReport): string {
+  const c = r.config;
+  if (c.backend === 'postgres') return 'a fresh PostgreSQL schema (the local server, same machine)';
+  if (c.store !== undefined) return `a copy of the prebuilt SQLite store \`${c.store}\` (${(c.storeBaseEvents ?? 0).toLocaleString('en')} events before the run)`;
+  return 'a fresh SQLite store (the embedded default)';
+}
+
+/** Where a PostgreSQL run's time goes besides the server: round trips and the database's own CPU. */
+function pgText(r: HttpLoadReport): string {
+  const p = r.pg!;
+  const sum = r.cpu && p.backendMsPerRequest !== null ? round(r.cpu.serverMsPerRequest + r.cpu.clientMsPerRequest + p.backendMsPerRequest, 2) : null;
+  return `**PostgreSQL** (measured window): the servers sent ${p.queries?.toLocaleString('en') ?? '?'} queries, **${p.queriesPerRequest ?? '?'} per request** (each a round trip,
+counted in the driver of every serving process); the ${p.backends} PostgreSQL backends serving them used ${p.backendCores ?? '?'} cores, **${p.backendMsPerRequest ?? '?'} ms
+of CPU per request** (from /proc; its WAL writer and checkpointer, shared with other sessions, are not counted).${sum !== null ? ` Per request: server ${r.cpu!.serverMsPerRequest} ms + PostgreSQL ${p.backendMsPerRequest} ms + load generator ${r.cpu!.clientMsPerRequest} ms = ${sum} ms of CPU on these ${r.cpus} cores.` : ''}
+`;
+}
+
 /** What each agent's closed loop sends, in words, for the report's setup paragraph. */
 function modeText(r: HttpLoadReport): string {
   const c = r.config;
@@ -664,6 +773,36 @@ function verdicts(runs: readonly HttpLoadReport[]): string {
   return lines.length > 0 ? `**Targets.**\n${lines.join('\n')}\n` : '';
 }
 
+/**
+ * Runs with `--servers N` (and the one-server runs of the same backend, mode and agents beside them): the aggregate
+ * rate and where each request's time goes (server processes, PostgreSQL's backends, round trips).
+ */
+function renderServers(runs: readonly HttpLoadReport[]): string {
+  const multi = runs.filter((r) => (r.config.servers ?? 1) > 1);
+  if (multi.length === 0) return '';
+  const key = (r: HttpLoadReport) => `${r.config.backend}|${r.config.mode ?? 'mixed'}|${r.config.agents}|${r.config.workers ?? 1}`;
+  const keys = new Set(multi.map(key));
+  const rows = runs.filter((r) => keys.has(key(r))).map((r) => {
+    const c = r.config;
+    const rate = round(r.ops.append.perSec + r.ops.recall.perSec + r.ops.retry.perSec, 1);
+    const per = r.perServer ? r.perServer.map((p) => `${p.cores ?? '?'} / ${p.msPerRequest ?? '?'}`).join('; ') : r.cpu ? `${r.cpu.serverCores} / ${r.cpu.serverMsPerRequest}` : '?';
+    return `| ${c.backend} | ${c.mode ?? 'mixed'} | ${c.agents} | ${c.servers ?? 1} | ${rate.toLocaleString('en')} | ${per} | ${r.cpu?.serverMsPerRequest ?? '?'} | ${r.pg?.queriesPerRequest ?? '-'} | ${r.pg ? `${r.pg.backendCores ?? '?'} / ${r.pg.backendMsPerRequest ?? '?'}` : '-'} | ${r.cpu?.clientMsPerRequest ?? '?'} | ${r.cpu?.loadAverage ?? '?'} |`;
+  });
+  return `
+## Several servers on one store
+
+The same load spread over ${[...new Set(multi.map((r) => r.config.servers))].join(', ')} \`engram serve\` processes on one store (agent i on server i mod N), beside the one-server run:
+the aggregate rate (requests/s answered by all servers), each server's cores and CPU ms per request (of all
+requests), the total server CPU per request, the queries per request (round trips to PostgreSQL, counted in the driver),
+PostgreSQL's backends (cores, ms per request) and the load generator's ms per request. All of it shares the machine's
+cores, so the aggregate rate is bounded by their sum per request, not by one server.
+
+| backend | mode | agents | servers | requests/s (all servers) | per server: cores / ms per request | server ms per request | queries per request | PostgreSQL: cores / ms per request | load generator ms per request | load average |
+| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: |
+${rows.join('\n')}
+`;
+}
+
 /** All runs side by side against the targets of issue #14, then each run's detail. */
 export function renderSuiteReport(runs: readonly HttpLoadReport[]): string {
   const t = HTTP_TARGETS;
@@ -680,7 +819,7 @@ export function renderSuiteReport(runs: readonly HttpLoadReport[]): string {
     const appendCells = mode === 'recall' ? '- | -' : `${fmt(a.perSec)} | ${a.p95Ms}`;
     const recallCells = mode === 'append' ? '- | -' : `${fmt(q.perSec)} | ${q.p95Ms}`;
     const events = mode === 'recall' ? `(${fmt(r.verification.acknowledgedEvents)} stored)` : fmt(r.eventsPerSec);
-    return `| ${r.config.backend} | ${mode} | ${r.config.workers ?? 1} | ${r.config.agents} | ${appendCells} | ${recallCells} | ${events} | ${errors} | ${verified ? 'yes' : 'NO'} | ${cpu} |`;
+    return `| ${r.config.backend} | ${mode} | ${r.config.workers ?? 1}${(r.config.servers ?? 1) > 1 ? ` x ${r.config.servers} servers` : ''} | ${r.config.agents} | ${appendCells} | ${recallCells} | ${events} | ${errors} | ${verified ? 'yes' : 'NO'} | ${cpu} |`;
   });
   const first = runs[0];
   return `# HTTP API under load
@@ -704,6 +843,7 @@ With \`--workers N\` the server's CPU is summed over its processes. Where the se
 function: \`npm run bench -- http-load --profile\` writes \`bench/results/http-load-profile.md\`.
 
 ${verdicts(runs)}
+${renderPerCore(runs)}${renderServers(runs)}
 
-${runs.map((r) => renderReport(r).replace(/^# HTTP API under load\n/, `## ${r.config.backend}, ${r.config.mode ?? 'mixed'}, ${(r.config.workers ?? 1) > 1 ? `${r.config.workers} workers, ` : ''}${r.config.agents} agents\n`)).join('\n')}`;
+${runs.map((r) => renderReport(r).replace(/^# HTTP API under load\n/, `## ${r.config.backend}, ${r.config.mode ?? 'mixed'}, ${(r.config.workers ?? 1) > 1 ? `${r.config.workers} workers, ` : ''}${(r.config.servers ?? 1) > 1 ? `${r.config.servers} servers, ` : ''}${r.config.agents} agents${r.config.store !== undefined ? `, ${(r.storeEvents ?? 0).toLocaleString('en')} events` : ''}\n`)).join('\n')}`;
 }
