@@ -188,9 +188,12 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
     console.error(`== starting ${serverCount > 1 ? `${serverCount} x ` : ''}engram serve on ${backend} (${args.agents} agents, ${mode}${prebuilt ? `, a copy of ${args.store}: ${prebuilt.events} events` : ''})`);
     const profileDir = join(dir, 'profile');
     const env = observer?.env ?? {};
+    // A prebuilt store's sessions went idle long ago and were never summarized: the consolidation worker would spend
+    // the run summarizing them. A fresh store's sessions never idle long enough for it, so the two runs compare.
+    const serveFlags = prebuilt ? ['--no-consolidate'] : [];
     // The first server bootstraps the admin agent of a fresh store; the others start on the store it has set up.
-    const servers = [await startServer(serveAt, args.embedder ?? 'none', args.profile ? profileDir : undefined, args.workers ?? 1, env)];
-    for (let i = 1; i < serverCount; i++) servers.push(await startServer(serveAt, args.embedder ?? 'none', undefined, args.workers ?? 1, env));
+    const servers = [await startServer(serveAt, args.embedder ?? 'none', args.profile ? profileDir : undefined, args.workers ?? 1, env, serveFlags)];
+    for (let i = 1; i < serverCount; i++) servers.push(await startServer(serveAt, args.embedder ?? 'none', undefined, args.workers ?? 1, env, serveFlags));
     const server = servers[0]!;
     const admin = prebuilt?.adminToken ?? server.info.admin?.token;
     if (!admin) throw new Error('expected a fresh store with a bootstrap admin token');
@@ -227,7 +230,8 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
     let prefill: HttpLoadReport['prefill'] | undefined;
     if (mode === 'recall') {
       // The store a recall-only run searches: the same agents append into their own sessions first (not measured).
-      const target = args.prefillEvents ?? DEFAULT_PREFILL_EVENTS;
+      // Over a prebuilt store one request of each agent's own turns, for its needles; the store is the rest.
+      const target = args.prefillEvents ?? (prebuilt ? agents.length * PREFILL_BATCH : DEFAULT_PREFILL_EVENTS);
       const perAgent = Math.ceil(target / agents.length);
       const start = performance.now();
       await Promise.all(
@@ -454,10 +458,10 @@ interface StartedServer {
   exited: Promise<number | null>;
 }
 
-async function startServer(location: StoreLocation, embedder: 'none' | 'builtin', profileDir: string | undefined, workers: number, env: Record<string, string> = {}): Promise<StartedServer> {
+async function startServer(location: StoreLocation, embedder: 'none' | 'builtin', profileDir: string | undefined, workers: number, env: Record<string, string> = {}, flags: readonly string[] = []): Promise<StartedServer> {
   const profiling = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
   const store = location.pg !== undefined ? ['--pg', location.pg] : ['--db', location.db!];
-  const child = spawn(process.execPath, [...profiling, '--import', 'tsx', 'bench/lib/serve-child.ts', 'serve', ...store, '--port', '0', '--json', '--embedder', embedder, '--workers', String(workers)], {
+  const child = spawn(process.execPath, [...profiling, '--import', 'tsx', 'bench/lib/serve-child.ts', 'serve', ...store, '--port', '0', '--json', '--embedder', embedder, '--workers', String(workers), ...flags], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, ENGRAM_DB: '', ENGRAM_PG_URL: '', ...env },
   });
@@ -696,7 +700,7 @@ ${r.profile.functions.map((f) => `| \`${f.name}\` | ${fmt(f.selfMs)} | ${round(f
 function storeText(r: HttpLoadReport): string {
   const c = r.config;
   if (c.backend === 'postgres') return 'a fresh PostgreSQL schema (the local server, same machine)';
-  if (c.store !== undefined) return `a copy of the prebuilt SQLite store \`${c.store}\` (${(c.storeBaseEvents ?? 0).toLocaleString('en')} events before the run)`;
+  if (c.store !== undefined) return `a copy of the prebuilt SQLite store \`${c.store}\` (${(c.storeBaseEvents ?? 0).toLocaleString('en')} events before the run; served with \`--no-consolidate\`, as its old sessions would otherwise be summarized during the run)`;
   return 'a fresh SQLite store (the embedded default)';
 }
 
@@ -724,7 +728,7 @@ agent's session, half are ordinary queries over the whole store`;
     case 'recall': {
       const p = r.prefill;
       return `**recalls only** (mode \`recall\`) ${recall}. Before the loop the same agents filled the store with
-${p ? `${p.events.toLocaleString('en')} events (appends of ${p.batch} events into their own sessions, ${p.seconds} s, not measured; then the server's background work on them, the identifier index's catch-up, ran until the server was idle, ${p.quietSeconds ?? '?'} s)` : 'events'}: ${c.prefillFromMixed ? 'the size the mixed run of this backend and agent count reached' : c.prefillEvents !== undefined ? 'the size `--prefill-events` asked for' : `the default size (${DEFAULT_PREFILL_EVENTS.toLocaleString('en')} events, about what the 32-agent mixed run on SQLite reaches)`}; nothing is appended while recalls are measured.`;
+${p ? `${p.events.toLocaleString('en')} events (appends of ${p.batch} events into their own sessions, ${p.seconds} s, not measured; then the server's background work on them, the identifier index's catch-up, ran until the server was idle, ${p.quietSeconds ?? '?'} s)` : 'events'}: ${c.store !== undefined && c.prefillEvents === undefined ? `their own sessions' needles, the prebuilt store's ${(c.storeBaseEvents ?? 0).toLocaleString('en')} events the rest` : c.prefillFromMixed ? 'the size the mixed run of this backend and agent count reached' : c.prefillEvents !== undefined ? 'the size `--prefill-events` asked for' : `the default size (${DEFAULT_PREFILL_EVENTS.toLocaleString('en')} events, about what the 32-agent mixed run on SQLite reaches)`}; nothing is appended while recalls are measured.`;
     }
     default:
       return `append ${append}, then one recall ${recall}. ${retry}`;
@@ -818,7 +822,7 @@ export function renderSuiteReport(runs: readonly HttpLoadReport[]): string {
     const mode = r.config.mode ?? 'mixed';
     const appendCells = mode === 'recall' ? '- | -' : `${fmt(a.perSec)} | ${a.p95Ms}`;
     const recallCells = mode === 'append' ? '- | -' : `${fmt(q.perSec)} | ${q.p95Ms}`;
-    const events = mode === 'recall' ? `(${fmt(r.verification.acknowledgedEvents)} stored)` : fmt(r.eventsPerSec);
+    const events = mode === 'recall' ? `(${fmt(r.storeEvents ?? r.verification.acknowledgedEvents)} stored)` : fmt(r.eventsPerSec);
     return `| ${r.config.backend} | ${mode} | ${r.config.workers ?? 1}${(r.config.servers ?? 1) > 1 ? ` x ${r.config.servers} servers` : ''} | ${r.config.agents} | ${appendCells} | ${recallCells} | ${events} | ${errors} | ${verified ? 'yes' : 'NO'} | ${cpu} |`;
   });
   const first = runs[0];
@@ -826,7 +830,7 @@ export function renderSuiteReport(runs: readonly HttpLoadReport[]): string {
 
 Generated by \`npm run bench -- http-load\` on ${first?.when ?? '?'} (${first?.machine ?? '?'}, ${first?.cpus ?? '?'} cores; the load
 generator and the server share these cores). Code: \`bench/http-load.ts\`. Embedder: \`${first?.config.embedder ?? 'none'}\`
-(\`none\`: recall is full-text). Each row is a fresh store; each agent appends a turn of ${first?.config.batch ?? 4} events, then recalls,
+(\`none\`: recall is full-text). Each row is a fresh store${first?.config.store !== undefined ? ` (here a fresh copy of the prebuilt store \`${first.config.store}\`, ${fmt(first.config.storeBaseEvents ?? 0)} events)` : ''}; each agent appends a turn of ${first?.config.batch ?? 4} events, then recalls,
 in a closed loop (mode \`mixed\`), or only appends (\`append\`), or only recalls over a store the same agents filled first
 (\`recall\`; events/s gives the store's size instead); details per run below. Load generator: ${first?.config.transport ?? '?'}.
 
