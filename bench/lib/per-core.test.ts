@@ -60,5 +60,14 @@ describe('renderPerCore', () => {
     expect(md).toContain('| postgres | recall | 1 | 1 | 32 | ? | recall | 3 | <= 2.5 | 333 | >= 400 | **FAIL** |');
     // 4 cores: 4000 / 3 alone, 4000 / (3 + 0.2 + 1) shared.
     expect(md).toContain('| 1,333 / 952 |');
+    expect(md).toContain('| postgres | recall | 1 | 1 | 32 | 3 | - | 0.2 | 1 |');
+  });
+});
+
+describe('renderPerCore with workers', () => {
+  it('sets a run with more workers beside the one-process run of the same setup', () => {
+    const one = run('sqlite', 'append', 1, { append: 10 });
+    const two = { ...run('sqlite', 'append', 1.25, { append: 10 }), config: { backend: 'sqlite' as const, mode: 'append' as const, agents: 32, batch: 4, workers: 2 } };
+    expect(renderPerCore([one, two])).toContain('| sqlite | append | 2 | 1 | 32 | 1.25 | 1.25x |');
   });
 });

@@ -144,7 +144,10 @@ export function renderPerCore(runs: readonly PerCoreRun[]): string {
     const cpu = r.cpu!;
     const db = r.pg?.backendMsPerRequest ?? 0;
     const p = PROJECTED_CORES.map((n) => coreProjection(cpu.serverMsPerRequest, cpu.clientMsPerRequest, n, db));
-    return `| ${c.backend} | ${c.mode ?? 'mixed'} | ${c.workers ?? 1} | ${c.servers ?? 1} | ${c.agents} | ${cpu.serverMsPerRequest} | ${cpu.clientMsPerRequest} | ${r.pg?.backendMsPerRequest ?? '-'} | ${p.map((x) => `${fmt(x.serverOnly)} / ${fmt(x.sameMachine)}`).join(' | ')} |`;
+    // The same setup with one process: how much more CPU a request costs when more processes serve it.
+    const one = runs.find((o) => o.cpu && (o.config.mode ?? 'mixed') === (c.mode ?? 'mixed') && o.config.backend === c.backend && o.config.agents === c.agents && o.config.batch === c.batch && (o.config.workers ?? 1) === 1 && (o.config.servers ?? 1) === 1);
+    const vsOne = one && one !== r && one.cpu!.serverMsPerRequest > 0 ? `${round(cpu.serverMsPerRequest / one.cpu!.serverMsPerRequest, 2)}x` : '-';
+    return `| ${c.backend} | ${c.mode ?? 'mixed'} | ${c.workers ?? 1} | ${c.servers ?? 1} | ${c.agents} | ${cpu.serverMsPerRequest} | ${vsOne} | ${cpu.clientMsPerRequest} | ${r.pg?.backendMsPerRequest ?? '-'} | ${p.map((x) => `${fmt(x.serverOnly)} / ${fmt(x.sameMachine)}`).join(' | ')} |`;
   });
   return `## Per server core (issue #32)
 
@@ -166,10 +169,12 @@ cores x 1000 / (server + load generator + PostgreSQL backends ms) with all of th
 Assumptions: one serving process per core (\`--workers N\` or \`--servers N\`) and the CPU per request of the run's own
 process count (a run with more workers carries their coordination in its ms); no lock or I/O limit: SQLite takes
 one writer at a time, so appends on one store stop scaling when its write transaction, not the CPU, is the bottleneck;
-PostgreSQL's background processes (WAL writer, checkpointer) are not counted.
+PostgreSQL's background processes (WAL writer, checkpointer) are not counted. "vs one process": the server ms beside
+that of the same run with one process (\`--workers 1\`, one server); above 1x, more processes cost more CPU per request
+and the projection from that run's ms already carries it.
 
-| backend | mode | workers | servers | agents | server ms | load generator ms | PostgreSQL ms | ${PROJECTED_CORES.map((n) => `${n} core${n > 1 ? 's' : ''}: alone / shared`).join(' | ')} |
-| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ${PROJECTED_CORES.map(() => '---:').join(' | ')} |
+| backend | mode | workers | servers | agents | server ms | vs one process | load generator ms | PostgreSQL ms | ${PROJECTED_CORES.map((n) => `${n} core${n > 1 ? 's' : ''}: alone / shared`).join(' | ')} |
+| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ${PROJECTED_CORES.map(() => '---:').join(' | ')} |
 ${projections.join('\n')}
 `;
 }
