@@ -24,12 +24,12 @@ import { openEngram } from '../src/engine.js';
 import type { StoreLocation } from '../src/store/open-store.js';
 import { benchPgUrl, createBenchStore, type BenchBackend } from './lib/bench-stores.js';
 import { createPgObserver, type PgObserver } from './lib/pg-observe.js';
-import { renderPerCore } from './lib/per-core.js';
+import { DEFAULT_PREFILL_EVENTS, HTTP_TARGETS, renderReport, renderSuiteReport, type HttpLoadReport, type Op } from './lib/http-load-report.js';
 import type { EventInput } from '../src/model/event.js';
 import { agentTrace, recallQueries } from './lib/agent-trace.js';
 import { Prng } from './lib/prng.js';
-import { profileWindow, summarizeCpuProfile, type CpuProfile, type ProfileEntry, type ProfileSummary } from './lib/cpu-profile.js';
-import { profileAreas, type AreaShare, type ProfileAreas } from './lib/profile-areas.js';
+import { profileWindow, summarizeCpuProfile, type CpuProfile, type ProfileEntry } from './lib/cpu-profile.js';
+import { profileAreas } from './lib/profile-areas.js';
 import { machineLine, round, summarize } from './lib/stats.js';
 import { createHttpClient, type HttpAnswer, type HttpClientKind } from './lib/http-client.js';
 import { childPids, readMaxRssMb, readTreeCpuMs } from './lib/proc-cpu.js';
@@ -80,16 +80,10 @@ export interface HttpLoadArgs {
 
 export type HttpLoadMode = 'mixed' | 'append' | 'recall';
 export const HTTP_LOAD_MODES: readonly HttpLoadMode[] = ['mixed', 'append', 'recall'];
-/**
- * A recall-only run's store size when no mixed run of the same backend and agent count went before it: about what
- * the 32-agent mixed run on SQLite reached (15,104 events in bench/results/http-load-profile.md, 2026-11-26).
- */
-export const DEFAULT_PREFILL_EVENTS = 15_000;
+export { DEFAULT_PREFILL_EVENTS, HTTP_TARGETS, renderReport, renderSuiteReport, type HttpLoadReport } from './lib/http-load-report.js';
+
 /** Events per append request while filling the store for a recall-only run (one request, one transaction). */
 const PREFILL_BATCH = 50;
-
-/** The targets of issue #14 for `engram serve` (32 agents, loopback). */
-export const HTTP_TARGETS = { appendPerSec: 2000, appendP95Ms: 20, recallPerSec: 500, recallP95Ms: 50 } as const;
 
 export interface HttpLoadSuiteArgs extends Omit<HttpLoadArgs, 'agents' | 'backend' | 'writeReport' | 'workers' | 'mode' | 'servers'> {
   /** Each count of `engram serve` processes in turn (`--servers 1,2`). Default [1]. */
@@ -104,7 +98,6 @@ export interface HttpLoadSuiteArgs extends Omit<HttpLoadArgs, 'agents' | 'backen
   modes?: HttpLoadMode[];
 }
 
-type Op = 'append' | 'recall' | 'retry';
 
 interface Sample {
   op: Op;
@@ -530,7 +523,6 @@ function cpuMs(usage: NodeJS.CpuUsage): number {
   return (usage.user + usage.system) / 1000;
 }
 
-/** Cores each process kept busy over the measured window, and CPU ms per request answered. */
 /** CPU times at the start and the end of the measured window (ms; `server` summed over `perServer`). */
 interface CpuMoment {
   server: number | null;
@@ -563,6 +555,7 @@ function pgFigures(w: ReturnType<PgObserver['window']>, requests: number, second
   };
 }
 
+/** Cores each process kept busy over the measured window, and CPU ms per request answered. */
 function cpuUsage(at: ReadonlyArray<{ server: number | null; client: number; loadAvg: number }>, seconds: number, requests: number): HttpLoadReport['cpu'] | null {
   const [from, to] = at;
   if (!from || !to || from.server === null || to.server === null || requests === 0) return null;
@@ -577,277 +570,3 @@ function cpuUsage(at: ReadonlyArray<{ server: number | null; client: number; loa
   };
 }
 
-export interface HttpLoadReport {
-  when: string;
-  machine: string;
-  cpus: number;
-  memGiB: number;
-  config: HttpLoadArgs & { backend: BenchBackend; mode?: HttpLoadMode; embedder: string; transport: string };
-  /** Recall mode: the events the agents appended before the measured loop, in requests of `batch` events, and how long it took. */
-  prefill?: { events: number; batch: number; seconds: number; quietSeconds?: number };
-  ops: Record<Op, { requests: number; perSec: number; p50Ms: number; p95Ms: number; p99Ms: number; meanMs: number }>;
-  eventsPerSec: number;
-  errors: Record<string, number>;
-  verification: {
-    acknowledgedEvents: number;
-    storedEvents: number;
-    httpVerified: boolean;
-    storeVerified: boolean;
-    retriedBatches: number;
-    retryMismatches: number;
-    needleQueries: number;
-    needleFound: number;
-    problems: string[];
-  };
-  server: { maxRssMb: number | null; shutdownMs: number; exitCode: number | null };
-  /**
-   * CPU over the measured window: cores kept busy by the server and by the load generator (this process), CPU ms
-   * per request answered, and the machine's 1-minute load average at its end (other processes share the cores).
-   */
-  cpu?: { serverCores: number; clientCores: number; serverMsPerRequest: number; clientMsPerRequest: number; loadAverage: number };
-  /** Events in the store at the end of the run (a prebuilt store's included). */
-  storeEvents?: number;
-  /** `--servers N`: each process (with its workers) over the measured window; ms per request of all servers' requests. */
-  perServer?: Array<{ cores: number | null; msPerRequest: number | null }>;
-  /**
-   * PostgreSQL over the measured window: queries the servers sent (each a round trip), per request answered; CPU of the
-   * PostgreSQL backends serving them (cores kept busy, ms per request) and how many there were.
-   */
-  pg?: { queries: number | null; queriesPerRequest: number | null; backendCpuMs: number | null; backendCores: number | null; backendMsPerRequest: number | null; backends: number };
-  /** `window`: the profile covers the measured window only (`requests` answered in it), not the whole run. */
-  profile?: ProfileSummary & { areas?: ProfileAreas; window?: { seconds: number; requests: number } };
-}
-
-export function renderReport(r: HttpLoadReport): string {
-  const c = r.config;
-  const v = r.verification;
-  const fmt = (n: number) => n.toLocaleString('en');
-  const row = (op: Op, what: string) => {
-    const o = r.ops[op];
-    return `| ${what} | ${fmt(o.requests)} | ${o.perSec} | ${o.p50Ms} | ${o.p95Ms} | ${o.p99Ms} | ${o.meanMs} |`;
-  };
-  const errorLines = Object.entries(r.errors);
-  const totalPerSec = r.ops.append.perSec + r.ops.recall.perSec + r.ops.retry.perSec;
-  return `# HTTP API under load
-
-Generated by \`npm run bench -- http-load\` on ${r.when} (${r.machine}, ${r.cpus} cores, ${r.memGiB} GiB; the load generator
-and the server share these cores). Code: \`bench/http-load.ts\`.
-
-**Setup.** ${(c.servers ?? 1) > 1 ? `${c.servers} processes of ` : ''}\`engram serve${(c.workers ?? 1) > 1 ? ` --workers ${c.workers}` : ''}\` in ${(c.servers ?? 1) > 1 ? 'their own processes, each on its own port (agent i talks to server i mod ' + c.servers + ')' : 'its own process'}${(c.workers ?? 1) > 1 ? ` (${c.workers} worker processes serving HTTP, the primary keeping background work)` : ''} on ${storeText(r)}, bound to 127.0.0.1, embedder \`${c.embedder}\`.
-${c.agents} agents, each added through \`POST /v1/agents\` with its own token and writing its own session, run a closed
-loop over ${c.transport}: ${modeText(r)}
-${c.warmupSeconds} s of warm-up, then ${c.seconds} s measured; latency is from sending the request to having read the whole response.
-
-| operation | requests (measured) | per second | p50 ms | p95 ms | p99 ms | mean ms |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: |
-${[
-  ...((c.mode ?? 'mixed') !== 'recall' ? [row('append', `append (${c.batch} events)`)] : []),
-  ...((c.mode ?? 'mixed') !== 'append' ? [row('recall', 'recall')] : []),
-  ...((c.mode ?? 'mixed') !== 'recall' ? [row('retry', 'append retried (duplicates)')] : []),
-].join('\n')}
-
-${(c.mode ?? 'mixed') === 'recall' ? 'Nothing was appended in the measured window.' : `Ingest through the API: **${fmt(r.eventsPerSec)} events/s** (acknowledged, measured window).`} The server answered
-${fmt(round(totalPerSec, 0))} requests/s in all; with ${c.agents} agents in closed loops, Little's law puts the mean latency at
-${c.agents} / ${fmt(round(totalPerSec, 0))} = ${round((c.agents / totalPerSec) * 1000, 1)} ms, close to the measured means: latency here is mostly waiting behind the
-other agents' requests on ${(c.workers ?? 1) > 1 ? `the server's ${c.workers} JavaScript threads` : "the server's one JavaScript thread"}, not the cost of one request (about
-${round(1000 / totalPerSec, 1)} ms of server time each, on a core shared with the load generator).
-${
-  r.cpu
-    ? `
-**CPU** (measured window): the server${(c.workers ?? 1) > 1 || (c.servers ?? 1) > 1 ? ' (all its processes)' : ''} kept ${r.cpu.serverCores} cores busy (${r.cpu.serverMsPerRequest} ms of CPU per request), the load
-generator ${r.cpu.clientCores} (${r.cpu.clientMsPerRequest} ms per request), on ${r.cpus} cores; 1-minute load average ${r.cpu.loadAverage} at the end.
-${r.perServer ? `Per server process: ${r.perServer.map((p, i) => `#${i + 1} ${p.cores ?? '?'} cores (${p.msPerRequest ?? '?'} ms per request of all servers' requests)`).join('; ')}.\n` : ''}${r.pg ? pgText(r) : ''}`
-    : ''
-}
-**Errors:** ${errorLines.length === 0 ? 'none.' : errorLines.map(([k, n]) => `${k}: ${n}`).join('; ')}
-
-**Exactly once.** ${fmt(v.acknowledgedEvents)} events were acknowledged (warm-up included). Paging every session
-through \`GET /v1/sessions/{id}/events\`: ${v.httpVerified ? 'every acknowledged event is stored once, with the acknowledged id, no other event, turns gap-free' : 'MISMATCH'}.
-After SIGTERM the store holds ${fmt(v.storedEvents)} events (${v.storeVerified ? 'equal to the acknowledged count' : 'MISMATCH'}).
-${fmt(v.retriedBatches)} retried batches all came back as duplicates with the original ids (${v.retryMismatches} mismatches).
-Needle recalls: ${fmt(v.needleFound)} of ${fmt(v.needleQueries)} found the needle in a hit.
-${v.problems.length > 0 ? `\nProblems:\n${v.problems.map((p) => `- ${p}`).join('\n')}\n` : ''}
-**Server.** Peak RSS ${r.server.maxRssMb ?? '?'} MB${(c.workers ?? 1) > 1 ? ' (summed over its processes)' : ''}; graceful shutdown after SIGTERM took ${r.server.shutdownMs} ms
-(exit code ${r.server.exitCode}).
-${
-  r.profile
-    ? `
-**Where the server's time goes** (\`--profile\`: V8 CPU profile of ${
-        r.profile.window
-          ? `the measured window only (${r.profile.window.seconds} s, ${fmt(r.profile.window.requests)} requests answered), ${fmt(r.profile.totalMs)} ms sampled`
-          : `the whole server run, ${fmt(r.profile.totalMs)} ms, start-up and the verification after the load included`
-      }; the server runs slower under the profiler).
-${r.profile.areas ? renderAreas(r.profile.areas, r.profile.window && r.cpu ? r.cpu.serverMsPerRequest : undefined) : ''}
-Self time by file and by function:
-
-| file | self ms | share |
-| --- | ---: | ---: |
-${r.profile.files.map((f) => `| \`${f.name}\` | ${fmt(f.selfMs)} | ${round(f.share * 100, 1)} % |`).join('\n')}
-
-| function | self ms | share |
-| --- | ---: | ---: |
-${r.profile.functions.map((f) => `| \`${f.name}\` | ${fmt(f.selfMs)} | ${round(f.share * 100, 1)} % |`).join('\n')}
-`
-    : ''
-}`;
-}
-
-/**
- * The profile by area (profile-areas.ts): each sample charged to the request step its stack is in, as a share of
- * the whole profile and of the busy time (without idle and start-up module loading); then recall by step.
- */
-/** The store a run served, in words. */
-function storeText(r: HttpLoadReport): string {
-  const c = r.config;
-  if (c.backend === 'postgres') return 'a fresh PostgreSQL schema (the local server, same machine)';
-  if (c.store !== undefined) return `a copy of the prebuilt SQLite store \`${c.store}\` (${(c.storeBaseEvents ?? 0).toLocaleString('en')} events before the run; served with \`--no-consolidate\`, as its old sessions would otherwise be summarized during the run)`;
-  return 'a fresh SQLite store (the embedded default)';
-}
-
-/** Where a PostgreSQL run's time goes besides the server: round trips and the database's own CPU. */
-function pgText(r: HttpLoadReport): string {
-  const p = r.pg!;
-  const sum = r.cpu && p.backendMsPerRequest !== null ? round(r.cpu.serverMsPerRequest + r.cpu.clientMsPerRequest + p.backendMsPerRequest, 2) : null;
-  return `**PostgreSQL** (measured window): the servers sent ${p.queries?.toLocaleString('en') ?? '?'} queries, **${p.queriesPerRequest ?? '?'} per request** (each a round trip,
-counted in the driver of every serving process); the ${p.backends} PostgreSQL backends serving them used ${p.backendCores ?? '?'} cores, **${p.backendMsPerRequest ?? '?'} ms
-of CPU per request** (from /proc; its WAL writer and checkpointer, shared with other sessions, are not counted).${sum !== null ? ` Per request: server ${r.cpu!.serverMsPerRequest} ms + PostgreSQL ${p.backendMsPerRequest} ms + load generator ${r.cpu!.clientMsPerRequest} ms = ${sum} ms of CPU on these ${r.cpus} cores.` : ''}
-`;
-}
-
-/** What each agent's closed loop sends, in words, for the report's setup paragraph. */
-function modeText(r: HttpLoadReport): string {
-  const c = r.config;
-  const append = `one turn of ${c.batch} events (\`POST /v1/events\`, every event keyed; synthetic coding-agent events of about 120 words,
-some tool outputs large enough to become artifacts)`;
-  const recall = `(\`POST /v1/recall\`, k 5, 1,000 tokens): half of them look for a needle written in an earlier acknowledged turn of the
-agent's session, half are ordinary queries over the whole store`;
-  const retry = `${round(c.retryRate * 100, 0)} % of acknowledged appends are sent again, as a client would retry after a lost response.`;
-  switch (c.mode ?? 'mixed') {
-    case 'append':
-      return `**appends only** (mode \`append\`): append ${append}, again and again. ${retry}`;
-    case 'recall': {
-      const p = r.prefill;
-      return `**recalls only** (mode \`recall\`) ${recall}. Before the loop the same agents filled the store with
-${p ? `${p.events.toLocaleString('en')} events (appends of ${p.batch} events into their own sessions, ${p.seconds} s, not measured; then the server's background work on them, the identifier index's catch-up, ran until the server was idle, ${p.quietSeconds ?? '?'} s)` : 'events'}: ${c.store !== undefined && c.prefillEvents === undefined ? `their own sessions' needles, the prebuilt store's ${(c.storeBaseEvents ?? 0).toLocaleString('en')} events the rest` : c.prefillFromMixed ? 'the size the mixed run of this backend and agent count reached' : c.prefillEvents !== undefined ? 'the size `--prefill-events` asked for' : `the default size (${DEFAULT_PREFILL_EVENTS.toLocaleString('en')} events, about what the 32-agent mixed run on SQLite reaches)`}; nothing is appended while recalls are measured.`;
-    }
-    default:
-      return `append ${append}, then one recall ${recall}. ${retry}`;
-  }
-}
-
-function renderAreas(a: ProfileAreas, cpuMsPerRequest?: number): string {
-  const quiet = new Set(['idle (waiting for requests or I/O)', 'module loading (start-up)']);
-  const busy = a.areas.filter((x) => !quiet.has(x.area)).reduce((n, x) => n + x.ms, 0);
-  // A profile over the measured window: each area's share of the busy time times the server's CPU per request
-  // (/proc), its CPU ms per request. Not the sampled ms over requests: V8 samples wall time, which on a machine
-  // with more runnable threads than cores includes time the thread waited for a core.
-  const requests = cpuMsPerRequest;
-  const perRequest = (x: AreaShare) => (requests ? ` ${quiet.has(x.area) || busy === 0 ? '' : round((x.ms / busy) * requests, 3)} |` : '');
-  const line = (x: AreaShare) => `| ${x.area} | ${x.ms.toLocaleString('en')} | ${round(x.share * 100, 1)} % | ${quiet.has(x.area) || busy === 0 ? '' : `${round((x.ms / busy) * 100, 1)} %`} |${perRequest(x)}`;
-  return `
-By area (a sample counts for the first area, in this order, that its call stack is in: recall, append, the group commit, ...):
-
-| area | ms | share of the profile | share of busy time |${requests ? ' CPU ms per request |' : ''}
-| --- | ---: | ---: | ---: |${requests ? ' ---: |' : ''}
-${a.areas.map(line).join('\n')}
-
-Recall by step:
-
-| recall step | ms | share of the profile | share of busy time |${requests ? ' CPU ms per request |' : ''}
-| --- | ---: | ---: | ---: |${requests ? ' ---: |' : ''}
-${a.recall.map(line).join('\n')}
-`;
-}
-
-/** Which of the #14 targets each 32-agent run meets, in words. */
-function verdicts(runs: readonly HttpLoadReport[]): string {
-  const t = HTTP_TARGETS;
-  const mark = (ok: boolean) => (ok ? 'met' : 'NOT met');
-  const lines = runs
-    .filter((r) => r.config.agents === 32)
-    .map((r) => {
-      const a = r.ops.append;
-      const q = r.ops.recall;
-      const mode = r.config.mode ?? 'mixed';
-      const appendPart = `appends ${a.perSec}/s (>= ${t.appendPerSec}: ${mark(a.perSec >= t.appendPerSec)}), append p95 ${a.p95Ms} ms (< ${t.appendP95Ms}: ${mark(a.p95Ms < t.appendP95Ms)})`;
-      const recallPart = `recalls ${q.perSec}/s (>= ${t.recallPerSec}: ${mark(q.perSec >= t.recallPerSec)}), recall p95 ${q.p95Ms} ms (< ${t.recallP95Ms}: ${mark(q.p95Ms < t.recallP95Ms)})`;
-      const parts = mode === 'append' ? [appendPart] : mode === 'recall' ? [recallPart] : [appendPart, recallPart];
-      return `- ${r.config.backend}${(r.config.workers ?? 1) > 1 ? ` (${r.config.workers} workers)` : ''}, ${mode}, 32 agents: ${parts.join(', ')}.`;
-    });
-  return lines.length > 0 ? `**Targets.**\n${lines.join('\n')}\n` : '';
-}
-
-/**
- * Runs with `--servers N` (and the one-server runs of the same backend, mode and agents beside them): the aggregate
- * rate and where each request's time goes (server processes, PostgreSQL's backends, round trips).
- */
-function renderServers(runs: readonly HttpLoadReport[]): string {
-  const multi = runs.filter((r) => (r.config.servers ?? 1) > 1);
-  if (multi.length === 0) return '';
-  const key = (r: HttpLoadReport) => `${r.config.backend}|${r.config.mode ?? 'mixed'}|${r.config.agents}|${r.config.workers ?? 1}`;
-  const keys = new Set(multi.map(key));
-  const rows = runs.filter((r) => keys.has(key(r))).map((r) => {
-    const c = r.config;
-    const rate = round(r.ops.append.perSec + r.ops.recall.perSec + r.ops.retry.perSec, 1);
-    const per = r.perServer ? r.perServer.map((p) => `${p.cores ?? '?'} / ${p.msPerRequest ?? '?'}`).join('; ') : r.cpu ? `${r.cpu.serverCores} / ${r.cpu.serverMsPerRequest}` : '?';
-    return `| ${c.backend} | ${c.mode ?? 'mixed'} | ${c.agents} | ${c.servers ?? 1} | ${rate.toLocaleString('en')} | ${per} | ${r.cpu?.serverMsPerRequest ?? '?'} | ${r.pg?.queriesPerRequest ?? '-'} | ${r.pg ? `${r.pg.backendCores ?? '?'} / ${r.pg.backendMsPerRequest ?? '?'}` : '-'} | ${r.cpu?.clientMsPerRequest ?? '?'} | ${r.cpu?.loadAverage ?? '?'} |`;
-  });
-  return `
-## Several servers on one store
-
-The same load spread over ${[...new Set(multi.map((r) => r.config.servers))].join(', ')} \`engram serve\` processes on one store (agent i on server i mod N), beside the one-server run:
-the aggregate rate (requests/s answered by all servers), each server's cores and CPU ms per request (of all
-requests), the total server CPU per request, the queries per request (round trips to PostgreSQL, counted in the driver),
-PostgreSQL's backends (cores, ms per request) and the load generator's ms per request. All of it shares the machine's
-cores, so the aggregate rate is bounded by their sum per request, not by one server.
-
-| backend | mode | agents | servers | requests/s (all servers) | per server: cores / ms per request | server ms per request | queries per request | PostgreSQL: cores / ms per request | load generator ms per request | load average |
-| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: |
-${rows.join('\n')}
-`;
-}
-
-/** All runs side by side against the targets of issue #14, then each run's detail. */
-export function renderSuiteReport(runs: readonly HttpLoadReport[]): string {
-  const t = HTTP_TARGETS;
-  const fmt = (n: number) => n.toLocaleString('en');
-  const rows = runs.map((r) => {
-    const a = r.ops.append;
-    const q = r.ops.recall;
-    const verified = r.verification.httpVerified && r.verification.storeVerified && r.server.exitCode === 0;
-    const errors = Object.values(r.errors).reduce((n, e) => n + e, 0);
-    // What the server's one thread would answer with a whole core to itself, at the CPU each request took here.
-    const perCore = r.cpu && r.cpu.serverMsPerRequest > 0 ? fmt(round(1000 / r.cpu.serverMsPerRequest, 0)) : '?';
-    const cpu = r.cpu ? `${r.cpu.serverCores} / ${r.cpu.clientCores} | ${r.cpu.serverMsPerRequest} | ${perCore} | ${r.cpu.clientMsPerRequest} | ${r.cpu.loadAverage}` : '? | ? | ? | ? | ?';
-    const mode = r.config.mode ?? 'mixed';
-    const appendCells = mode === 'recall' ? '- | -' : `${fmt(a.perSec)} | ${a.p95Ms}`;
-    const recallCells = mode === 'append' ? '- | -' : `${fmt(q.perSec)} | ${q.p95Ms}`;
-    const events = mode === 'recall' ? `(${fmt(r.storeEvents ?? r.verification.acknowledgedEvents)} stored)` : fmt(r.eventsPerSec);
-    return `| ${r.config.backend} | ${mode} | ${r.config.workers ?? 1}${(r.config.servers ?? 1) > 1 ? ` x ${r.config.servers} servers` : ''} | ${r.config.agents} | ${appendCells} | ${recallCells} | ${events} | ${errors} | ${verified ? 'yes' : 'NO'} | ${cpu} |`;
-  });
-  const first = runs[0];
-  return `# HTTP API under load
-
-Generated by \`npm run bench -- http-load\` on ${first?.when ?? '?'} (${first?.machine ?? '?'}, ${first?.cpus ?? '?'} cores; the load
-generator and the server share these cores). Code: \`bench/http-load.ts\`. Embedder: \`${first?.config.embedder ?? 'none'}\`
-(\`none\`: recall is full-text). Each row is a fresh store${first?.config.store !== undefined ? ` (here a fresh copy of the prebuilt store \`${first.config.store}\`, ${fmt(first.config.storeBaseEvents ?? 0)} events)` : ''}; each agent appends a turn of ${first?.config.batch ?? 4} events, then recalls,
-in a closed loop (mode \`mixed\`), or only appends (\`append\`), or only recalls over a store the same agents filled first
-(\`recall\`; events/s gives the store's size instead); details per run below. Load generator: ${first?.config.transport ?? '?'}.
-
-| backend | mode | workers | agents | appends/s | append p95 ms | recalls/s | recall p95 ms | events/s | errors | exactly once | cores: server / load generator | server CPU ms per request | requests/s per server core | load generator CPU ms per request | load average |
-| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |
-${rows.join('\n')}
-| **target (#14, 32 agents)** | | | 32 | >= ${fmt(t.appendPerSec)} | < ${t.appendP95Ms} | >= ${t.recallPerSec} | < ${t.recallP95Ms} | | 0 | yes | | | | | |
-
-Requests/s per server core: 1000 / the server's CPU ms per request, the rate its one JavaScript thread would keep
-with a core to itself (in mode \`mixed\` appends and recalls alternate, so half of it each; in \`append\` and \`recall\`
-it is that operation's own cost, the load generator's beside it). On a machine whose other processes
-keep the load average far above its cores, this and the CPU columns are the figures to compare between runs.
-With \`--workers N\` the server's CPU is summed over its processes. Where the server's time goes, by area and by
-function: \`npm run bench -- http-load --profile\` writes \`bench/results/http-load-profile.md\`.
-
-${verdicts(runs)}
-${renderPerCore(runs)}${renderServers(runs)}
-
-${runs.map((r) => renderReport(r).replace(/^# HTTP API under load\n/, `## ${r.config.backend}, ${r.config.mode ?? 'mixed'}, ${(r.config.workers ?? 1) > 1 ? `${r.config.workers} workers, ` : ''}${(r.config.servers ?? 1) > 1 ? `${r.config.servers} servers, ` : ''}${r.config.agents} agents${r.config.store !== undefined ? `, ${(r.storeEvents ?? 0).toLocaleString('en')} events` : ''}\n`)).join('\n')}`;
-}
