@@ -7,13 +7,18 @@
  *
  *   npm run bench -- http-load [--agents 8,32] [--backends sqlite,postgres] [--embedder none|builtin] [--seconds 20] [--warmup 2]
  *                              [--batch 4] [--retry-rate 0.05] [--profile] [--workers 1,2] [--mode mixed,append,recall]
- *                              [--prefill-events N] [--client node-http|fetch]
+ *                              [--prefill-events N] [--client node-http|fetch] [--servers 1,2]
+ *                              [--store FILE | --store-events N] [--out NAME]
  *
  * Modes (issue #14 states its two targets separately): `mixed` alternates an append and a recall per agent;
  * `append` is appends only (every agent appends turns); `recall` is recalls only, over a store first filled by the
  * same agents' appends (not measured) to the size the mixed run of the same backend and agent count reached, or
  * `--prefill-events`. Each backend, mode and agent count is its own run on a fresh store; the report puts them side
- * by side with the targets of issue #14, then gives each run's detail.
+ * by side with the targets of issue #14, issue #32's per-core figures (server CPU per append and per recall against
+ * their targets, and what 4 and 8 cores would give: lib/per-core.ts), then each run's detail (lib/http-load-report.ts).
+ * `--servers N` runs N `engram serve` processes on one store; on PostgreSQL every run also counts the queries the servers
+ * send and the CPU of the backends serving them (lib/pg-observe.ts). `--store` serves a copy of a prebuilt SQLite
+ * store (`--store-events N`: bench/scale.ts's store of N events), so recall's CPU at 1M events is measured over HTTP.
  */
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
