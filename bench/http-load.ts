@@ -7,29 +7,37 @@
  *
  *   npm run bench -- http-load [--agents 8,32] [--backends sqlite,postgres] [--embedder none|builtin] [--seconds 20] [--warmup 2]
  *                              [--batch 4] [--retry-rate 0.05] [--profile] [--workers 1,2] [--mode mixed,append,recall]
- *                              [--prefill-events N] [--client node-http|fetch]
+ *                              [--prefill-events N] [--client node-http|fetch] [--servers 1,2]
+ *                              [--store FILE | --store-events N] [--out NAME]
  *
  * Modes (issue #14 states its two targets separately): `mixed` alternates an append and a recall per agent;
  * `append` is appends only (every agent appends turns); `recall` is recalls only, over a store first filled by the
  * same agents' appends (not measured) to the size the mixed run of the same backend and agent count reached, or
  * `--prefill-events`. Each backend, mode and agent count is its own run on a fresh store; the report puts them side
- * by side with the targets of issue #14, then gives each run's detail.
+ * by side with the targets of issue #14, issue #32's per-core figures (server CPU per append and per recall against
+ * their targets, and what 4 and 8 cores would give: lib/per-core.ts), then each run's detail (lib/http-load-report.ts).
+ * `--servers N` runs N `engram serve` processes on one store; on PostgreSQL every run also counts the queries the servers
+ * send and the CPU of the backends serving them (lib/pg-observe.ts). `--store` serves a copy of a prebuilt SQLite
+ * store (`--store-events N`: bench/scale.ts's store of N events), so recall's CPU at 1M events is measured over HTTP.
  */
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { openEngram } from '../src/engine.js';
 import type { StoreLocation } from '../src/store/open-store.js';
-import { createBenchStore, type BenchBackend } from './lib/bench-stores.js';
+import { benchPgUrl, createBenchStore, type BenchBackend } from './lib/bench-stores.js';
+import { createPgObserver, type PgObserver } from './lib/pg-observe.js';
+import { DEFAULT_PREFILL_EVENTS, HTTP_TARGETS, renderReport, renderSuiteReport, type HttpLoadReport, type Op } from './lib/http-load-report.js';
 import type { EventInput } from '../src/model/event.js';
 import { agentTrace, recallQueries } from './lib/agent-trace.js';
 import { Prng } from './lib/prng.js';
-import { profileWindow, summarizeCpuProfile, type CpuProfile, type ProfileEntry, type ProfileSummary } from './lib/cpu-profile.js';
-import { profileAreas, type AreaShare, type ProfileAreas } from './lib/profile-areas.js';
+import { profileWindow, summarizeCpuProfile, type CpuProfile, type ProfileEntry } from './lib/cpu-profile.js';
+import { profileAreas } from './lib/profile-areas.js';
 import { machineLine, round, summarize } from './lib/stats.js';
 import { createHttpClient, type HttpAnswer, type HttpClientKind } from './lib/http-client.js';
+import { childPids, readMaxRssMb, readTreeCpuMs } from './lib/proc-cpu.js';
 
 export interface HttpLoadArgs {
   agents: number;
@@ -58,22 +66,35 @@ export interface HttpLoadArgs {
   prefillEvents?: number;
   /** `prefillEvents` is the size the mixed run of the same backend and agent count reached (the suite sets it). */
   prefillFromMixed?: boolean;
+  /**
+   * `--servers N`: N `engram serve` processes on the one store (PostgreSQL: one schema; each its own port), the agents
+   * spread over them in turn. Default 1.
+   */
+  servers?: number;
+  /**
+   * `--store FILE`: serve a copy of this prebuilt SQLite store (the original is left as it is) instead of a fresh one;
+   * the agents add their sessions to it. `--store-events N` sets it to bench/scale.ts's store of N events, built first
+   * when no earlier run completed one.
+   */
+  store?: string;
+  /** The events the prebuilt store held before the run (set when it is opened). */
+  storeBaseEvents?: number;
+  /** Report file name under bench/results/ (without extension); default by embedder, profile and client. */
+  out?: string;
 }
 
 export type HttpLoadMode = 'mixed' | 'append' | 'recall';
 export const HTTP_LOAD_MODES: readonly HttpLoadMode[] = ['mixed', 'append', 'recall'];
-/**
- * A recall-only run's store size when no mixed run of the same backend and agent count went before it: about what
- * the 32-agent mixed run on SQLite reached (15,104 events in bench/results/http-load-profile.md, 2026-11-26).
- */
-export const DEFAULT_PREFILL_EVENTS = 15_000;
+export { DEFAULT_PREFILL_EVENTS, HTTP_TARGETS, renderReport, renderSuiteReport, type HttpLoadReport } from './lib/http-load-report.js';
+
 /** Events per append request while filling the store for a recall-only run (one request, one transaction). */
 const PREFILL_BATCH = 50;
 
-/** The targets of issue #14 for `engram serve` (32 agents, loopback). */
-export const HTTP_TARGETS = { appendPerSec: 2000, appendP95Ms: 20, recallPerSec: 500, recallP95Ms: 50 } as const;
-
-export interface HttpLoadSuiteArgs extends Omit<HttpLoadArgs, 'agents' | 'backend' | 'writeReport' | 'workers' | 'mode'> {
+export interface HttpLoadSuiteArgs extends Omit<HttpLoadArgs, 'agents' | 'backend' | 'writeReport' | 'workers' | 'mode' | 'servers'> {
+  /** Each count of `engram serve` processes in turn (`--servers 1,2`). Default [1]. */
+  servers?: number[];
+  /** `--store-events N`: the store of bench/scale.ts with N events (built unless an earlier run completed it) as `store`. */
+  storeEvents?: number;
   agents: number[];
   backends: BenchBackend[];
   /** Each count of serving processes in turn (`--workers 1,2`). Default [1]. */
@@ -82,7 +103,6 @@ export interface HttpLoadSuiteArgs extends Omit<HttpLoadArgs, 'agents' | 'backen
   modes?: HttpLoadMode[];
 }
 
-type Op = 'append' | 'recall' | 'retry';
 
 interface Sample {
   op: Op;
@@ -115,15 +135,27 @@ function reportName(embedder: HttpLoadArgs['embedder'], profile = false, client:
 export async function runHttpLoadSuite(args: HttpLoadSuiteArgs): Promise<HttpLoadReport[]> {
   const runs: HttpLoadReport[] = [];
   const modes = args.modes ?? ['mixed'];
+  let store = args.store;
+  if (args.storeEvents !== undefined) {
+    const { buildSqlite } = await import('./scale.js');
+    const start = performance.now();
+    const built = await buildSqlite(args.storeEvents, true);
+    store = built.location.db!;
+    console.error(`== store of ${args.storeEvents} events: ${store} (${built.built ? `built in ${round((performance.now() - start) / 1000, 0)} s` : 'reused'})`);
+  }
+  if (store !== undefined && args.backends.some((b) => b !== 'sqlite')) throw new Error('--store and --store-events serve a SQLite store: use them with --backends sqlite');
+  const setups = (args.workers ?? [1]).flatMap((workers) => (args.servers ?? [1]).map((servers) => ({ workers, servers })));
   for (const backend of args.backends) {
-    for (const workers of args.workers ?? [1]) {
+    for (const { workers, servers } of setups) {
       for (const agents of args.agents) {
         // Mixed first, so a recall-only run after it can fill its store to the size the mixed run reached.
         let mixedEvents: number | undefined;
         for (const mode of HTTP_LOAD_MODES.filter((m) => modes.includes(m))) {
-          const prefillEvents = args.prefillEvents ?? mixedEvents;
-          const prefillFromMixed = args.prefillEvents === undefined && mixedEvents !== undefined;
-          const run = await runHttpLoad({ ...args, agents, backend, workers, mode, writeReport: false, prefillFromMixed, ...(prefillEvents !== undefined ? { prefillEvents } : {}) });
+          // Over a prebuilt store the agents' own turns are few (its other events are the store), not the mixed run's.
+          const prefillEvents = args.prefillEvents ?? (store === undefined ? mixedEvents : undefined);
+          const prefillFromMixed = args.prefillEvents === undefined && store === undefined && mixedEvents !== undefined;
+          const { storeEvents: _built, ...runArgs } = args;
+          const run = await runHttpLoad({ ...runArgs, agents, backend, workers, servers, mode, writeReport: false, prefillFromMixed, ...(store !== undefined ? { store } : {}), ...(prefillEvents !== undefined ? { prefillEvents } : {}) });
           if (mode === 'mixed') mixedEvents = run.verification.acknowledgedEvents;
           runs.push(run);
         }
@@ -131,7 +163,7 @@ export async function runHttpLoadSuite(args: HttpLoadSuiteArgs): Promise<HttpLoa
     }
   }
   mkdirSync('bench/results', { recursive: true });
-  const name = reportName(args.embedder, args.profile, args.client);
+  const name = args.out ?? reportName(args.embedder, args.profile, args.client);
   writeFileSync(`bench/results/${name}.json`, JSON.stringify({ targets: HTTP_TARGETS, runs }, null, 2) + '\n');
   writeFileSync(`bench/results/${name}.md`, renderSuiteReport(runs));
   console.error(renderSuiteReport(runs));
@@ -143,13 +175,28 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
   const dir = mkdtempSync(join(tmpdir(), 'engram-http-load-'));
   const backend = args.backend ?? 'sqlite';
   const store = backend === 'sqlite' ? { location: { db: join(dir, 'engram.db') } as StoreLocation, cleanup: async () => {} } : await createBenchStore(backend);
+  let observer: PgObserver | undefined;
   try {
     const mode = args.mode ?? 'mixed';
-    console.error(`== starting engram serve on ${backend} (${args.agents} agents, ${mode})`);
+    const prebuilt = args.store !== undefined ? await copyPrebuiltStore(args.store, store.location.db!) : undefined;
+    if (prebuilt) args = { ...args, storeBaseEvents: prebuilt.events };
+    if (store.location.pg !== undefined) observer = await createPgObserver(store.location.pg, benchPgUrl());
+    const serveAt: StoreLocation = observer ? { pg: observer.url } : store.location;
+    const serverCount = args.servers ?? 1;
+    console.error(`== starting ${serverCount > 1 ? `${serverCount} x ` : ''}engram serve on ${backend} (${args.agents} agents, ${mode}${prebuilt ? `, a copy of ${args.store}: ${prebuilt.events} events` : ''})`);
     const profileDir = join(dir, 'profile');
-    const server = await startServer(store.location, args.embedder ?? 'none', args.profile ? profileDir : undefined, args.workers ?? 1);
-    const admin = server.info.admin!.token;
-    const client = createHttpClient(server.info.url, args.agents, args.client ?? 'node-http');
+    const env = observer?.env ?? {};
+    // A prebuilt store's sessions went idle long ago and were never summarized: the consolidation worker would spend
+    // the run summarizing them. A fresh store's sessions never idle long enough for it, so the two runs compare.
+    const serveFlags = prebuilt ? ['--no-consolidate'] : [];
+    // The first server bootstraps the admin agent of a fresh store; the others start on the store it has set up.
+    const servers = [await startServer(serveAt, args.embedder ?? 'none', args.profile ? profileDir : undefined, args.workers ?? 1, env, serveFlags)];
+    for (let i = 1; i < serverCount; i++) servers.push(await startServer(serveAt, args.embedder ?? 'none', undefined, args.workers ?? 1, env, serveFlags));
+    const server = servers[0]!;
+    const admin = prebuilt?.adminToken ?? server.info.admin?.token;
+    if (!admin) throw new Error('expected a fresh store with a bootstrap admin token');
+    const clients = servers.map((s) => createHttpClient(s.info.url, Math.ceil(args.agents / serverCount), args.client ?? 'node-http'));
+    const client = clients[0]!;
     const post = (path: string, token: string, body: unknown) => client.post(path, token, JSON.stringify(body));
 
     const agents: AgentState[] = [];
@@ -164,6 +211,8 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
     const errors = new Map<string, number>();
     const countError = (op: Op, what: string) => errors.set(`${op} ${what}`, (errors.get(`${op} ${what}`) ?? 0) + 1);
     // Each agent's event source and turn counter, shared by the prefill and the loop.
+    /** Agent `index` talks to server `index % servers` (with one server, all to it). */
+    const clientOf = (index: number) => clients[index % clients.length]!;
     const sources = agents.map((_, index) => ({ rng: new Prng(1000 + index), trace: agentTrace(1_000_000, { seed: 1 + index, sessions: 1 }), turn: 0 }));
     const makeTurn = (index: number, size: number): { events: EventInput[]; needle: string } => {
       const src = sources[index]!;
@@ -179,14 +228,15 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
     let prefill: HttpLoadReport['prefill'] | undefined;
     if (mode === 'recall') {
       // The store a recall-only run searches: the same agents append into their own sessions first (not measured).
-      const target = args.prefillEvents ?? DEFAULT_PREFILL_EVENTS;
+      // Over a prebuilt store one request of each agent's own turns, for its needles; the store is the rest.
+      const target = args.prefillEvents ?? (prebuilt ? agents.length * PREFILL_BATCH : DEFAULT_PREFILL_EVENTS);
       const perAgent = Math.ceil(target / agents.length);
       const start = performance.now();
       await Promise.all(
         agents.map(async (agent, index) => {
           for (let done = 0; done < perAgent; ) {
             const { events, needle } = makeTurn(index, Math.min(PREFILL_BATCH, perAgent - done));
-            const res = await post('/v1/events', agent.token, { sessionId: agent.sessionId, events });
+            const res = await clientOf(index).post('/v1/events', agent.token, JSON.stringify({ sessionId: agent.sessionId, events }));
             if (!res.ok) throw new Error(`prefill append of ${agent.name}: ${res.status} ${res.text}`);
             const out = (JSON.parse(res.text) as { events: Array<{ id: string }> }).events;
             out.forEach((e, j) => agent.acked.set(events[j]!.key!, e.id));
@@ -198,7 +248,7 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
       const filledSeconds = (performance.now() - start) / 1000;
       // The server's background work on those events (the identifier index's catch-up) would otherwise run in the
       // measured window and be charged to the recalls: wait until the server is idle.
-      const quietSeconds = await waitUntilIdle(server.pid, args.profile ? PROFILED_IDLE_CORE_SHARE : IDLE_CORE_SHARE);
+      const quietSeconds = await waitUntilIdle(servers.map((s) => s.pid), args.profile ? PROFILED_IDLE_CORE_SHARE : IDLE_CORE_SHARE);
       prefill = { events: perAgent * agents.length, batch: PREFILL_BATCH, seconds: round(filledSeconds, 1), quietSeconds: round(quietSeconds, 1) };
       console.error(`== prefilled ${prefill.events} events in ${prefill.seconds} s, server idle after ${prefill.quietSeconds} s more`);
     }
@@ -207,9 +257,15 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
     const endAt = measureFrom + args.seconds * 1000;
     console.error(`== ${args.agents} agents for ${args.warmupSeconds} + ${args.seconds} s`);
     // CPU time of each process over the measured window: the server's from /proc, the load generator's own.
-    const cpuAt: Array<{ server: number | null; client: number; loadAvg: number; monoUs: number }> = [];
+    const cpuAt: CpuMoment[] = [];
     // monoUs: CLOCK_MONOTONIC, the clock V8 stamps the server's profile samples with, to cut the profile to this window.
-    const cpuSnapshot = () => cpuAt.push({ server: readTreeCpuMs(server.pid), client: cpuMs(process.cpuUsage()), loadAvg: loadavg()[0]!, monoUs: Number(process.hrtime.bigint() / 1000n) });
+    const servingPids = () => servers.flatMap((s) => [s.pid, ...childPids(s.pid)]);
+    const pgSnapshots: Array<Promise<void>> = [];
+    const cpuSnapshot = () => {
+      const perServer = servers.map((s) => readTreeCpuMs(s.pid));
+      cpuAt.push({ server: perServer.some((x) => x === null) ? null : perServer.reduce<number>((a, b) => a + b!, 0), perServer, client: cpuMs(process.cpuUsage()), loadAvg: loadavg()[0]!, monoUs: Number(process.hrtime.bigint() / 1000n) });
+      if (observer) pgSnapshots.push(observer.snapshot(cpuAt.length === 1 ? 'from' : 'to', servingPids()));
+    };
     const cpuTimers = [setTimeout(cpuSnapshot, measureFrom - performance.now()), setTimeout(cpuSnapshot, endAt - performance.now())];
 
     const timed = async (op: Op, fn: () => Promise<HttpAnswer>): Promise<{ res: HttpAnswer; body: any } | null> => {
@@ -237,13 +293,13 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
       const { events, needle } = makeTurn(index, args.batch);
       // Serialised once: a retry sends the same bytes, as a client resending its request would.
       const json = JSON.stringify({ sessionId: agent.sessionId, events });
-      const appended = await timed('append', () => client.post('/v1/events', agent.token, json));
+      const appended = await timed('append', () => clientOf(index).post('/v1/events', agent.token, json));
       if (appended) {
         const out = appended.body.events as Array<{ id: string; isDuplicate: boolean }>;
         out.forEach((e, j) => agent.acked.set(events[j]!.key!, e.id));
         agent.needles.push(needle);
         if (rng.next() < args.retryRate) {
-          const again = await timed('retry', () => client.post('/v1/events', agent.token, json));
+          const again = await timed('retry', () => clientOf(index).post('/v1/events', agent.token, json));
           const ids = (again?.body.events ?? []) as Array<{ id: string; isDuplicate: boolean }>;
           if (again && !ids.every((e, j) => e.isDuplicate && e.id === out[j]!.id)) agent.retryMismatches++;
         }
@@ -264,7 +320,7 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
           const isNeedle = rng.next() < 0.5 && agent.needles.length > 0;
           const query = isNeedle ? rng.pick(agent.needles) : queries[turn % queries.length]!;
           const recalled = await timed('recall', () =>
-            post('/v1/recall', agent.token, { query, k: 5, budgetTokens: 1000, ...(isNeedle ? { sessionIds: [agent.sessionId] } : {}) }),
+            clientOf(index).post('/v1/recall', agent.token, JSON.stringify({ query, k: 5, budgetTokens: 1000, ...(isNeedle ? { sessionIds: [agent.sessionId] } : {}) })),
           );
           if (isNeedle && recalled) {
             agent.needleQueries++;
@@ -277,6 +333,9 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
     const loadSeconds = args.seconds;
     cpuTimers.forEach(clearTimeout);
     const cpu = cpuUsage(cpuAt, loadSeconds, samples.filter((s) => s.isMeasured).length);
+    await Promise.all(pgSnapshots);
+    const pgWindow = observer?.window();
+    const measuredCount = samples.filter((s) => s.isMeasured).length;
 
     console.error('== verifying over HTTP');
     let httpVerified = true;
@@ -299,12 +358,13 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
       }
     }
 
-    const maxRssMb = [server.pid, ...childPids(server.pid)].map(readMaxRssMb).reduce<number | null>((sum, mb) => (sum === null || mb === null ? null : sum + mb), 0);
-    client.close();
+    const maxRssMb = servingPids().map(readMaxRssMb).reduce<number | null>((sum, mb) => (sum === null || mb === null ? null : sum + mb), 0);
+    clients.forEach((c) => c.close());
     console.error('== SIGTERM');
     const stopStart = performance.now();
-    server.child.kill('SIGTERM');
-    const exitCode = await server.exited;
+    for (const s of servers) s.child.kill('SIGTERM');
+    const exitCodes = await Promise.all(servers.map((s) => s.exited));
+    const exitCode = exitCodes.find((code) => code !== 0) ?? exitCodes[0]!;
     const shutdownMs = performance.now() - stopStart;
 
     const measuredRequests = samples.filter((s) => s.isMeasured).length;
@@ -313,8 +373,10 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
     const stats = await mem.stats();
     await mem.close();
     const acked = agents.reduce((n, a) => n + a.acked.size, 0);
-    const storeVerified = stats.events === acked && stats.sessions === agents.length;
-    if (!storeVerified) problems.push(`store holds ${stats.events} events in ${stats.sessions} sessions; ${acked} acknowledged`);
+    // A prebuilt store held its own events and sessions before the agents added theirs.
+    const baseEvents = prebuilt?.events ?? 0;
+    const storeVerified = stats.events - baseEvents === acked && stats.sessions - (prebuilt?.sessions ?? 0) === agents.length;
+    if (!storeVerified) problems.push(`store holds ${stats.events} events in ${stats.sessions} sessions (${baseEvents} events before the run); ${acked} acknowledged`);
 
     const measured = (op: Op) => samples.filter((s) => s.op === op && s.isMeasured).map((s) => s.ms);
     const opStats = (op: Op) => {
@@ -344,20 +406,46 @@ export async function runHttpLoad(args: HttpLoadArgs): Promise<HttpLoadReport> {
         problems,
       },
       server: { maxRssMb, shutdownMs: round(shutdownMs, 0), exitCode },
+      // Events in the store when the measured window ended: nothing is appended after it but the verification reads.
+      storeEvents: stats.events,
       ...(cpu ? { cpu } : {}),
+      ...(cpu && servers.length > 1 ? { perServer: perServerCpu(cpuAt, loadSeconds, servers.length, measuredCount) } : {}),
+      ...(pgWindow ? { pg: pgFigures(pgWindow, measuredCount, loadSeconds) } : {}),
       ...(profile ? { profile } : {}),
     };
     if (args.writeReport ?? true) {
       mkdirSync('bench/results', { recursive: true });
-      writeFileSync(`bench/results/${reportName(args.embedder, args.profile, args.client)}.json`, JSON.stringify(report, null, 2) + '\n');
-      writeFileSync(`bench/results/${reportName(args.embedder, args.profile, args.client)}.md`, renderReport(report));
+      const name = args.out ?? reportName(args.embedder, args.profile, args.client);
+      writeFileSync(`bench/results/${name}.json`, JSON.stringify(report, null, 2) + '\n');
+      writeFileSync(`bench/results/${name}.md`, renderReport(report));
       console.error(renderReport(report));
       if (!httpVerified || !storeVerified || exitCode !== 0) process.exitCode = 1;
     }
     return report;
   } finally {
+    await observer?.close();
     await store.cleanup();
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Copies a prebuilt SQLite store (with its WAL, if any) to `db` and readies the copy: its events and sessions
+ * counted, and an admin agent added when it has none (a server on a store with agents bootstraps none).
+ */
+async function copyPrebuiltStore(source: string, db: string): Promise<{ events: number; sessions: number; adminToken: string }> {
+  const start = performance.now();
+  copyFileSync(source, db);
+  for (const suffix of ['-wal', '-shm']) if (existsSync(`${source}${suffix}`)) copyFileSync(`${source}${suffix}`, `${db}${suffix}`);
+  const mem = await openEngram({ db, sqlite: { create: false } });
+  try {
+    const stats = await mem.stats();
+    if ((await mem.agents.list()).length > 0) throw new Error(`--store: ${source} has agents already; the bench needs a store without agents (it adds its own admin)`);
+    const admin = await mem.agents.add('admin', { role: 'admin', isAdmin: true });
+    console.error(`== copied ${source} (${stats.events} events) in ${round((performance.now() - start) / 1000, 1)} s`);
+    return { events: stats.events, sessions: stats.sessions, adminToken: admin.token };
+  } finally {
+    await mem.close();
   }
 }
 
@@ -368,12 +456,12 @@ interface StartedServer {
   exited: Promise<number | null>;
 }
 
-async function startServer(location: StoreLocation, embedder: 'none' | 'builtin', profileDir: string | undefined, workers: number): Promise<StartedServer> {
+async function startServer(location: StoreLocation, embedder: 'none' | 'builtin', profileDir: string | undefined, workers: number, env: Record<string, string> = {}, flags: readonly string[] = []): Promise<StartedServer> {
   const profiling = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
   const store = location.pg !== undefined ? ['--pg', location.pg] : ['--db', location.db!];
-  const child = spawn(process.execPath, [...profiling, '--import', 'tsx', 'bench/lib/serve-child.ts', 'serve', ...store, '--port', '0', '--json', '--embedder', embedder, '--workers', String(workers)], {
+  const child = spawn(process.execPath, [...profiling, '--import', 'tsx', 'bench/lib/serve-child.ts', 'serve', ...store, '--port', '0', '--json', '--embedder', embedder, '--workers', String(workers), ...flags], {
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, ENGRAM_DB: '', ENGRAM_PG_URL: '' },
+    env: { ...process.env, ENGRAM_DB: '', ENGRAM_PG_URL: '', ...env },
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const info = await new Promise<StartedServer['info']>((resolve, reject) => {
@@ -385,7 +473,6 @@ async function startServer(location: StoreLocation, embedder: 'none' | 'builtin'
     });
     void exited.then((code) => reject(new Error(`engram serve exited ${code} before listening`)));
   });
-  if (!info.admin) throw new Error('expected a fresh store with a bootstrap admin token');
   return { child, pid: child.pid!, info, exited };
 }
 
@@ -424,47 +511,53 @@ const PROFILED_IDLE_CORE_SHARE = 0.2;
  * Waits until the server (all its processes) uses under `idleShare` of a core over a second, at most
  * `maxSeconds`; returns the seconds waited. Without /proc it returns at once.
  */
-async function waitUntilIdle(pid: number, idleShare: number, maxSeconds = 300): Promise<number> {
+async function waitUntilIdle(pids: readonly number[], idleShare: number, maxSeconds = 300): Promise<number> {
   const start = performance.now();
-  let before = readTreeCpuMs(pid);
+  const read = () => pids.reduce<number | null>((sum, pid) => (sum === null ? null : ((ms) => (ms === null ? null : sum + ms))(readTreeCpuMs(pid))), 0);
+  let before = read();
   while (before !== null && performance.now() - start < maxSeconds * 1000) {
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    const now = readTreeCpuMs(pid);
+    const now = read();
     if (now === null || now - before < 1000 * idleShare) break;
     before = now;
   }
   return (performance.now() - start) / 1000;
 }
 
-/** User + system CPU time of a process, in ms (Linux /proc; null elsewhere). */
-function readCpuMs(pid: number): number | null {
-  try {
-    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  } catch {
-    return null;
-  }
-}
-
-/** Processes whose parent is `pid` (the workers of `engram serve --workers N`), from /proc; none elsewhere. */
-function childPids(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}
-
-/** CPU ms of the server and its worker processes (a worker that exited in between is not counted). */
-function readTreeCpuMs(pid: number): number | null {
-  const own = readCpuMs(pid);
-  if (own === null) return null;
-  return childPids(pid).reduce((sum, child) => sum + (readCpuMs(child) ?? 0), own);
-}
-
 function cpuMs(usage: NodeJS.CpuUsage): number {
   return (usage.user + usage.system) / 1000;
+}
+
+/** CPU times at the start and the end of the measured window (ms; `server` summed over `perServer`). */
+interface CpuMoment {
+  server: number | null;
+  perServer: Array<number | null>;
+  client: number;
+  loadAvg: number;
+  monoUs: number;
+}
+
+/** Each `engram serve` process of a `--servers N` run: cores it kept busy, and its CPU ms per request of the whole run. */
+function perServerCpu(at: readonly CpuMoment[], seconds: number, servers: number, requests: number): NonNullable<HttpLoadReport['perServer']> {
+  const [from, to] = at;
+  return Array.from({ length: servers }, (_, i) => {
+    const a = from?.perServer[i];
+    const b = to?.perServer[i];
+    const ms = a === null || a === undefined || b === null || b === undefined ? null : b - a;
+    return { cores: ms === null ? null : round(ms / (seconds * 1000), 2), msPerRequest: ms === null || requests === 0 ? null : round(ms / requests, 2) };
+  });
+}
+
+/** The PostgreSQL figures of a run's measured window, per request answered. */
+function pgFigures(w: ReturnType<PgObserver['window']>, requests: number, seconds: number): NonNullable<HttpLoadReport['pg']> {
+  return {
+    queries: w.queries,
+    queriesPerRequest: w.queries === null || requests === 0 ? null : round(w.queries / requests, 2),
+    backendCpuMs: w.backendCpuMs === null ? null : round(w.backendCpuMs, 0),
+    backendCores: w.backendCpuMs === null ? null : round(w.backendCpuMs / (seconds * 1000), 2),
+    backendMsPerRequest: w.backendCpuMs === null || requests === 0 ? null : round(w.backendCpuMs / requests, 2),
+    backends: w.backends,
+  };
 }
 
 /** Cores each process kept busy over the measured window, and CPU ms per request answered. */
@@ -482,228 +575,3 @@ function cpuUsage(at: ReadonlyArray<{ server: number | null; client: number; loa
   };
 }
 
-function readMaxRssMb(pid: number): number | null {
-  try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? round(Number(m[1]) / 1024, 0) : null;
-  } catch {
-    return null;
-  }
-}
-
-export interface HttpLoadReport {
-  when: string;
-  machine: string;
-  cpus: number;
-  memGiB: number;
-  config: HttpLoadArgs & { backend: BenchBackend; mode?: HttpLoadMode; embedder: string; transport: string };
-  /** Recall mode: the events the agents appended before the measured loop, in requests of `batch` events, and how long it took. */
-  prefill?: { events: number; batch: number; seconds: number; quietSeconds?: number };
-  ops: Record<Op, { requests: number; perSec: number; p50Ms: number; p95Ms: number; p99Ms: number; meanMs: number }>;
-  eventsPerSec: number;
-  errors: Record<string, number>;
-  verification: {
-    acknowledgedEvents: number;
-    storedEvents: number;
-    httpVerified: boolean;
-    storeVerified: boolean;
-    retriedBatches: number;
-    retryMismatches: number;
-    needleQueries: number;
-    needleFound: number;
-    problems: string[];
-  };
-  server: { maxRssMb: number | null; shutdownMs: number; exitCode: number | null };
-  /**
-   * CPU over the measured window: cores kept busy by the server and by the load generator (this process), CPU ms
-   * per request answered, and the machine's 1-minute load average at its end (other processes share the cores).
-   */
-  cpu?: { serverCores: number; clientCores: number; serverMsPerRequest: number; clientMsPerRequest: number; loadAverage: number };
-  /** `window`: the profile covers the measured window only (`requests` answered in it), not the whole run. */
-  profile?: ProfileSummary & { areas?: ProfileAreas; window?: { seconds: number; requests: number } };
-}
-
-export function renderReport(r: HttpLoadReport): string {
-  const c = r.config;
-  const v = r.verification;
-  const fmt = (n: number) => n.toLocaleString('en');
-  const row = (op: Op, what: string) => {
-    const o = r.ops[op];
-    return `| ${what} | ${fmt(o.requests)} | ${o.perSec} | ${o.p50Ms} | ${o.p95Ms} | ${o.p99Ms} | ${o.meanMs} |`;
-  };
-  const errorLines = Object.entries(r.errors);
-  const totalPerSec = r.ops.append.perSec + r.ops.recall.perSec + r.ops.retry.perSec;
-  return `# HTTP API under load
-
-Generated by \`npm run bench -- http-load\` on ${r.when} (${r.machine}, ${r.cpus} cores, ${r.memGiB} GiB; the load generator
-and the server share these cores). Code: \`bench/http-load.ts\`.
-
-**Setup.** \`engram serve${(c.workers ?? 1) > 1 ? ` --workers ${c.workers}` : ''}\` in its own process${(c.workers ?? 1) > 1 ? ` (${c.workers} worker processes serving HTTP, the primary keeping background work)` : ''} on a fresh ${c.backend === 'postgres' ? 'PostgreSQL schema (the local server, same machine)' : 'SQLite store (the embedded default)'}, bound to 127.0.0.1, embedder \`${c.embedder}\`.
-${c.agents} agents, each added through \`POST /v1/agents\` with its own token and writing its own session, run a closed
-loop over ${c.transport}: ${modeText(r)}
-${c.warmupSeconds} s of warm-up, then ${c.seconds} s measured; latency is from sending the request to having read the whole response.
-
-| operation | requests (measured) | per second | p50 ms | p95 ms | p99 ms | mean ms |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: |
-${[
-  ...((c.mode ?? 'mixed') !== 'recall' ? [row('append', `append (${c.batch} events)`)] : []),
-  ...((c.mode ?? 'mixed') !== 'append' ? [row('recall', 'recall')] : []),
-  ...((c.mode ?? 'mixed') !== 'recall' ? [row('retry', 'append retried (duplicates)')] : []),
-].join('\n')}
-
-${(c.mode ?? 'mixed') === 'recall' ? 'Nothing was appended in the measured window.' : `Ingest through the API: **${fmt(r.eventsPerSec)} events/s** (acknowledged, measured window).`} The server answered
-${fmt(round(totalPerSec, 0))} requests/s in all; with ${c.agents} agents in closed loops, Little's law puts the mean latency at
-${c.agents} / ${fmt(round(totalPerSec, 0))} = ${round((c.agents / totalPerSec) * 1000, 1)} ms, close to the measured means: latency here is mostly waiting behind the
-other agents' requests on ${(c.workers ?? 1) > 1 ? `the server's ${c.workers} JavaScript threads` : "the server's one JavaScript thread"}, not the cost of one request (about
-${round(1000 / totalPerSec, 1)} ms of server time each, on a core shared with the load generator).
-${
-  r.cpu
-    ? `
-**CPU** (measured window): the server${(c.workers ?? 1) > 1 ? ' (all its processes)' : ''} kept ${r.cpu.serverCores} cores busy (${r.cpu.serverMsPerRequest} ms of CPU per request), the load
-generator ${r.cpu.clientCores} (${r.cpu.clientMsPerRequest} ms per request), on ${r.cpus} cores; 1-minute load average ${r.cpu.loadAverage} at the end.
-`
-    : ''
-}
-**Errors:** ${errorLines.length === 0 ? 'none.' : errorLines.map(([k, n]) => `${k}: ${n}`).join('; ')}
-
-**Exactly once.** ${fmt(v.acknowledgedEvents)} events were acknowledged (warm-up included). Paging every session
-through \`GET /v1/sessions/{id}/events\`: ${v.httpVerified ? 'every acknowledged event is stored once, with the acknowledged id, no other event, turns gap-free' : 'MISMATCH'}.
-After SIGTERM the store holds ${fmt(v.storedEvents)} events (${v.storeVerified ? 'equal to the acknowledged count' : 'MISMATCH'}).
-${fmt(v.retriedBatches)} retried batches all came back as duplicates with the original ids (${v.retryMismatches} mismatches).
-Needle recalls: ${fmt(v.needleFound)} of ${fmt(v.needleQueries)} found the needle in a hit.
-${v.problems.length > 0 ? `\nProblems:\n${v.problems.map((p) => `- ${p}`).join('\n')}\n` : ''}
-**Server.** Peak RSS ${r.server.maxRssMb ?? '?'} MB${(c.workers ?? 1) > 1 ? ' (summed over its processes)' : ''}; graceful shutdown after SIGTERM took ${r.server.shutdownMs} ms
-(exit code ${r.server.exitCode}).
-${
-  r.profile
-    ? `
-**Where the server's time goes** (\`--profile\`: V8 CPU profile of ${
-        r.profile.window
-          ? `the measured window only (${r.profile.window.seconds} s, ${fmt(r.profile.window.requests)} requests answered), ${fmt(r.profile.totalMs)} ms sampled`
-          : `the whole server run, ${fmt(r.profile.totalMs)} ms, start-up and the verification after the load included`
-      }; the server runs slower under the profiler).
-${r.profile.areas ? renderAreas(r.profile.areas, r.profile.window && r.cpu ? r.cpu.serverMsPerRequest : undefined) : ''}
-Self time by file and by function:
-
-| file | self ms | share |
-| --- | ---: | ---: |
-${r.profile.files.map((f) => `| \`${f.name}\` | ${fmt(f.selfMs)} | ${round(f.share * 100, 1)} % |`).join('\n')}
-
-| function | self ms | share |
-| --- | ---: | ---: |
-${r.profile.functions.map((f) => `| \`${f.name}\` | ${fmt(f.selfMs)} | ${round(f.share * 100, 1)} % |`).join('\n')}
-`
-    : ''
-}`;
-}
-
-/**
- * The profile by area (profile-areas.ts): each sample charged to the request step its stack is in, as a share of
- * the whole profile and of the busy time (without idle and start-up module loading); then recall by step.
- */
-/** What each agent's closed loop sends, in words, for the report's setup paragraph. */
-function modeText(r: HttpLoadReport): string {
-  const c = r.config;
-  const append = `one turn of ${c.batch} events (\`POST /v1/events\`, every event keyed; synthetic coding-agent events of about 120 words,
-some tool outputs large enough to become artifacts)`;
-  const recall = `(\`POST /v1/recall\`, k 5, 1,000 tokens): half of them look for a needle written in an earlier acknowledged turn of the
-agent's session, half are ordinary queries over the whole store`;
-  const retry = `${round(c.retryRate * 100, 0)} % of acknowledged appends are sent again, as a client would retry after a lost response.`;
-  switch (c.mode ?? 'mixed') {
-    case 'append':
-      return `**appends only** (mode \`append\`): append ${append}, again and again. ${retry}`;
-    case 'recall': {
-      const p = r.prefill;
-      return `**recalls only** (mode \`recall\`) ${recall}. Before the loop the same agents filled the store with
-${p ? `${p.events.toLocaleString('en')} events (appends of ${p.batch} events into their own sessions, ${p.seconds} s, not measured; then the server's background work on them, the identifier index's catch-up, ran until the server was idle, ${p.quietSeconds ?? '?'} s)` : 'events'}: ${c.prefillFromMixed ? 'the size the mixed run of this backend and agent count reached' : c.prefillEvents !== undefined ? 'the size `--prefill-events` asked for' : `the default size (${DEFAULT_PREFILL_EVENTS.toLocaleString('en')} events, about what the 32-agent mixed run on SQLite reaches)`}; nothing is appended while recalls are measured.`;
-    }
-    default:
-      return `append ${append}, then one recall ${recall}. ${retry}`;
-  }
-}
-
-function renderAreas(a: ProfileAreas, cpuMsPerRequest?: number): string {
-  const quiet = new Set(['idle (waiting for requests or I/O)', 'module loading (start-up)']);
-  const busy = a.areas.filter((x) => !quiet.has(x.area)).reduce((n, x) => n + x.ms, 0);
-  // A profile over the measured window: each area's share of the busy time times the server's CPU per request
-  // (/proc), its CPU ms per request. Not the sampled ms over requests: V8 samples wall time, which on a machine
-  // with more runnable threads than cores includes time the thread waited for a core.
-  const requests = cpuMsPerRequest;
-  const perRequest = (x: AreaShare) => (requests ? ` ${quiet.has(x.area) || busy === 0 ? '' : round((x.ms / busy) * requests, 3)} |` : '');
-  const line = (x: AreaShare) => `| ${x.area} | ${x.ms.toLocaleString('en')} | ${round(x.share * 100, 1)} % | ${quiet.has(x.area) || busy === 0 ? '' : `${round((x.ms / busy) * 100, 1)} %`} |${perRequest(x)}`;
-  return `
-By area (a sample counts for the first area, in this order, that its call stack is in: recall, append, the group commit, ...):
-
-| area | ms | share of the profile | share of busy time |${requests ? ' CPU ms per request |' : ''}
-| --- | ---: | ---: | ---: |${requests ? ' ---: |' : ''}
-${a.areas.map(line).join('\n')}
-
-Recall by step:
-
-| recall step | ms | share of the profile | share of busy time |${requests ? ' CPU ms per request |' : ''}
-| --- | ---: | ---: | ---: |${requests ? ' ---: |' : ''}
-${a.recall.map(line).join('\n')}
-`;
-}
-
-/** Which of the #14 targets each 32-agent run meets, in words. */
-function verdicts(runs: readonly HttpLoadReport[]): string {
-  const t = HTTP_TARGETS;
-  const mark = (ok: boolean) => (ok ? 'met' : 'NOT met');
-  const lines = runs
-    .filter((r) => r.config.agents === 32)
-    .map((r) => {
-      const a = r.ops.append;
-      const q = r.ops.recall;
-      const mode = r.config.mode ?? 'mixed';
-      const appendPart = `appends ${a.perSec}/s (>= ${t.appendPerSec}: ${mark(a.perSec >= t.appendPerSec)}), append p95 ${a.p95Ms} ms (< ${t.appendP95Ms}: ${mark(a.p95Ms < t.appendP95Ms)})`;
-      const recallPart = `recalls ${q.perSec}/s (>= ${t.recallPerSec}: ${mark(q.perSec >= t.recallPerSec)}), recall p95 ${q.p95Ms} ms (< ${t.recallP95Ms}: ${mark(q.p95Ms < t.recallP95Ms)})`;
-      const parts = mode === 'append' ? [appendPart] : mode === 'recall' ? [recallPart] : [appendPart, recallPart];
-      return `- ${r.config.backend}${(r.config.workers ?? 1) > 1 ? ` (${r.config.workers} workers)` : ''}, ${mode}, 32 agents: ${parts.join(', ')}.`;
-    });
-  return lines.length > 0 ? `**Targets.**\n${lines.join('\n')}\n` : '';
-}
-
-/** All runs side by side against the targets of issue #14, then each run's detail. */
-export function renderSuiteReport(runs: readonly HttpLoadReport[]): string {
-  const t = HTTP_TARGETS;
-  const fmt = (n: number) => n.toLocaleString('en');
-  const rows = runs.map((r) => {
-    const a = r.ops.append;
-    const q = r.ops.recall;
-    const verified = r.verification.httpVerified && r.verification.storeVerified && r.server.exitCode === 0;
-    const errors = Object.values(r.errors).reduce((n, e) => n + e, 0);
-    // What the server's one thread would answer with a whole core to itself, at the CPU each request took here.
-    const perCore = r.cpu && r.cpu.serverMsPerRequest > 0 ? fmt(round(1000 / r.cpu.serverMsPerRequest, 0)) : '?';
-    const cpu = r.cpu ? `${r.cpu.serverCores} / ${r.cpu.clientCores} | ${r.cpu.serverMsPerRequest} | ${perCore} | ${r.cpu.clientMsPerRequest} | ${r.cpu.loadAverage}` : '? | ? | ? | ? | ?';
-    const mode = r.config.mode ?? 'mixed';
-    const appendCells = mode === 'recall' ? '- | -' : `${fmt(a.perSec)} | ${a.p95Ms}`;
-    const recallCells = mode === 'append' ? '- | -' : `${fmt(q.perSec)} | ${q.p95Ms}`;
-    const events = mode === 'recall' ? `(${fmt(r.verification.acknowledgedEvents)} stored)` : fmt(r.eventsPerSec);
-    return `| ${r.config.backend} | ${mode} | ${r.config.workers ?? 1} | ${r.config.agents} | ${appendCells} | ${recallCells} | ${events} | ${errors} | ${verified ? 'yes' : 'NO'} | ${cpu} |`;
-  });
-  const first = runs[0];
-  return `# HTTP API under load
-
-Generated by \`npm run bench -- http-load\` on ${first?.when ?? '?'} (${first?.machine ?? '?'}, ${first?.cpus ?? '?'} cores; the load
-generator and the server share these cores). Code: \`bench/http-load.ts\`. Embedder: \`${first?.config.embedder ?? 'none'}\`
-(\`none\`: recall is full-text). Each row is a fresh store; each agent appends a turn of ${first?.config.batch ?? 4} events, then recalls,
-in a closed loop (mode \`mixed\`), or only appends (\`append\`), or only recalls over a store the same agents filled first
-(\`recall\`; events/s gives the store's size instead); details per run below. Load generator: ${first?.config.transport ?? '?'}.
-
-| backend | mode | workers | agents | appends/s | append p95 ms | recalls/s | recall p95 ms | events/s | errors | exactly once | cores: server / load generator | server CPU ms per request | requests/s per server core | load generator CPU ms per request | load average |
-| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |
-${rows.join('\n')}
-| **target (#14, 32 agents)** | | | 32 | >= ${fmt(t.appendPerSec)} | < ${t.appendP95Ms} | >= ${t.recallPerSec} | < ${t.recallP95Ms} | | 0 | yes | | | | | |
-
-Requests/s per server core: 1000 / the server's CPU ms per request, the rate its one JavaScript thread would keep
-with a core to itself (in mode \`mixed\` appends and recalls alternate, so half of it each; in \`append\` and \`recall\`
-it is that operation's own cost, the load generator's beside it). On a machine whose other processes
-keep the load average far above its cores, this and the CPU columns are the figures to compare between runs.
-With \`--workers N\` the server's CPU is summed over its processes. Where the server's time goes, by area and by
-function: \`npm run bench -- http-load --profile\` writes \`bench/results/http-load-profile.md\`.
-
-${verdicts(runs)}
-
-${runs.map((r) => renderReport(r).replace(/^# HTTP API under load\n/, `## ${r.config.backend}, ${r.config.mode ?? 'mixed'}, ${(r.config.workers ?? 1) > 1 ? `${r.config.workers} workers, ` : ''}${r.config.agents} agents\n`)).join('\n')}`;
-}

@@ -2,6 +2,7 @@
  * Benchmark entry point: `npm run bench -- <name> [options]`. Each benchmark writes its report to
  * bench/results/ (committed, so numbers in the README and issues can be traced to a run).
  */
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -23,7 +24,7 @@ const USAGE = `usage:
   npm run bench -- embedder [--texts 20000] [--loads 5]
   npm run bench -- http-load [--agents 8,32] [--backends sqlite,postgres] [--embedder none|builtin] [--seconds 20] [--warmup 2] [--batch 4] [--retry-rate 0.05] [--profile] [--workers 1,2]
                                [--client node-http|fetch]
-                               [--mode mixed,append,recall] [--prefill-events N]
+                               [--mode mixed,append,recall] [--prefill-events N] [--servers 1,2] [--store FILE | --store-events N] [--out NAME]
   npm run bench -- context [--parts prefix,sweep,latency,ablation] [--windows 8192,16384,32768] [--turns 300] [--seeds 7,1234] [--transcript FILE] [--transcript-windows <--windows>]
                            [--low-water-sweep 0.2,0.3,0.4,0.5,0.6]
                            [--sizes 10000,100000] [--steady-turns 200] [--latency-window 32768] [--probes 14] [--seed 42] [--no-profile]
@@ -91,6 +92,10 @@ const { values } = parseArgs({
     client: { type: 'string', default: 'node-http' },
     mode: { type: 'string', default: 'mixed,append,recall' },
     'prefill-events': { type: 'string' },
+    // http-load: engram serve processes on one store, a prebuilt SQLite store (or scale's of N events)
+    servers: { type: 'string', default: '1' },
+    store: { type: 'string' },
+    'store-events': { type: 'string' },
     engrams: { type: 'string', default: '100000' },
     repeats: { type: 'string', default: '1' },
     'no-redact': { type: 'boolean', default: false },
@@ -252,6 +257,10 @@ switch (name) {
       modes: httpLoadModes(values.mode),
       client: values.client === 'node-http' || values.client === 'fetch' ? values.client : fail(`--client: expected node-http or fetch, found "${values.client}"`),
       ...(values['prefill-events'] !== undefined ? { prefillEvents: int('prefill-events', 1) } : {}),
+      servers: values.servers.split(',').map((n) => (Number.isInteger(Number(n)) && Number(n) >= 1 ? Number(n) : fail(`--servers: expected integers >= 1, found "${values.servers}"`))),
+      ...(values.store !== undefined ? { store: existsSync(values.store) ? values.store : fail(`--store: no such file: ${values.store}`) } : {}),
+      ...(values['store-events'] !== undefined ? { storeEvents: int('store-events', 1) } : {}),
+      ...(rest.some((a) => a === '--out' || a.startsWith('--out=')) ? { out: /^[\w.-]+$/.test(values.out) ? values.out : fail('--out: a file name without directories') } : {}),
     });
     break;
   }

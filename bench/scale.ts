@@ -122,7 +122,7 @@ interface CliResult {
   profile?: { default: { totalMs: number; phases: PhaseTime[] }; fts: { totalMs: number; phases: PhaseTime[] } };
 }
 
-interface BuiltStore {
+export interface BuiltStore {
   location: StoreLocation;
   built: boolean;
   buildSeconds?: number;
@@ -248,7 +248,13 @@ async function ingestOurs(location: StoreLocation, events: number): Promise<{ ev
   return { eventsPerSec: events / secs, caughtUpEventsPerSec: events / (secs + catchUpSeconds), catchUpSeconds };
 }
 
-async function buildSqlite(events: number, reuse: boolean): Promise<BuiltStore> {
+/**
+ * The SQLite store of `events` trace events at $TMPDIR/engram-scale/ours-<events>.db, built (appends in batches of 500,
+ * then the identifier index's catch-up) unless `reuse` finds one an earlier run completed. bench/http-load.ts's
+ * `--store-events` serves a copy of it.
+ */
+export async function buildSqlite(events: number, reuse: boolean): Promise<BuiltStore> {
+  mkdirSync(STORE_DIR, { recursive: true });
   const path = join(STORE_DIR, `ours-${events}.db`);
   const done = `${path}.complete`;
   if (reuse && existsSync(done)) return { location: { db: path }, built: false, ...builtRate(done) };

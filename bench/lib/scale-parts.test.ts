@@ -23,6 +23,12 @@ describe('scale report target rows', () => {
     expect(http[0]).toContain('2,100 / 499 req/s, p95 19 / 40 ms');
     expect(http[0]).toContain('**not met**'); // recalls below 500/s
 
+    // Issue #32's per-core rows, where the run has its server CPU per request.
+    const perCore = httpTargetRows({ runs: [{ ...run, mode: 'recall', serverMsPerRequest: 1.8, storeEvents: 15_000 }, { ...run, mode: 'append', serverMsPerRequest: 0.89 }] });
+    expect(perCore).toHaveLength(4);
+    expect(perCore[1]).toBe('| `engram serve` server CPU per recall, 32 agents (sqlite, 15,000 events; issue #32, per core) | <= 2 ms (500/s per core) | 1.8 ms (556/s per core) | met |');
+    expect(perCore[3]).toContain('<= 0.5 ms (2,000/s per core) | 0.89 ms (1,124/s per core) | **not met** |');
+
     const cache = cacheTargetRows({
       rows: [
         { source: 'synthetic', window: 8192, packs: 299, compactions: 10, cacheReadAllTurns: 0.7, cacheReadTokenWeighted: 0.714 },
