@@ -23,7 +23,7 @@ function session(topic: string, day: number, turns: number): string {
   return `${lines.join('\n')}\n`;
 }
 
-it('consolidates sessions (skipping an insignificant one), lists and expands summaries, backfills, and counts them in stats', () => {
+it('consolidates sessions (skipping an insignificant one), lists and expands summaries, backfills, and counts them in stats', { timeout: 120_000 }, () => {
   for (const [id, topic, day] of [['c1', 'invoice', 2], ['c2', 'report', 3], ['c3', 'ledger', 4]] as const) {
     const r = engram(['ingest', '-', '--session', id], session(topic, day, 6));
     expect(r.code, r.stderr).toBe(0);

@@ -54,7 +54,9 @@ function hook(event: string, input: Record<string, unknown>): string | undefined
 const FIRST = 'aaaaaaaa-1111-4111-8111-000000000001';
 const SECOND = 'bbbbbbbb-2222-4222-8222-000000000002';
 
-describe('memory across sessions through the installed Claude Code hooks', () => {
+// Each hook is its own engram process (about 50 of them in the first test): on a busy 2-core machine that takes
+// longer than the default 30 s.
+describe('memory across sessions through the installed Claude Code hooks', { timeout: 180_000 }, () => {
   it('stores the first session turn by turn and summarizes it, with no model and no separate consolidate', () => {
     const transcript = join(dir, `${FIRST}.jsonl`);
     expect(hook('SessionStart', { session_id: FIRST, transcript_path: transcript, source: 'startup' })).toBeUndefined();
