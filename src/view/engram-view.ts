@@ -1,4 +1,4 @@
-import type { Engram } from '../engine.js';
+import type { EngineParts } from './engine-parts.js';
 import { checkAppendSize, checkRequestIndexedChars } from '../model/limits.js';
 import { EngramError } from '../errors.js';
 import type { Principal, SessionAccessFacts } from '../model/access.js';
@@ -19,6 +19,7 @@ import { computeBusMetrics } from '../bus/bus-metrics.js';
 import type { RecallOptions, RecallResult } from '../memory/recall.js';
 import type { RecallOutcome, RecallRequest } from './agent-recall.js';
 import { HierarchyView } from './hierarchy-view.js';
+import type { PrincipalReads } from './principal-reads.js';
 import { KnowledgeGraph } from '../consolidate/graph/knowledge-graph.js';
 import { SummaryReader } from '../consolidate/summary-reader.js';
 import { expandSummary } from '../consolidate/summary-expand.js';
@@ -34,7 +35,7 @@ const ARTIFACT_SESSIONS_CHECKED = 1000;
 /** Ids sharing a prefix that are checked for visibility when a bounded principal gives a prefix. */
 const PREFIX_CANDIDATES = 50;
 
-type PackOptions = Parameters<Engram['context']['pack']>[1];
+type PackOptions = Parameters<EngineParts['context']['pack']>[1];
 
 /** How a view creates sessions. */
 export interface ViewOptions {
@@ -49,12 +50,12 @@ export interface ViewOptions {
  * read is NOT_FOUND, exactly as if it did not exist; one it may read but not write (shared read-only) is
  * SCOPE_DENIED on writes. The local CLI uses a full-trust view.
  */
-export class EngramView {
+export class EngramView implements PrincipalReads {
   /** The project that bounds reads, or null for full trust. */
   private readonly project: string | null;
 
   constructor(
-    private readonly mem: Engram,
+    private readonly mem: EngineParts,
     readonly principal: Principal,
     private readonly options: ViewOptions = {},
   ) {
