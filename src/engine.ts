@@ -1,5 +1,4 @@
 import { EngramError, isEngramError } from './errors.js';
-import type { ArtifactRecord } from './model/artifact.js';
 import type { EventInput, EventRecord, SessionRecord } from './model/event.js';
 import type { ArtifactId, EventId, SessionId } from './model/ids.js';
 import { ARTIFACT_ID_PREFIX, EVENT_ID_PREFIX } from './model/ids.js';
@@ -45,6 +44,7 @@ import { LOCAL_PRINCIPAL } from './model/access.js';
 import type { ReadScope } from './bus/resolvers/pointer-resolver.js';
 import { EngramView, type ViewOptions } from './view/engram-view.js';
 import type { HierarchyView } from './view/hierarchy-view.js';
+import type { ArtifactContent, EngineParts } from './view/engine-parts.js';
 import type { StoreLocation } from './store/open-store.js';
 import { openStore } from './store/open-store.js';
 import { LruCache } from './util/lru-cache.js';
@@ -54,6 +54,8 @@ import { buildProjectBrief, type BriefOptions, type ProjectBrief } from './conte
 import { recallForPrompt, type PromptRecall, type PromptRecallOptions } from './memory/prompt-recall.js';
 import { CarryOver } from './context/carry-over.js';
 import type { ChatModel } from './providers/llm/chat-model.js';
+
+export type { ArtifactContent } from './view/engine-parts.js';
 
 export interface OpenEngramOptions extends StoreLocation {
   /** Use this backend instead of opening one from `db`. The engine closes it on {@link Engram.close}. */
@@ -90,11 +92,6 @@ export interface VectorStats {
   failed: number;
   /** Set when this engine's embedder differs from the store's model. */
   mismatch?: string;
-}
-
-export interface ArtifactContent {
-  record: ArtifactRecord;
-  bytes: Buffer;
 }
 
 /** Session holding indexed codex documents (RAG mode). */
@@ -139,7 +136,7 @@ export async function migrateStore(from: StoreLocation, to: StoreLocation, optio
 }
 
 /** The engine: wiring only. Each capability lives in its own module under memory/, context/, bus/. */
-export class Engram {
+export class Engram implements EngineParts {
   readonly ingestor: Ingestor;
   /** Per-session task state cards (versioned, schema-checked, stored as events). */
   readonly taskStates: TaskStateStore;

@@ -14,6 +14,7 @@ import type { Tokenizer } from '../providers/tokenizer.js';
 import type { StorageBackend } from '../store/backend.js';
 import type { ColdMove } from '../store/summary-storage.js';
 import { summarizeWithEscalation, type BoundedSummary } from './bounded-summary.js';
+import { dateRange } from './date-range.js';
 import { DEFAULT_DEPTH_BUDGETS, DEPTH_INSTRUCTIONS } from './depth-prompts.js';
 import { extractDecisions } from './decision-extraction.js';
 import { deriveDecisionRecords } from './decision-records.js';
@@ -423,19 +424,6 @@ function startOf(s: SessionRecord): number {
 function addUsage(total: { inputTokens: number; outputTokens: number }, made: BoundedSummary): void {
   total.inputTokens += made.usage.inputTokens;
   total.outputTokens += made.usage.outputTokens;
-}
-
-const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
-
-/** "3 March 2026" or "3 March 2026 to 9 April 2026" (UTC): month names are words a question may use. */
-export function dateRange(startMs: number, endMs: number): string {
-  const day = (ms: number): string => {
-    const d = new Date(ms);
-    return `${d.getUTCDate()} ${MONTHS[d.getUTCMonth()]} ${d.getUTCFullYear()}`;
-  };
-  const a = day(startMs);
-  const b = day(endMs);
-  return a === b ? a : `${a} to ${b}`;
 }
 
 function positive(n: number, field: string): number {

@@ -20,7 +20,7 @@ import { newSummaryId, type SummaryRecord } from '../model/summary.js';
 import type { Tokenizer } from '../providers/tokenizer.js';
 import type { StorageBackend } from '../store/backend.js';
 import type { ColdMove } from '../store/summary-storage.js';
-import { dateRange } from './consolidator.js';
+import { dateRange } from './date-range.js';
 import type { ExtractedDecision } from './decision-extraction.js';
 
 /** Most tokens of a decision record's text (a decision is a sentence or two; a pasted essay is cut). */

@@ -1,4 +1,4 @@
-import type { Engram } from '../engine.js';
+import type { EngineParts } from './engine-parts.js';
 import { EngramError } from '../errors.js';
 import type { AgentRecord } from '../model/agent.js';
 import { DEFAULT_PROJECT } from '../model/access.js';
@@ -43,7 +43,7 @@ interface KindScan {
   perChunk: Map<number, number>;
 }
 
-const SCANS = new WeakMap<Engram, LruCache<string, KindScan>>();
+const SCANS = new WeakMap<EngineParts, LruCache<string, KindScan>>();
 
 /** Lines shown before and after a repo span on click-through. */
 const CONTEXT_LINES = 5;
@@ -169,7 +169,7 @@ export class DashboardView {
   private readonly sessionProject: string;
 
   constructor(
-    private readonly mem: Engram,
+    private readonly mem: EngineParts,
     private readonly view: EngramView,
     private readonly caller: AgentRecord,
   ) {
@@ -200,7 +200,7 @@ export class DashboardView {
   }
 
   /** The SharedBriefMicro of every visible parent (an agent with live children) in `run`. */
-  async briefs(run: string): Promise<Array<{ parent: DashboardAgent; brief: Awaited<ReturnType<Engram['bus']['brief']>> }>> {
+  async briefs(run: string): Promise<Array<{ parent: DashboardAgent; brief: Awaited<ReturnType<EngineParts['bus']['brief']>> }>> {
     const agents = await this.agents();
     const parents = agents.filter((a) => a.children.length > 0 && !a.isRevoked);
     const out = [];

@@ -1,4 +1,4 @@
-import type { Engram } from '../engine.js';
+import type { EngineParts } from './engine-parts.js';
 import { checkAppendSize, checkRequestIndexedChars } from '../model/limits.js';
 import { EngramError } from '../errors.js';
 import type { Principal, SessionAccessFacts } from '../model/access.js';
@@ -19,6 +19,7 @@ import { computeBusMetrics } from '../bus/bus-metrics.js';
 import type { RecallOptions, RecallResult } from '../memory/recall.js';
 import type { RecallOutcome, RecallRequest } from './agent-recall.js';
 import { HierarchyView } from './hierarchy-view.js';
+import type { PrincipalReads } from './principal-reads.js';
 import { KnowledgeGraph } from '../consolidate/graph/knowledge-graph.js';
 import { SummaryReader } from '../consolidate/summary-reader.js';
 import { expandSummary } from '../consolidate/summary-expand.js';
@@ -34,7 +35,7 @@ const ARTIFACT_SESSIONS_CHECKED = 1000;
 /** Ids sharing a prefix that are checked for visibility when a bounded principal gives a prefix. */
 const PREFIX_CANDIDATES = 50;
 
-type PackOptions = Parameters<Engram['context']['pack']>[1];
+type PackOptions = Parameters<EngineParts['context']['pack']>[1];
 
 /** How a view creates sessions. */
 export interface ViewOptions {
@@ -49,12 +50,12 @@ export interface ViewOptions {
  * read is NOT_FOUND, exactly as if it did not exist; one it may read but not write (shared read-only) is
  * SCOPE_DENIED on writes. The local CLI uses a full-trust view.
  */
-export class EngramView {
+export class EngramView implements PrincipalReads {
   /** The project that bounds reads, or null for full trust. */
   private readonly project: string | null;
 
   constructor(
-    private readonly mem: Engram,
+    private readonly mem: EngineParts,
     readonly principal: Principal,
     private readonly options: ViewOptions = {},
   ) {
@@ -68,8 +69,8 @@ export class EngramView {
     const list = Array.isArray(events) ? events : [events];
     checkAppendSize(list.length);
     checkRequestIndexedChars(list);
-    const id = await this.resolveSessionId(sessionId, 'write');
-    await this.checkWritable(id, { mayNotExist: true });
+    const { id, facts } = await this.resolveSession(sessionId, 'write', 'sessionId');
+    await this.checkWritable(id, { mayNotExist: true }, facts);
     try {
       return await this.mem.append(id, events as EventInput[], this.owner());
     } catch (err) {
@@ -89,18 +90,28 @@ export class EngramView {
    * project holds and an id no one holds thus answer alike on every route. Already-qualified ids are as given.
    */
   async resolveSessionId(name: string, intent: 'read' | 'write' = 'read', field = 'sessionId'): Promise<SessionId> {
+    return (await this.resolveSession(name, intent, field)).id;
+  }
+
+  /**
+   * {@link resolveSessionId}, with the resolved session's access facts when the lookup read them (the session exists
+   * and is this project's): an append then checks them without reading them again, one store read (a PostgreSQL
+   * round trip) less per append. The append transaction checks the owner again in any case.
+   */
+  private async resolveSession(name: string, intent: 'read' | 'write', field: string): Promise<{ id: SessionId; facts?: SessionAccessFacts }> {
     const id = validateSessionId(name, field);
-    if (this.project === null || isQualifiedSessionId(id)) return id;
+    if (this.project === null || isQualifiedSessionId(id)) return { id };
     const own = qualifiedSessionId(this.project, id) as SessionId;
     const access = await this.mem.store.getSessionAccess([id, own]);
     const plain = access.get(id);
-    if (plain?.project === this.project) return id;
-    if (access.has(own)) return own;
-    if (plain === undefined) return (await this.isReservedElsewhere(id)) ? own : id;
+    if (plain?.project === this.project) return { id, facts: plain };
+    const ownFacts = access.get(own);
+    if (ownFacts !== undefined) return { id: own, facts: ownFacts };
+    if (plain === undefined) return { id: (await this.isReservedElsewhere(id)) ? own : id };
     // A session shared with the project is read (and refused for writes) under its id, unless the name is one of
     // the project's own (an agent's default session, a delegated child): a share cannot take it for writes.
-    if (canReadSession(this.principal, plain) && (intent === 'read' || !(await this.isReservedHere(id)))) return id;
-    return own;
+    if (canReadSession(this.principal, plain) && (intent === 'read' || !(await this.isReservedHere(id)))) return { id };
+    return { id: own };
   }
 
   /**
@@ -369,12 +380,13 @@ export class EngramView {
     return facts === undefined || canReadSession(this.principal, facts);
   }
 
-  private async checkWritable(id: SessionId, o: { mayNotExist: boolean }): Promise<void> {
+  private async checkWritable(id: SessionId, o: { mayNotExist: boolean }, known?: SessionAccessFacts): Promise<void> {
     if (this.project === null && o.mayNotExist) return;
     // Another project's name space (`other~x`) is written only by that project, whether or not x exists there.
     const qualifier = qualifierOf(id);
     const isForeign = this.project !== null && qualifier !== null && qualifier !== projectQualifier(this.project);
-    const facts = await this.facts(id);
+    // `known`: the facts resolveSession read for this id moments ago (the same read this would make).
+    const facts = known ?? (await this.facts(id));
     if (facts === undefined || (!canReadSession(this.principal, facts) && isForeign)) {
       if (!o.mayNotExist) throw noSession(id);
       if (!isForeign) return;

@@ -1,6 +1,6 @@
 import { EngramError } from '../errors.js';
 import type { BuildReport, GraphBuilder } from '../consolidate/graph/graph-builder.js';
-import type { EngramView } from './engram-view.js';
+import type { PrincipalReads } from './principal-reads.js';
 
 /** Most sessions named by one build request (HTTP, MCP); without names, every readable session is read. */
 export const MAX_BUILD_SESSION_IDS = 1000;
@@ -20,7 +20,7 @@ const MAX_READABLE_SESSIONS = 100_000;
  * (model/access.ts); cursors are per session, so builds by several agents do not interfere.
  */
 export async function buildGraphAs(
-  view: EngramView,
+  view: PrincipalReads,
   builder: GraphBuilder,
   options: { sessionIds?: readonly string[]; maxEvents?: number } = {},
 ): Promise<BuildReport> {

@@ -1,4 +1,4 @@
-import type { Engram } from '../engine.js';
+import type { EngineParts } from './engine-parts.js';
 import { EngramError, invalidInputFromZod, isEngramError } from '../errors.js';
 import { canWriteSession, DEFAULT_PROJECT } from '../model/access.js';
 import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
@@ -34,7 +34,7 @@ import { sha256Hex } from '../memory/artifact-codec.js';
 import { parsePointerRef } from '../bus/pointer.js';
 import { DEFAULT_DEREF_MAX_TOKENS } from '../bus/resolvers/pointer-resolver.js';
 import type { RecallOutcome, RecallRequest } from './agent-recall.js';
-import type { EngramView } from './engram-view.js';
+import type { PrincipalReads } from './principal-reads.js';
 
 export interface DelegateInput {
   /** The delegating (planner or executor) session; it must exist and be writable by the caller. */
@@ -103,14 +103,14 @@ export type HierarchyRecallScope = (typeof RECALL_SCOPES)[number];
 /**
  * Hierarchical sessions as one principal may use them (ENGRAM §7, Annex A.5): delegation, reports, their
  * validation by digest, the tree and recall across it. Reads and writes go through the principal's
- * {@link EngramView}, so the trust model of model/access.ts holds unchanged: a session the principal may not read
+ * view (view/engram-view.ts), so the trust model of model/access.ts holds unchanged: a session the principal may not read
  * is NOT_FOUND and is left out of trees and recall. Every append of an agent names the agent as writer, so the
  * backend refuses it inside the append transaction when the session's lease names someone else.
  */
 export class HierarchyView {
   constructor(
-    private readonly mem: Engram,
-    private readonly view: EngramView,
+    private readonly mem: EngineParts,
+    private readonly view: PrincipalReads,
   ) {}
 
   /** The principal's writer lease: agents write as themselves; a full-trust caller holds no lease. */

@@ -1,6 +1,6 @@
 import type { IdentifierIndexStatus, TextIndexEntry } from '../backend.js';
 import { holdsChain, identifierGrams } from '../identifier-grams.js';
-import type { PgRunner } from './postgres-vectors.js';
+import type { PgRunner } from './pg-runner.js';
 
 /**
  * The identifier index on PostgreSQL (docs/recall.md, "Full-text at scale"; keys in ../identifier-grams.ts): rows

@@ -3,7 +3,7 @@ import type { PurgeCounts, PurgeLogRecord, PurgePlan, PurgeScrub } from '../back
 import { engramsToScrub, scrubEngramBody } from '../purge-support.js';
 import { rewriteTextRows } from './postgres-text-index.js';
 import { purgeSummaries } from './postgres-summaries.js';
-import type { PgRunner } from './postgres-vectors.js';
+import type { PgRunner } from './pg-runner.js';
 import { forgetPgVectorCodes } from './postgres-vector-codes.js';
 import { deleteIdentifierRows } from './postgres-identifier-index.js';
 

@@ -26,7 +26,7 @@ import {
 } from '../summary-storage.js';
 import type { PurgePlan } from '../backend.js';
 import type { PgBusQuery, PgBusTransaction } from './postgres-bus.js';
-import type { PgRunner } from './postgres-vectors.js';
+import type { PgRunner } from './pg-runner.js';
 import { visibleSessionSql } from './postgres-sessions.js';
 import { compileTsQuery } from './tsquery.js';
 

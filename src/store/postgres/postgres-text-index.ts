@@ -1,6 +1,6 @@
 import type { TextIndexEntry } from '../backend.js';
 import { TEXT_SEARCH_CONFIG } from './migrations.js';
-import type { PgRunner } from './postgres-vectors.js';
+import type { PgRunner } from './pg-runner.js';
 import { rewriteIdentifierRows } from './postgres-identifier-index.js';
 import { chunkForIndex, indexTokens } from './tsquery.js';
 

@@ -5,7 +5,7 @@ import { blockFromBytes, blockToBytes, codeWords, encodeRotatedBlock, ROTATED_EN
 import { CodeSet } from '../vector-code-set.js';
 import { CodeScanner } from '../code-scanner.js';
 import { visibleSessionSql } from './postgres-sessions.js';
-import type { PgRunner } from './postgres-vectors.js';
+import type { PgRunner } from './pg-runner.js';
 import { rankByDot } from './pg-vector-rank.js';
 
 /** store_meta key of the code index's description ({@link PgCodesMeta}); the mean is kept apart ({@link MEAN_KEY}). */

@@ -1,6 +1,6 @@
 import type { VectorIndexStatus, VectorModel } from '../backend.js';
 import { IvfSampler, ivfShape, nearestList, probeLists, trainCentroids } from '../vector-ivf.js';
-import type { PgRunner } from './postgres-vectors.js';
+import type { PgRunner } from './pg-runner.js';
 
 /** How the PostgreSQL backend answers vector queries without pgvector (`PostgresBackendOptions.vectorIndex`). */
 export interface PgVectorIndexOptions {

@@ -6,11 +6,7 @@ import { MAX_EMBEDDING_ATTEMPTS } from '../backend.js';
 import { DEFAULT_PG_IVF_MIN_VECTORS, PostgresVectorIndex, type PgVectorIndexOptions } from './postgres-vector-index.js';
 import { codesLockSql, PG_CODES_META_KEY, PostgresVectorCodes, type PgCodesMeta } from './postgres-vector-codes.js';
 import { rankByDot } from './pg-vector-rank.js';
-
-/** The slice of a pooled connection these statements use. */
-export interface PgRunner {
-  query<R>(sql: string, params?: unknown[]): Promise<{ rows: R[]; rowCount?: number | null }>;
-}
+import type { PgRunner } from './pg-runner.js';
 
 /** store_meta key holding the store's {@link VectorModel} as JSON (`null` until one is chosen). */
 export const VECTOR_MODEL_KEY = 'vector_model';

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Fts5BoundedSearch, readVarints } from './fts5-bounded.js';
+import { Fts5BoundedSearch } from './fts5-bounded.js';
 import { Fts5Planner } from './fts5-planner.js';
 
 let db: Database.Database;
@@ -16,13 +16,6 @@ function fill(rows: string[]): void {
   const insert = db.prepare('INSERT INTO events_fts (rowid, body, meta) VALUES (?, ?, ?)');
   db.transaction(() => rows.forEach((body, i) => insert.run(i + 1, body, 'note')))();
 }
-
-describe('readVarints', () => {
-  it("reads FTS5's records: the totals record (rows, then tokens per column) and a row's sizes", () => {
-    expect(readVarints(Buffer.from('868D2087B1DD0ED8DB6C', 'hex'))).toEqual([100_000, 15_494_798, 1_453_548]);
-    expect(readVarints(Buffer.from('5A01', 'hex'))).toEqual([90, 1]);
-  });
-});
 
 describe('Fts5BoundedSearch', () => {
   it('scores like bm25: the rarer word weighs, shorter rows above longer ones; a row holding only the rarer word is a candidate', () => {

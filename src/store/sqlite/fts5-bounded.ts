@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { Fts5Plan } from './fts5-planner.js';
+import { readVarints } from './fts5-varints.js';
 
 /**
  * Estimated matching rows above which a search takes the bounded path. Below it FTS5 ranks every match with bm25
@@ -125,26 +126,4 @@ export class Fts5BoundedSearch {
     const rows = this.sizes.all(JSON.stringify(rowids)) as Array<{ id: number; sz: Buffer }>;
     return new Map(rows.map((r) => [r.id, readVarints(r.sz).reduce((a, b) => a + b, 0)]));
   }
-}
-
-/** SQLite's varints (big-endian, 7 bits a byte, the 9th byte 8 bits), as FTS5 writes its records. */
-export function readVarints(buf: Buffer): number[] {
-  const out: number[] = [];
-  let i = 0;
-  while (i < buf.length) {
-    let v = 0;
-    let n = 0;
-    for (;;) {
-      const byte = buf[i++]!;
-      if (n === 8) {
-        v = v * 256 + byte;
-        break;
-      }
-      v = v * 128 + (byte & 0x7f);
-      n++;
-      if ((byte & 0x80) === 0 || i >= buf.length) break;
-    }
-    out.push(v);
-  }
-  return out;
 }

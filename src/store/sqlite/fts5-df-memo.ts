@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { readVarints } from './fts5-bounded.js';
+import { readVarints } from './fts5-varints.js';
 
 /** store_meta key of the remembered document frequencies (JSON, {@link MemoRecord}). */
 export const DF_MEMO_KEY = 'fts_df_memo';

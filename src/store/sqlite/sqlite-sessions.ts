@@ -54,10 +54,10 @@ export class SqliteSessions {
 
   access(ids: SessionId[]): Map<SessionId, SessionAccessRecord> {
     const out = new Map<SessionId, SessionAccessRecord>();
-    for (const id of new Set(ids)) {
-      const row = this.stmts.access.get(id) as { project: string; shared_with: string } | undefined;
-      if (row) out.set(id, { project: row.project, sharedWith: JSON.parse(row.shared_with) as string[] });
-    }
+    if (ids.length === 0) return out;
+    // One statement for all the ids (an agent's write looks up two: the name and its project's own session of it).
+    const rows = this.stmts.access.all(JSON.stringify([...new Set(ids)])) as Array<{ id: SessionId; project: string; shared_with: string }>;
+    for (const row of rows) out.set(row.id, { project: row.project, sharedWith: JSON.parse(row.shared_with) as string[] });
     return out;
   }
 
@@ -89,7 +89,10 @@ function prepare(db: Db) {
       `SELECT ${SESSION_COLUMNS} FROM sessions s WHERE s.id IN (${VISIBLE_SESSION_SQL})
        ORDER BY COALESCE(s.last_ms, s.created_ms) DESC, s.id LIMIT ?`,
     ),
-    access: db.prepare(`SELECT s.project AS project, (SELECT json_group_array(project) FROM (SELECT project FROM session_shares WHERE session_id = s.id ORDER BY project)) AS shared_with FROM sessions s WHERE s.id = ?`),
+    access: db.prepare(
+      `SELECT s.id AS id, s.project AS project, (SELECT json_group_array(project) FROM (SELECT project FROM session_shares WHERE session_id = s.id ORDER BY project)) AS shared_with
+       FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?))`,
+    ),
     // Only an existing session can be shared (the foreign key would say so too, but only when enforced).
     share: db.prepare(
       `INSERT INTO session_shares (session_id, project, shared_by, ts_ms) SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?)
