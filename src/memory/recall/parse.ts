@@ -23,15 +23,34 @@ export interface RecallQuery {
   /** Content terms, stemmed as the index stems, for coverage (term-coverage.ts). */
   coverage: readonly CoverageTerm[];
   /** The terms an excerpt is centred on (excerpt.ts). */
-  excerptNeedles: string[];
+  excerptNeedles: readonly string[];
   /** Absolute dates the query names (date-expressions.ts); empty when the date boost is off. */
   dateRanges: readonly DateRange[];
   /** Whether the question looks multi-hop (second-hop.ts). */
   looksMultiHop: boolean;
 }
 
+/**
+ * Queries read lately, by text: an agent asks the same thing again (each prompt of a session, a retry, a batch), and
+ * reading a query (splitting, stemming, the date and multi-hop patterns) was ~5 % of a recall's CPU under
+ * bench/http-load.ts. A stage never changes a RecallQuery, so one is shared. Bounded: past it the map starts over.
+ */
+const CACHED_QUERIES = 512;
+const cache = new Map<string, RecallQuery>();
+
 /** Reads the query; `withDates` false skips the date parse (the date boost is off). */
 export function parseRecallQuery(query: string, withDates: boolean): RecallQuery {
+  const key = `${withDates ? 'd' : '-'}${query}`;
+  let q = cache.get(key);
+  if (q === undefined) {
+    if (cache.size >= CACHED_QUERIES) cache.clear();
+    q = readQuery(query, withDates);
+    cache.set(key, q);
+  }
+  return q;
+}
+
+function readQuery(query: string, withDates: boolean): RecallQuery {
   const parsed = parseQuery(query);
   const ids = new Set(parsed.identifiers);
   return {

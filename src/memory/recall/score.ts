@@ -46,6 +46,7 @@ export async function scoreCandidates(deps: RecallDeps, pool: readonly Candidate
     const baseScore = combine(relevance, 0, recency, o.recencyWeight);
     scored.push({
       event: c.event,
+      tsMs: times[i]!,
       relevance,
       similarity: c.similarity,
       recency,
@@ -68,6 +69,6 @@ export function combine(relevance: number, exactFraction: number, recency: numbe
 }
 
 /** Best score first; ties: newer first, then by id, so results are deterministic. */
-export function byScore(a: { score: number; event: EventRecord }, b: { score: number; event: EventRecord }): number {
-  return b.score - a.score || Date.parse(b.event.ts) - Date.parse(a.event.ts) || (a.event.id < b.event.id ? -1 : 1);
+export function byScore(a: { score: number; tsMs: number; event: EventRecord }, b: { score: number; tsMs: number; event: EventRecord }): number {
+  return b.score - a.score || b.tsMs - a.tsMs || (a.event.id < b.event.id ? -1 : 1);
 }

@@ -243,6 +243,8 @@ export type Ranked = Omit<Scored, 'isExactMatch' | 'holdsIdentifier' | 'coverage
 /** A scored candidate with its full text read (exact match, coverage, excerpt). */
 export interface Scored {
   event: EventRecord;
+  /** The event's time, epoch ms (parsed once: the ranking's ties compare it). */
+  tsMs: number;
   relevance: number;
   similarity: number | undefined;
   recency: number;
