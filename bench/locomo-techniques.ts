@@ -9,9 +9,7 @@ import { closeSync, existsSync, openSync, readFileSync, renameSync, writeFileSyn
 import { join } from 'node:path';
 import type { LocomoConversation } from '../src/eval/locomo-data.js';
 import { evaluateLocomo, type LocomoEvalOptions, type LocomoQuestionResult } from '../src/eval/locomo-eval.js';
-import { DATE_BOOST, CATEGORY_WEIGHT, EXPANSION_WEIGHT, FUSION_RULE, HYBRID_VECTOR_WEIGHT, SECOND_HOP_WEIGHT, SPEAKER_BOOST, type Retriever } from '../src/memory/recall.js';
-import type { FusionRule } from '../src/memory/fusion-rule.js';
-import { EXPANSION_MIN_SIMILARITY, EXPANSION_NEIGHBOURS } from '../src/memory/term-expansion.js';
+import { DATE_BOOST, HYBRID_VECTOR_WEIGHT, SECOND_HOP_WEIGHT, SPEAKER_BOOST, type Retriever } from '../src/memory/recall.js';
 import { SECOND_HOP_SOURCES, SECOND_HOP_TERMS } from '../src/memory/second-hop.js';
 import { TURN_CONTEXT_EVENTS, TURN_CONTEXT_WORDS } from '../src/memory/turn-context.js';
 import { DEFAULT_CONTEXT_WEIGHT } from '../src/store/backend.js';
@@ -91,31 +89,6 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
     value,
     setting: value === DATE_BOOST ? hybrid('default') : hybrid(`date boost ${value}`, { recallOptions: { dateBoost: value } }),
   }));
-  const expansions = [0, 0.2, 0.5].map((value) => ({
-    value,
-    setting: value === EXPANSION_WEIGHT ? hybrid('default') : hybrid(`term expansion ${value}`, { recallOptions: { expansionWeight: value } }),
-  }));
-  const categories = [0, 0.2, 0.5].map((value) => ({
-    value,
-    setting: value === CATEGORY_WEIGHT ? hybrid('default') : hybrid(`category members ${value}`, { recallOptions: { categoryWeight: value } }),
-  }));
-  // The fusion rule and its vector weight as one grid (fusion-rule.ts); value 0 is the default, weighted at 0.2.
-  const fusionGrid: Array<{ label: string; fusion: FusionRule; vectorWeight: number }> = [
-    { label: `${FUSION_RULE} ${HYBRID_VECTOR_WEIGHT}`, fusion: FUSION_RULE, vectorWeight: HYBRID_VECTOR_WEIGHT },
-    { label: 'noisy-or 0.2', fusion: 'noisy-or', vectorWeight: 0.2 },
-    { label: 'noisy-or 0.3', fusion: 'noisy-or', vectorWeight: 0.3 },
-    { label: 'noisy-or 0.5', fusion: 'noisy-or', vectorWeight: 0.5 },
-    { label: 'fts-first 0.2', fusion: 'fts-first', vectorWeight: 0.2 },
-  ];
-  const fusions = fusionGrid.map((f, value) => ({
-    value,
-    label: f.label,
-    // At the default weight the weight is left to the engine (a question naming identifiers keeps its lower one).
-    setting:
-      value === 0
-        ? hybrid('default')
-        : hybrid(`fusion ${f.label}`, { recallOptions: { fusion: f.fusion, ...(f.vectorWeight === HYBRID_VECTOR_WEIGHT ? {} : { vectorWeight: f.vectorWeight }) } }),
-  }));
   const before = {
     turnContextEvents: 0,
     recallOptions: { contextWeight: 0.25, recencyWeight: 0.15, speakerBoost: 0, vectorWeight: 0.5, secondHopWeight: 0, dateBoost: 0 },
@@ -127,7 +100,7 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
     hybrid('before #13', before),
     fts('no turn context', { turnContextEvents: 0 }),
     fts('no second hop', { recallOptions: { secondHopWeight: 0 } }),
-    ...[...contextEvents, ...contextWeights, ...speakerBoosts, ...vectorWeights, ...secondHops, ...dateBoosts, ...expansions, ...categories].map((g) => g.setting),
+    ...[...contextEvents, ...contextWeights, ...speakerBoosts, ...vectorWeights, ...secondHops, ...dateBoosts].map((g) => g.setting),
     hybrid('second hop on every question', { recallOptions: { secondHopTrigger: 'always' } }),
     hybrid('vector feedback 0.3', { recallOptions: { vectorFeedbackWeight: 0.3 } }),
     hybrid('vector feedback 1', { recallOptions: { vectorFeedbackWeight: 1 } }),
@@ -141,13 +114,8 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
     hybrid('vector share by agreement', { recallOptions: { vectorShare: 'agreement' } }),
     hybrid('RM3 0.3 beside the second hop', { recallOptions: { rm3Weight: 0.3 } }),
     hybrid('RM3 0.3 instead of the second hop', { recallOptions: { rm3Weight: 0.3, secondHopWeight: 0 } }),
-    ...fusions.filter((f) => f.value > 0).map((f) => f.setting),
-    hybrid('MMR novelty on text', { recallOptions: { noveltyOn: 'text' } }),
     hybrid('no MMR', { recallOptions: { useMmr: false } }),
     fts('no MMR', { recallOptions: { useMmr: false } }),
-    hybrid('second hop distinctive terms', { recallOptions: { secondHopTerms: 'distinctive' } }),
-    fts('second hop distinctive terms', { recallOptions: { secondHopTerms: 'distinctive' } }),
-    fts('category members 0.5', { recallOptions: { categoryWeight: 0.5 } }),
   ];
   const unique = new Map(settings.map((s) => [key(s), s]));
   return {
@@ -159,9 +127,6 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
       { constant: 'TURN_CONTEXT_EVENTS (turn-context.ts)', defaultValue: TURN_CONTEXT_EVENTS, grid: contextEvents },
       { constant: 'SECOND_HOP_WEIGHT (recall.ts)', defaultValue: SECOND_HOP_WEIGHT, grid: secondHops },
       { constant: 'DATE_BOOST (recall.ts)', defaultValue: DATE_BOOST, grid: dateBoosts },
-      { constant: 'FUSION_RULE and vector weight (fusion-rule.ts)', defaultValue: 0, grid: fusions, labels: Object.fromEntries(fusions.map((f) => [f.value, f.label])) },
-      { constant: 'EXPANSION_WEIGHT (recall.ts)', defaultValue: EXPANSION_WEIGHT, grid: expansions },
-      { constant: 'CATEGORY_WEIGHT (recall.ts)', defaultValue: CATEGORY_WEIGHT, grid: categories },
     ],
   };
 }
@@ -319,7 +284,7 @@ export function renderTechniques(
 
   // Hybrid against full-text (issue #13: never below it at any k): every conversation and k, for the settings that
   // change how the two are combined.
-  const combined = settings.filter((s) => s.retriever === 'hybrid' && /^(default|fusion |vector weight |MMR novelty|no MMR|second hop distinctive)/.test(s.name));
+  const combined = settings.filter((s) => s.retriever === 'hybrid' && /^(default|vector weight |no MMR)/.test(s.name));
   const margin = (r: SettingResult, c: string, k: number): number => (r.byConversation[c]?.[k] ?? NaN) - (defaults.fts.byConversation[c]?.[k] ?? NaN);
   const margins = combined
     .map((s) => {
@@ -333,9 +298,9 @@ export function renderTechniques(
     })
     .join('\n');
   const multiHopSettings = [
-    ...settings.filter((s) => s.retriever === 'fts' && /^(default|second hop distinctive|category members)/.test(s.name)),
+    ...settings.filter((s) => s.retriever === 'fts' && /^default/.test(s.name)),
     ...combined,
-    ...settings.filter((s) => s.retriever === 'hybrid' && /^(second hop|term expansion|category members)/.test(s.name) && !combined.includes(s)),
+    ...settings.filter((s) => s.retriever === 'hybrid' && /^second hop/.test(s.name) && !combined.includes(s)),
   ];
   const multiHop = multiHopSettings
     .map((s) => {
@@ -376,9 +341,6 @@ The techniques, as built:
 - **RM3**: the words of the best 5 full-text hits, weighted by their share of each hit's words times its score and by
   their rarity among the first 40 candidates, the best 8 searched again with the question's terms and fused in at
   this weight, for every question (src/memory/rm3-feedback.ts; off by default).
-- **term expansion**: the question's content words (no names, identifiers or stop words) plus up to ${EXPANSION_NEIGHBOURS} nearest
-  words each in the built-in embedder's word vectors at cosine ${EXPANSION_MIN_SIMILARITY} or more (8 in all; none stemming like a query word),
-  searched again and fused into the full-text list at this weight (src/memory/term-expansion.ts).
 - **vector feedback**: the centroid of the best 3 fused hits' vectors blended into the query vector at this weight,
   then a second vector search (src/memory/vector-feedback.ts; off by default).
 - **before #13**: the previous defaults together (no turn context, context weight 0.25, recency 0.15, no speaker boost,

@@ -44,8 +44,6 @@ const USAGE = `usage:
   npm run bench -- consolidation [--seed 42] [--quick]
   npm run bench -- granular [--seed 42] [--quick]
   npm run bench -- artifact-lifecycle [--backends sqlite,postgres] [--quick]
-  npm run bench -- term-expansion [--data FILE]
-  npm run bench -- category-members [--data FILE]
   npm run bench -- carry-over [--quick] [--conversations conv-26,conv-30] [--budgets 1000,2000,4000] [--categories 1,2,3,4] [--parts locomo,noise,latency,coding] [--sizes 1000,100000] [--jobs 2] [--brief-share 0.67] [--data FILE] [--out carry-over] [--label TEXT]
   npm run bench -- session-summaries [--quick] [--out session-summaries] [--label TEXT]
   npm run bench -- needle [--quick] [--seed 1,2] [--window 32000] [--cycles 1,3,5] [--json] [--out DIR] [--replay FILE [--format F] [--session S]] [--consolidate]`;
@@ -311,12 +309,6 @@ switch (name) {
     });
     break;
   }
-  case 'term-expansion':
-    await (await import('./term-expansion.js')).runTermExpansionBench({ data: resolve(values.data) });
-    break;
-  case 'category-members':
-    await (await import('./category-members.js')).runCategoryMembersBench({ data: resolve(values.data) });
-    break;
   case 'needle':
     await (await import('./needle.js')).runNeedleCli(rest);
     break;

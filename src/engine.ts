@@ -48,7 +48,6 @@ import type { ArtifactContent, EngineParts } from './view/engine-parts.js';
 import type { StoreLocation } from './store/open-store.js';
 import { openStore } from './store/open-store.js';
 import { LruCache } from './util/lru-cache.js';
-import { wordnetCategoryMembers } from './providers/wordnet/category-members.js';
 import type { CopyOptions, CopyReport } from './memory/store-copy.js';
 import { buildProjectBrief, type BriefOptions, type ProjectBrief } from './context/project-brief.js';
 import { recallForPrompt, type PromptRecall, type PromptRecallOptions } from './memory/prompt-recall.js';
@@ -184,7 +183,6 @@ export class Engram implements EngineParts {
         };
       },
       this.ingestor.redaction,
-      wordnetCategoryMembers(),
     );
   }
 

@@ -22,7 +22,7 @@ const PHASES: ReadonlyArray<{ phase: string; matches: (fn: string, url: string) 
   { phase: 'store open (connection, migrations check)', matches: (fn, url) => (fn === 'open' && url.includes('/store/sqlite/sqlite-backend.js')) || fn === 'openSqliteConnection' },
   { phase: 'search (full-text, vectors)', matches: (fn, url) => (fn === 'searchText' || fn === 'searchVectors') && url.includes('/store/') },
   { phase: 'token counting', matches: (fn, url) => fn === 'count' && (url.endsWith('/gpt-tokenizer.js') || url.endsWith('/bpe-encoder.js')) },
-  { phase: 'recall: ranking, excerpts, packing', matches: (fn, url) => url.includes('/memory/recall.js') || url.includes('/memory/excerpt.js') },
+  { phase: 'recall: ranking, excerpts, packing', matches: (fn, url) => url.includes('/memory/recall') || url.includes('/memory/excerpt.js') },
   { phase: 'output', matches: (fn, url) => url.endsWith('/cli/output.js') || url.endsWith('/commands/recall.js') },
   {
     phase: 'module loading (resolve, read, compile, link, top-level code)',

@@ -3,6 +3,7 @@
  * append, ...), and recall's share split by what it was doing, so a report can say where a request's time goes
  * without reading a flame graph. Pure; reads the same `.cpuprofile` JSON as cpu-profile.ts.
  */
+import { RECALL_STAGES } from '../../src/memory/recall/pipeline.js';
 import type { CpuProfile } from './cpu-profile.js';
 
 export interface AreaShare {
@@ -23,7 +24,7 @@ type Frame = { fn: string; url: string };
 
 /** Areas in priority order: a sample goes to the first whose test matches a frame anywhere in its stack. */
 const AREAS: Array<[string, (f: Frame) => boolean]> = [
-  ['recall (POST /v1/recall)', (f) => f.url.includes('src/memory/recall.ts') || (f.url.includes('src/view/engram-view.ts') && f.fn.startsWith('recall'))],
+  ['recall (POST /v1/recall)', (f) => f.url.includes('src/memory/recall') || (f.url.includes('src/view/engram-view.ts') && f.fn.startsWith('recall'))],
   ['append (POST /v1/events): validation, redaction, turn context, drafts', (f) => f.url.includes('src/memory/ingest.ts')],
   ['append: the group commit (SQLite inserts, FTS5, WAL)', (f) => f.url.includes('group-commit.ts')],
   ['identifier index catch-up (background)', (f) => f.url.includes('identifier-catch-up')],
@@ -38,14 +39,28 @@ const AREAS: Array<[string, (f: Frame) => boolean]> = [
   ['idle (waiting for requests or I/O)', (f) => f.fn === '(idle)'],
 ];
 
+/**
+ * Recall's time by pipeline stage (src/memory/recall/pipeline.ts). The store's full-text search, token counting and
+ * the log write are named apart; any other sample goes to the outermost stage file on its stack (the stage the
+ * pipeline called: a helper of another stage's file, called from it, counts for the caller).
+ */
 const RECALL_STEPS: Array<[string, (f: Frame) => boolean]> = [
-  ['full-text search (FTS5 matching, bm25, visibility)', (f) => f.fn === 'searchText'],
-  ['token counting of the packed hits', (f) => f.url.includes('bpe-encoder') || f.url.includes('gpt-tokenizer')],
-  ['novelty (MMR over excerpts)', (f) => f.fn === 'orderByNovelty'],
-  ["reading the candidates' events, the task card", (f) => f.fn === 'withKeyEvents' || f.fn === 'recallOptions'],
-  ['recall log write', (f) => f.fn === 'log' || f.fn === 'logRecall'],
-  ['excerpts and event heads', (f) => f.fn === 'getEvents' || f.fn === 'detailHead' || f.url.includes('excerpt')],
+  ['log: recall log write', (f) => f.url.includes('src/memory/recall/log.ts')],
+  ['candidates: full-text search (FTS5 matching, bm25, visibility)', (f) => f.fn === 'searchText'],
+  ['pack and render: token counting', (f) => f.url.includes('bpe-encoder') || f.url.includes('gpt-tokenizer')],
 ];
+const STAGE_FILES = RECALL_STAGES.map(({ name, file }) => ({ name, path: `src/memory/recall/${file}` }));
+
+/** The recall step a sample's stack (leaf first) is charged to. */
+function recallStep(stack: readonly Frame[]): string {
+  const named = RECALL_STEPS.find(([, test]) => stack.some(test))?.[0];
+  if (named) return named;
+  for (let i = stack.length - 1; i >= 0; i--) {
+    const stage = STAGE_FILES.find((s) => stack[i]!.url.includes(s.path));
+    if (stage) return stage.name;
+  }
+  return stack.some((f) => f.url.includes('src/memory/recall/options.ts')) ? 'options and validation' : 'the rest (orchestration, HTTP handler, view)';
+}
 
 export function profileAreas(profile: CpuProfile): ProfileAreas {
   const parent = new Map<number, number>();
@@ -66,7 +81,7 @@ export function profileAreas(profile: CpuProfile): ProfileAreas {
     const area = AREAS.find(([, test]) => stack.some(test))?.[0] ?? 'other';
     areaUs.set(area, (areaUs.get(area) ?? 0) + t);
     if (area === AREAS[0]![0]) {
-      const step = RECALL_STEPS.find(([, test]) => stack.some(test))?.[0] ?? 'ranking, packing, rendering (the rest)';
+      const step = recallStep(stack);
       stepUs.set(step, (stepUs.get(step) ?? 0) + t);
     }
   }

@@ -47,7 +47,7 @@ export interface LocomoEvalOptions {
   /** Ranking options given to every recall call (an ablation's or a cross-validation's settings). Default none. */
   recallOptions?: Pick<
     RecallOptions,
-    'vectorWeight' | 'contextWeight' | 'speakerBoost' | 'recencyWeight' | 'useMmr' | 'secondHopWeight' | 'secondHopTrigger' | 'vectorFeedbackWeight' | 'dateBoost' | 'relativeDates' | 'vectorShare' | 'rm3Weight' | 'expansionWeight' | 'categoryWeight' | 'fusion' | 'noveltyOn' | 'secondHopTerms'
+    'vectorWeight' | 'contextWeight' | 'speakerBoost' | 'recencyWeight' | 'useMmr' | 'secondHopWeight' | 'secondHopTrigger' | 'vectorFeedbackWeight' | 'dateBoost' | 'relativeDates' | 'vectorShare' | 'rm3Weight'
   >;
   /** Earlier turns each turn is indexed with (IngestOptions.turnContextEvents). Default the engine's. */
   turnContextEvents?: number;
@@ -262,8 +262,7 @@ function validateKs(ks: readonly number[]): number[] {
 
 /** The caller's embedder without `close`: each store's engine closes its embedder, and this one is shared. */
 function borrow(embedder: Embedder): Embedder {
-  const similarTerms = embedder.similarTerms?.bind(embedder);
-  return { name: embedder.name, dimensions: embedder.dimensions, embed: (texts) => embedder.embed(texts), ...(similarTerms ? { similarTerms } : {}) };
+  return { name: embedder.name, dimensions: embedder.dimensions, embed: (texts) => embedder.embed(texts) };
 }
 
 function percentile(samples: number[], p: number): number {

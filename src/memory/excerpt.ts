@@ -16,7 +16,7 @@ interface Needle {
   weight: number;
 }
 
-export function cutExcerpt(text: string, needles: string[], identifiers: string[], options: ExcerptOptions = {}): string {
+export function cutExcerpt(text: string, needles: readonly string[], identifiers: readonly string[], options: ExcerptOptions = {}): string {
   const maxChars = options.maxChars ?? DEFAULT_MAX_CHARS;
   if (text.length <= maxChars) return text;
   const lower = text.toLowerCase();

@@ -48,7 +48,8 @@ export function mmrSelect<T extends MmrCandidate>(candidates: readonly T[], k: n
   const n = candidates.length;
   const maxScore = candidates.reduce((m, c) => Math.max(m, c.score), 0);
   const relevance = candidates.map((c) => (maxScore > 0 ? Math.max(c.score, 0) / maxScore : 0));
-  const features = candidates.map((c) => shingles(c.text));
+  const words = new Map<string, number>();
+  const features = candidates.map((c) => shingles(c.text, words));
   const penalty = new Array<number>(n).fill(0);
   const isOut = new Array<boolean>(n).fill(false);
   const selected: T[] = [];
@@ -90,18 +91,37 @@ export function mmrSelect<T extends MmrCandidate>(candidates: readonly T[], k: n
  * where bags of words call them alike (0.6). Case-insensitive; 1 for two texts without words.
  */
 export function lexicalSimilarity(a: string, b: string): number {
-  return jaccard(shingles(a), shingles(b));
+  const words = new Map<string, number>();
+  return jaccard(shingles(a, words), shingles(b, words));
 }
 
-function shingles(text: string): Set<string> {
-  const words = text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 0);
-  if (words.length < 2) return new Set(words);
-  const out = new Set<string>();
-  for (let i = 1; i < words.length; i++) out.add(`${words[i - 1]} ${words[i]}`);
+/** Past every word number: a bigram's key is (first + 1) x this + second, so it never equals a lone word's. */
+const WORD_SPACE = 2 ** 26;
+
+/**
+ * A text's word bigrams (its one word, for a one-word text) as numbers: each word numbered in `words`, shared by the
+ * texts compared, so equal bigrams get equal numbers and a set of numbers costs less to build than one of strings.
+ */
+function shingles(text: string, words: Map<string, number>): Set<number> {
+  const ids = text
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((w) => w.length > 0)
+    .map((w) => {
+      let id = words.get(w);
+      if (id === undefined) {
+        id = words.size;
+        words.set(w, id);
+      }
+      return id;
+    });
+  if (ids.length < 2) return new Set(ids);
+  const out = new Set<number>();
+  for (let i = 1; i < ids.length; i++) out.add((ids[i - 1]! + 1) * WORD_SPACE + ids[i]!);
   return out;
 }
 
-function jaccard(a: Set<string>, b: Set<string>): number {
+function jaccard(a: Set<number>, b: Set<number>): number {
   if (a.size === 0 && b.size === 0) return 1;
   if (a.size === 0 || b.size === 0) return 0;
   const [small, large] = a.size <= b.size ? [a, b] : [b, a];

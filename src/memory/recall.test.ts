@@ -174,24 +174,6 @@ describe('second hop and dates (issue #13)', () => {
   });
 });
 
-describe('fusion rule, novelty source and second-hop terms (issue #13)', () => {
-  it('accepts each choice, leaves a full-text call unchanged by the fusion rule, and names the field of an unknown one', async () => {
-    const pottery = await add({ kind: 'user', content: 'Melanie: Wow, great! I signed up for a pottery class, one of my activities.', meta: { speaker: 'Melanie' } });
-    const kiln = await add({ kind: 'user', content: 'Melanie: The pottery kiln at the studio was hot.', meta: { speaker: 'Melanie' }, ts: 1_000_001 });
-    await add({ kind: 'user', content: 'Caroline: Wow, great news!', meta: { speaker: 'Caroline' }, ts: 1_000_002 });
-    const q = 'What activities does Melanie partake in?';
-    const plain = await order(q, { retriever: 'fts' });
-    expect(plain[0]).toBe(pottery);
-    for (const fusion of ['weighted', 'noisy-or', 'fts-first'] as const) expect(await order(q, { retriever: 'fts', fusion })).toEqual(plain);
-    // The second hop (the question looks multi-hop) reaches the kiln turn through "pottery" under either term ranking.
-    for (const secondHopTerms of ['shared', 'distinctive'] as const) expect(await order(q, { retriever: 'fts', secondHopTerms })).toContain(kiln);
-    expect(await order(q, { retriever: 'fts', noveltyOn: 'text' })).toEqual(plain);
-    await expect(mem.recall(q, { fusion: 'max' as never })).rejects.toMatchObject({ code: 'INVALID_INPUT', data: { field: 'fusion' } });
-    await expect(mem.recall(q, { noveltyOn: 'tags' as never })).rejects.toMatchObject({ code: 'INVALID_INPUT', data: { field: 'noveltyOn' } });
-    await expect(mem.recall(q, { secondHopTerms: 'all' as never })).rejects.toMatchObject({ code: 'INVALID_INPUT', data: { field: 'secondHopTerms' } });
-  });
-});
-
 describe('redundancy and quotas', () => {
   it('keeps ten identical tool outputs from filling the pack', async () => {
     const log = 'npm ERR! code ELIFECYCLE\nnpm ERR! errno 1\nnpm ERR! build failed in step postinstall';

@@ -21,16 +21,6 @@ describe('secondHopTerms', () => {
     expect(terms.length).toBeLessThanOrEqual(8);
   });
 
-  it('distinctive: filler every candidate holds gives way to the words that set the best hits apart', () => {
-    const texts = ['Melanie: Wow, great! I signed up for a pottery class.', 'Melanie: Wow, great, the pottery workshop was fun.', 'Melanie: Wow, that is great.'];
-    const others = Array.from({ length: 20 }, (_, i) => `Caroline: Wow, great news number ${i}!`);
-    const shared = secondHopTerms([{ text: 'activities' }], texts, new Set(['melanie']), 2);
-    // Shared by all three best hits, the filler comes first by sharing alone.
-    expect(shared).toEqual(['wow', 'great']);
-    const distinctive = secondHopTerms([{ text: 'activities' }], texts, new Set(['melanie']), 2, [...texts, ...others]);
-    expect(distinctive).toEqual(['pottery', 'signed']);
-  });
-
   it('returns nothing without hits, and at most the number asked for', () => {
     expect(secondHopTerms([{ text: 'x' }], [])).toEqual([]);
     expect(secondHopTerms([], ['alpha bravo charlie delta echo'], new Set(), 2)).toEqual(['alpha', 'bravo']);

@@ -1,5 +1,5 @@
-import type { EventFilter, SearchTerm, StorageBackend, TextHit } from '../store/backend.js';
-import { MAX_QUERY_TERMS, STOP_WORDS } from './query-terms.js';
+import type { SearchTerm, TextHit } from '../store/backend.js';
+import { STOP_WORDS } from './query-terms.js';
 
 /**
  * Iterative second-hop retrieval (issue #13). A multi-hop question ("what activities does Melanie partake in?")
@@ -16,16 +16,6 @@ export const SECOND_HOP_SOURCES = 3;
 /** Most words of the first hits added to the second query. */
 export const SECOND_HOP_TERMS = 8;
 
-/**
- * How the second hop ranks the first hits' words: `shared` (by how many of the first hits hold the word) or
- * `distinctive` (that count times log(1 + N / holders), where holders is how many of the first pass's N candidates
- * hold it). Conversation filler ("great", "wow", "thanks") is shared by the first hits because it is shared by
- * every turn; weighing by rarity among the candidates keeps the words that set the best hits apart (the store's own
- * document frequencies are not read, so the candidates stand in, as in rm3-feedback.ts).
- */
-export const SECOND_HOP_TERM_RANKINGS = ['shared', 'distinctive'] as const;
-export type SecondHopTermRanking = (typeof SECOND_HOP_TERM_RANKINGS)[number];
-
 /** Characters read from each first hit: a chat turn is shorter; a long log's head says what it is about. */
 const SOURCE_CHARS = 2000;
 const WORD = /[\p{L}][\p{L}\p{N}'-]*[\p{L}\p{N}]/gu;
@@ -41,7 +31,6 @@ export function secondHopTerms(
   texts: readonly string[],
   exclude: ReadonlySet<string> = new Set(),
   max = SECOND_HOP_TERMS,
-  candidates?: readonly string[],
 ): string[] {
   const inQuery = new Set(query.flatMap((t) => t.text.toLowerCase().split(/[^\p{L}\p{N}]+/u)));
   const words = new Map<string, { hits: number; isEntity: boolean; first: number }>();
@@ -61,24 +50,10 @@ export function secondHopTerms(
       words.set(lower, entry);
     }
   });
-  // With the candidates' texts given (`distinctive`), a word's sharing is weighed by its rarity among them.
-  const rarity = candidates ? rarityAmong(candidates) : undefined;
-  const weight = (word: string, hits: number): number => (rarity ? hits * rarity(word) : hits);
   return [...words]
-    .sort(([wa, a], [wb, b]) => weight(wb, b.hits) - weight(wa, a.hits) || Number(b.isEntity) - Number(a.isEntity) || a.first - b.first)
+    .sort(([, a], [, b]) => b.hits - a.hits || Number(b.isEntity) - Number(a.isEntity) || a.first - b.first)
     .slice(0, max)
     .map(([w]) => w);
-}
-
-/** log(1 + N / holders) of a word among N texts (a word no text holds counts as held by one). */
-function rarityAmong(texts: readonly string[]): (word: string) => number {
-  const holders = new Map<string, number>();
-  for (const text of texts) {
-    const seen = new Set<string>();
-    for (const m of text.slice(0, SOURCE_CHARS).matchAll(WORD)) seen.add(m[0].replace(/'s$/i, '').toLowerCase());
-    for (const w of seen) holders.set(w, (holders.get(w) ?? 0) + 1);
-  }
-  return (word) => Math.log(1 + texts.length / Math.max(1, holders.get(word) ?? 0));
 }
 
 /**
@@ -111,34 +86,4 @@ export function looksMultiHop(query: string): boolean {
   if (/\b\w+\s+and\s+\w+/.test(lower)) return true;
   const names = query.slice(1).match(/\b\p{Lu}\p{Ll}+/gu) ?? [];
   return new Set(names).size >= 2;
-}
-
-/** How {@link searchWithAddedTerms} searches: recall's filter and depth, the added list's weight in the fusion. */
-export interface AddedTermsSearch {
-  filter: EventFilter;
-  limit: number;
-  weight: number;
-  contextWeight?: number;
-}
-
-/**
- * The first list with a second search fused in (term-expansion.ts, category-expansion.ts): the query's own terms
- * plus `added` words, searched again and fused into `first` at `search.weight` ({@link fuseSecondHop}). The first list
- * unchanged when nothing is added.
- */
-export async function searchWithAddedTerms(
-  store: Pick<StorageBackend, 'searchText'>,
-  terms: readonly SearchTerm[],
-  added: readonly string[],
-  first: TextHit[],
-  search: AddedTermsSearch,
-): Promise<TextHit[]> {
-  if (added.length === 0) return first;
-  const second = await store.searchText({
-    terms: [...terms, ...added.map((text) => ({ text }))].slice(0, MAX_QUERY_TERMS),
-    filter: search.filter,
-    limit: search.limit,
-    ...(search.contextWeight !== undefined ? { contextWeight: search.contextWeight } : {}),
-  });
-  return fuseSecondHop(first, second, search.weight);
 }

@@ -2,7 +2,6 @@ import type { Embedder } from './embedder.js';
 import type { GloveCacheInfo } from './glove/glove-cache.js';
 import { openGloveTables } from './glove/glove-cache.js';
 import { DEFAULT_ENCODER_CONFIG, SentenceEncoder } from './glove/sentence-encoder.js';
-import { TermNeighbours } from './glove/term-neighbours.js';
 
 /**
  * Version of the built-in sentence-embedding algorithm. Bump it whenever a change alters any vector
@@ -32,18 +31,16 @@ export interface BuiltinEmbedder extends Embedder {
  * identifiers outside the vocabulary (`ECONNREFUSED` / `ECONNRESET`, `pool.ts`) still match by spelling.
  * 256 dimensions (100 word + 156 n-gram), L2-normalised, deterministic. The first use converts the package's
  * JSON into a binary cache (3-5 s, ~270 MB peak RSS, once per machine and package version); later starts
- * read it (~50 ms). `similarTerms` gives a word's nearest words in the same tables (glove/term-neighbours.ts). Measured in bench/results/embedder.md and bench/results/locomo.md; the parts are in
+ * read it (~50 ms). Measured in bench/results/embedder.md and bench/results/locomo.md; the parts are in
  * `src/providers/glove/`.
  */
 export async function createBuiltinEmbedder(options: BuiltinEmbedderOptions = {}): Promise<BuiltinEmbedder> {
   const { tables, info } = await openGloveTables(options.cacheDir !== undefined ? { cacheDir: options.cacheDir } : {});
   const encoder = new SentenceEncoder(tables, DEFAULT_ENCODER_CONFIG);
-  const neighbours = new TermNeighbours(tables);
   return {
     name: BUILTIN_EMBEDDER_NAME,
     dimensions: encoder.dimensions,
     cache: info,
     embed: async (texts) => texts.map((t) => encoder.embed(t)),
-    similarTerms: async (term, k) => neighbours.similar(term, k),
   };
 }

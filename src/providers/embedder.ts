@@ -14,20 +14,6 @@ export interface Embedder {
   embed(texts: string[]): Promise<Float32Array[]>;
   /** Releases model files, sessions or sockets. */
   close?(): Promise<void>;
-  /**
-   * The `k` words nearest to `term` in the model's word vectors, best first, with their cosine similarity (the term
-   * itself left out; none for a word the model does not know). Optional: only a model with a word table has it
-   * (the built-in one); recall expands a query's content words with them (src/memory/term-expansion.ts).
-   */
-  similarTerms?(term: string, k: number): Promise<TermNeighbour[]>;
-}
-
-/** A word near another in an embedder's word vectors. */
-export interface TermNeighbour {
-  /** Lower-cased. */
-  term: string;
-  /** Cosine similarity of the two words' vectors, -1..1. */
-  similarity: number;
 }
 
 /** Scales a vector to unit length in place (a zero vector stays zero); returns it. */
