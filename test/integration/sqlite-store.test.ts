@@ -198,3 +198,27 @@ describe('crash safety', () => {
     await mem.close();
   });
 });
+
+describe('a new store opened by several processes at once', () => {
+  it('is created once: every process opens it and stores its event (two hooks, or a hook and the MCP server, at the first start)', async () => {
+    const path = join(dir, 'fresh.db');
+    const go = join(dir, 'go');
+    const children = Array.from({ length: 6 }, (_, i) =>
+      spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/open-store-child.ts', path, go, `s${i}`], { stdio: ['ignore', 'pipe', 'inherit'] }),
+    );
+    const outputs = children.map((child) => {
+      let text = '';
+      child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      return { child, text: () => text, done: new Promise<void>((resolvePromise) => child.on('exit', () => resolvePromise())) };
+    });
+    // Released together once all have loaded their modules, so their opens overlap.
+    while (outputs.some((o) => !o.text().includes('ready'))) await new Promise((r) => setTimeout(r, 5));
+    writeFileSync(go, '');
+    await Promise.all(outputs.map((o) => o.done));
+    for (const o of outputs) expect(o.text()).toBe('ready\nok\n');
+    const mem = await openEngram({ db: path });
+    expect((await mem.stats()).events).toBe(6);
+    await mem.close();
+  }, 60_000);
+});
+

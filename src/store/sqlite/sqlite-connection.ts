@@ -199,6 +199,9 @@ function migrate(db: Db): void {
   for (const m of SQLITE_MIGRATIONS) {
     if (m.version <= current) continue;
     db.transaction(() => {
+      // Another process may have applied it since the version was read (two hooks, or a hook and `engram mcp`,
+      // opening a new store at once): read again under the write lock this transaction holds.
+      if (readVersion(db) >= m.version) return;
       db.exec(m.sql);
       if (m.version === 1) {
         db.pragma(`application_id = ${ENGRAM_APPLICATION_ID}`);
