@@ -2,7 +2,8 @@
  * Stage 3 of recall (pipeline.ts): the full-text and vector rankings fused into one relevance per candidate.
  * Both sides are put on 0..1 first: full-text scores over the best one (r), cosine similarities min-max normalised
  * over the vector candidates (v); then relevance = (1 - w) x r + w x v at the vector weight w, and over the best
- * candidate. Two other rules (noisy-or, fts-first) were measured and retired (docs/recall.md, "Fusion rules").
+ * candidate. Two other rules (noisy-or, fts-first), a weight per question and feedback on the query vector were
+ * measured and retired (docs/recall.md, "Retired techniques").
  */
 import type { Retrieved } from './candidates.js';
 import { HYBRID_VECTOR_WEIGHT, HYBRID_VECTOR_WEIGHT_WITH_IDENTIFIERS, type ResolvedOptions } from './options.js';
