@@ -102,18 +102,11 @@ export function techniqueSettings(): { settings: TechniqueSetting[]; crossValida
     fts('no second hop', { recallOptions: { secondHopWeight: 0 } }),
     ...[...contextEvents, ...contextWeights, ...speakerBoosts, ...vectorWeights, ...secondHops, ...dateBoosts].map((g) => g.setting),
     hybrid('second hop on every question', { recallOptions: { secondHopTrigger: 'always' } }),
-    hybrid('vector feedback 0.3', { recallOptions: { vectorFeedbackWeight: 0.3 } }),
-    hybrid('vector feedback 1', { recallOptions: { vectorFeedbackWeight: 1 } }),
     hybrid('recency weight 0.15 (before #13)', { recallOptions: { recencyWeight: 0.15 } }),
     hybrid('recency weight 0', { recallOptions: { recencyWeight: 0 } }),
     hybrid('speakers not recorded', { recordSpeakers: false }),
     hybrid('no relative dates', { relativeDates: false }),
     fts('no relative dates', { relativeDates: false }),
-    hybrid('relative dates in the date boost', { recallOptions: { relativeDates: true } }),
-    hybrid('vector share by multi-hop look', { recallOptions: { vectorShare: 'multi-hop' } }),
-    hybrid('vector share by agreement', { recallOptions: { vectorShare: 'agreement' } }),
-    hybrid('RM3 0.3 beside the second hop', { recallOptions: { rm3Weight: 0.3 } }),
-    hybrid('RM3 0.3 instead of the second hop', { recallOptions: { rm3Weight: 0.3, secondHopWeight: 0 } }),
     hybrid('no MMR', { recallOptions: { useMmr: false } }),
     fts('no MMR', { recallOptions: { useMmr: false } }),
   ];
@@ -335,14 +328,7 @@ The techniques, as built:
   were said then (that day ± 1, or that month), the others' relevance is divided by 1 + ${DATE_BOOST} (src/memory/date-expressions.ts).
 - **relative dates**: a turn's "yesterday", "last Friday", "two weeks ago", "last month", "next year"... resolved
   against its own time and indexed as words ("14 may 2023", "april 2023", "2022") in the context column
-  (src/memory/relative-dates.ts); "relative dates in the date boost" also counts them as said then.
-- **vector share**: how the vector weight follows the question (src/memory/vector-share.ts): the full weight for
-  multi-hop-looking questions and half for the others, or scaled by the agreement of the two rankings' first 10.
-- **RM3**: the words of the best 5 full-text hits, weighted by their share of each hit's words times its score and by
-  their rarity among the first 40 candidates, the best 8 searched again with the question's terms and fused in at
-  this weight, for every question (src/memory/rm3-feedback.ts; off by default).
-- **vector feedback**: the centroid of the best 3 fused hits' vectors blended into the query vector at this weight,
-  then a second vector search (src/memory/vector-feedback.ts; off by default).
+  (src/memory/relative-dates.ts).
 - **before #13**: the previous defaults together (no turn context, context weight 0.25, recency 0.15, no speaker boost,
   vector weight 0.5, no second hop, no date boost): the pipeline this issue started from.
 

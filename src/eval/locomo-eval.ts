@@ -47,14 +47,13 @@ export interface LocomoEvalOptions {
   /** Ranking options given to every recall call (an ablation's or a cross-validation's settings). Default none. */
   recallOptions?: Pick<
     RecallOptions,
-    'vectorWeight' | 'contextWeight' | 'speakerBoost' | 'recencyWeight' | 'useMmr' | 'secondHopWeight' | 'secondHopTrigger' | 'vectorFeedbackWeight' | 'dateBoost' | 'relativeDates' | 'vectorShare' | 'rm3Weight'
+    'vectorWeight' | 'contextWeight' | 'speakerBoost' | 'recencyWeight' | 'useMmr' | 'secondHopWeight' | 'secondHopTrigger' | 'dateBoost'
   >;
   /** Earlier turns each turn is indexed with (IngestOptions.turnContextEvents). Default the engine's. */
   turnContextEvents?: number;
   /**
-   * Relative dates ("yesterday", "last month") resolved against each turn's time: indexed with the turn
-   * (IngestOptions.relativeDates) and counted by the date boost (RecallOptions.relativeDates) when true, neither when
-   * false (`recallOptions.relativeDates` overrides the boost). Default: the engine's (indexed, boost off).
+   * Relative dates ("yesterday", "last month") resolved against each turn's time and indexed with the turn
+   * (IngestOptions.relativeDates). Default: the engine's (indexed).
    */
   relativeDates?: boolean;
   /** Record each turn's speaker in `meta.speaker`, as a chat import would. Default true. */
@@ -189,10 +188,7 @@ export async function evaluateLocomo(conversations: readonly LocomoConversation[
           const recall: LocomoQuestionResult['recall'] = {};
           for (const k of ks) {
             const t2 = performance.now();
-            const result = await mem.recall(q.question, {
-              ...(options.relativeDates !== undefined ? { relativeDates: options.relativeDates } : {}),
-              ...options.recallOptions,
-              retriever, k, budgetTokens: UNLIMITED_BUDGET_TOKENS, logRecall: false, sessionIds: [SESSION_ID] });
+            const result = await mem.recall(q.question, { ...options.recallOptions, retriever, k, budgetTokens: UNLIMITED_BUDGET_TOKENS, logRecall: false, sessionIds: [SESSION_ID] });
             queryMs.push(performance.now() - t2);
             ranked[k] = result.hits.map((h) => ({ diaId: diaIdOf.get(h.eventId)!, score: h.score }));
             recall[k] = evidenceRecall(q.evidence, ranked[k].map((h) => h.diaId));

@@ -24,13 +24,9 @@ export {
   HYBRID_VECTOR_WEIGHT_WITH_IDENTIFIERS,
   MIN_RECALL_BUDGET_TOKENS,
   MIN_VECTOR_SIMILARITY,
-  RELATIVE_DATE_BOOST,
-  RM3_WEIGHT,
   SECOND_HOP_TRIGGER,
   SECOND_HOP_WEIGHT,
   SPEAKER_BOOST,
-  VECTOR_FEEDBACK_WEIGHT,
-  VECTOR_SHARE_RULE,
 } from './recall/options.js';
 export { fuseRelevance, fuseScores } from './recall/fuse.js';
 export { speakerOf } from './recall/candidates.js';

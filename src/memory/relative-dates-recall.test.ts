@@ -44,19 +44,19 @@ describe('relative dates in recall (issue #13)', () => {
     expect((await m.recall('14 May 2023', { retriever: 'fts', logRecall: false })).hits).toEqual([]);
   });
 
-  it('counts a resolved date in the date boost only when asked', async () => {
+  it('leaves the date boost to when a turn was said, not the dates it speaks of', async () => {
     const m = await open();
     const [said, spoke] = await m.append('chat', [
       // Said in April about April; said on 15 May about last month: both resolve into April 2023.
       { kind: 'user', ts: Date.UTC(2023, 3, 10), content: 'Melanie: the pottery class is fun' },
       { kind: 'user', ts: MAY_15, content: 'Caroline: last month I started a pottery class too' },
     ]);
-    const hits = async (relativeDates: boolean) =>
-      (await m.recall('pottery class in April 2023', { retriever: 'fts', logRecall: false, recencyWeight: 0, relativeDates, speakerBoost: 0 })).hits;
+    const hits = async (dateBoost: number) =>
+      (await m.recall('pottery class in April 2023', { retriever: 'fts', logRecall: false, recencyWeight: 0, dateBoost, speakerBoost: 0 })).hits;
     const relevanceOf = (hs: Awaited<ReturnType<typeof hits>>, id: string): number => hs.find((h) => h.eventId === id)!.relevance;
-    const off = await hits(false);
-    const on = await hits(true);
-    // Without counting resolved dates only the April turn is preferred: the May turn's relevance is divided by 1.5.
-    expect(relevanceOf(off, spoke!.record.id) / relevanceOf(off, said!.record.id)).toBeCloseTo(relevanceOf(on, spoke!.record.id) / relevanceOf(on, said!.record.id) / 1.5, 3);
+    const off = await hits(0);
+    const on = await hits(0.5);
+    // Only the April turn is preferred: the May turn that speaks of April has its relevance divided by 1.5.
+    expect(relevanceOf(on, spoke!.record.id) / relevanceOf(on, said!.record.id)).toBeCloseTo(relevanceOf(off, spoke!.record.id) / relevanceOf(off, said!.record.id) / 1.5, 3);
   });
 });

@@ -1,14 +1,13 @@
-import { inDateRanges, type DateRange } from './date-expressions.js';
-import { maskPrivate } from './private-spans.js';
+import type { DateRange } from './date-expressions.js';
 
 /**
  * Relative dates an event's text names ("yesterday", "last Friday", "two weeks ago", "last year", "next month"),
  * resolved against the event's own time (issue #13). In a conversation the speaker says "Yes, last Tuesday!" and a
  * later question asks "what did Caroline do on 2 May, 2023?": the turn holds no date, but its session date and the
  * expression name one. Ingest indexes the resolved dates as words in the low-weight context column (the turn's
- * own text stays as written), and recall's date boost counts an event whose resolved dates meet the question's
- * as said then (recall.ts). Hand-written for the shapes people use in chat, like date-expressions.ts: one pass of
- * a few regular expressions per event, no general date parser.
+ * own text stays as written), so full-text finds the turn by the date. (Counting them in recall's date boost as
+ * well was measured and retired: docs/recall.md, "Retired techniques".) Hand-written for the shapes people use in
+ * chat, like date-expressions.ts: one pass of a few regular expressions per event, no general date parser.
  */
 
 /** A resolved expression: the range it names and how precise it is (what is indexed for it). */
@@ -112,11 +111,6 @@ export function withRelativeDates(context: string, text: string, tsMs: number): 
   return context.length > 0 ? `${context}\n${dates}` : dates;
 }
 
-/** Whether any resolved date of an event meets any of the question's ranges. */
-export function relativeDatesMeet(dates: readonly DateRange[], ranges: readonly DateRange[]): boolean {
-  return dates.some((d) => ranges.some((r) => d.fromMs < r.toMs && r.fromMs < d.toMs));
-}
-
 function count(word: string): number {
   const lower = word.toLowerCase().replace(/\s+/g, ' ');
   return /^\d+$/.test(lower) ? Number(lower) : (COUNTS[lower] ?? 1);
@@ -161,14 +155,4 @@ function weekday(direction: 1 | -1, target: number, day: number): RelativeDate |
   const back = (weekdayOfDay - target + 7) % 7 || 7;
   const forward = (target - weekdayOfDay + 7) % 7 || 7;
   return dayRange(direction < 0 ? day - back : day + forward);
-}
-
-/**
- * Whether an event was said in, or speaks of, one of the question's date ranges: its own time falls in one, or
- * (with `relative`) a relative date of its text resolves into one. Private spans are not read.
- */
-export function eventMeetsDates(event: { ts: string; content: string }, ranges: readonly DateRange[], relative: boolean): boolean {
-  const ms = Date.parse(event.ts);
-  if (inDateRanges(ms, ranges)) return true;
-  return relative && relativeDatesMeet(resolveRelativeDates(maskPrivate(event.content), ms), ranges);
 }

@@ -1,7 +1,7 @@
 /**
  * Stage 2 of recall (pipeline.ts): the candidates. The query's full-text search (derived events dropped), widened
- * by the second hop for multi-hop questions (and RM3 when asked), and the query vector's nearest events when the
- * call has an embedder. Each event found is loaded once into the call's `events` map.
+ * by the second hop for multi-hop questions, and the query vector's nearest events when the call has an embedder.
+ * Each event found is loaded once into the call's `events` map.
  */
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { DERIVED_EVENT_TAG, type EventRecord } from '../../model/event.js';
@@ -10,7 +10,6 @@ import type { Embedder } from '../../providers/embedder.js';
 import type { EventFilter, TextHit, VectorHit } from '../../store/backend.js';
 import { maskPrivate } from '../private-spans.js';
 import { MAX_QUERY_TERMS } from '../query-terms.js';
-import { rm3Terms } from '../rm3-feedback.js';
 import { fuseSecondHop, SECOND_HOP_SOURCES, SECOND_HOP_TERMS, secondHopTerms } from '../second-hop.js';
 import { MIN_VECTOR_SIMILARITY, type ResolvedOptions } from './options.js';
 import type { RecallQuery } from './parse.js';
@@ -22,16 +21,11 @@ const MIN_CANDIDATES = 40;
 /** Vector candidates per call: the depth the fusion was measured at (bench/results/locomo.md). */
 const MIN_VECTOR_CANDIDATES = 100;
 
-/** What the candidates stage found: both rankings, derived events out, and what the fuse stage needs besides. */
+/** What the candidates stage found: both rankings, derived events out. */
 export interface Retrieved {
   text: TextHit[];
   /** Vector hits admitted into the ranking ({@link admitVectorHits}). */
   vector: VectorHit[];
-  /** The vector search's hits as returned (vector-share.ts reads them). */
-  firstVector: VectorHit[];
-  queryVector: Float32Array | undefined;
-  /** Depth of the vector search. */
-  vectorLimit: number;
 }
 
 /** Full-text and vector candidates of one call. */
@@ -60,22 +54,14 @@ export async function retrieveCandidates(
   if (vectorSearch && retriever !== 'vector') await yieldToEventLoop();
   const { parsed, hasIdentifiers } = q;
   let hits = retriever !== 'vector' && parsed.terms.length > 0 ? await searchOwnText(deps, q, filter, candidateLimit, o, events) : [];
-  let widened = false;
   // A question asking for exact strings is not widened: its answer holds them.
   if (o.secondHopWeight > 0 && hits.length > 0 && !hasIdentifiers && (o.secondHopTrigger === 'always' || q.looksMultiHop)) {
     const hopped = await secondHop(deps, q, hits, filter, candidateLimit, o, events);
-    widened ||= hopped !== hits;
-    hits = hopped;
+    // The second hop's search may bring derived events back.
+    if (hopped !== hits) hits = await withoutDerived(deps, hopped, events);
   }
-  if (o.rm3Weight > 0 && hits.length > 0 && !hasIdentifiers) {
-    hits = await rm3(deps, q, hits, filter, candidateLimit, o, events);
-    widened = true;
-  }
-  // The widening searches above may bring derived events back.
-  if (widened) hits = await withoutDerived(deps, hits, events);
-  const { queryVector, hits: firstVector } = vectorSearch ? await vectorSearch : { queryVector: undefined, hits: [] };
-  const vector = await withoutDerived(deps, admitVectorHits(firstVector, hits, retriever, hasIdentifiers), events);
-  return { text: hits, vector, firstVector, queryVector, vectorLimit };
+  const vector = await withoutDerived(deps, admitVectorHits(vectorSearch ? await vectorSearch : [], hits, retriever, hasIdentifiers), events);
+  return { text: hits, vector };
 }
 
 /**
@@ -143,9 +129,9 @@ async function searchQueryVector(
   embedder: Embedder,
   filter: EventFilter,
   limit: number,
-): Promise<{ queryVector: Float32Array; hits: VectorHit[] }> {
+): Promise<VectorHit[]> {
   const queryVector = (await embedder.embed([query]))[0]!;
-  return { queryVector, hits: await deps.store.searchVectors({ vector: queryVector, model: embedder.name, filter, limit }) };
+  return deps.store.searchVectors({ vector: queryVector, model: embedder.name, filter, limit });
 }
 
 /**
@@ -168,31 +154,6 @@ async function secondHop(
   const terms = [...q.parsed.terms, ...added.map((text) => ({ text }))].slice(0, MAX_QUERY_TERMS);
   const second = await deps.store.searchText({ terms, filter, limit, ...(o.contextWeight !== undefined ? { contextWeight: o.contextWeight } : {}) });
   return fuseSecondHop(first, second, o.secondHopWeight);
-}
-
-/** RM3 feedback (rm3-feedback.ts): the best hits' words, rare among the first candidates, searched again and fused in. */
-async function rm3(
-  deps: RecallDeps,
-  q: RecallQuery,
-  first: TextHit[],
-  filter: EventFilter,
-  limit: number,
-  o: ResolvedOptions,
-  events: LoadedEvents,
-): Promise<TextHit[]> {
-  const ranked = [...first].sort((a, b) => b.relevance - a.relevance).slice(0, MIN_CANDIDATES);
-  await eventsOf(deps, ranked, events);
-  const sources = ranked.flatMap((h) => {
-    const e = events.get(h.eventId);
-    return e ? [{ text: maskPrivate(e.content), relevance: h.relevance, speaker: speakerOf(e) }] : [];
-  });
-  const queryWords = new Set(q.parsed.terms.flatMap((t) => t.text.toLowerCase().split(/[^\p{L}\p{N}]+/u)));
-  const speakers = new Set(sources.flatMap((s) => s.speaker?.split(/\s+/) ?? []));
-  const added = rm3Terms(queryWords, sources, speakers);
-  if (added.length === 0) return first;
-  const terms = [...q.parsed.terms, ...added.map((text) => ({ text }))].slice(0, MAX_QUERY_TERMS);
-  const second = await deps.store.searchText({ terms, filter, limit, ...(o.contextWeight !== undefined ? { contextWeight: o.contextWeight } : {}) });
-  return fuseSecondHop(first, second, o.rm3Weight);
 }
 
 /**

@@ -2,43 +2,17 @@
  * Stage 3 of recall (pipeline.ts): the full-text and vector rankings fused into one relevance per candidate.
  * Both sides are put on 0..1 first: full-text scores over the best one (r), cosine similarities min-max normalised
  * over the vector candidates (v); then relevance = (1 - w) x r + w x v at the vector weight w, and over the best
- * candidate. Two other rules (noisy-or, fts-first) were measured and retired (docs/recall.md, "Fusion rules").
+ * candidate. Two other rules (noisy-or, fts-first), a weight per question and feedback on the query vector were
+ * measured and retired (docs/recall.md, "Retired techniques").
  */
-import type { EventId } from '../../model/ids.js';
-import type { EventFilter } from '../../store/backend.js';
-import { feedbackVector, VECTOR_FEEDBACK_SOURCES } from '../vector-feedback.js';
-import { vectorShare } from '../vector-share.js';
-import { admitVectorHits, withoutDerived, type Retrieved } from './candidates.js';
+import type { Retrieved } from './candidates.js';
 import { HYBRID_VECTOR_WEIGHT, HYBRID_VECTOR_WEIGHT_WITH_IDENTIFIERS, type ResolvedOptions } from './options.js';
 import type { RecallQuery } from './parse.js';
-import type { FusedRelevance, LoadedEvents, RecallDeps, Retriever, RetrieverChoice } from './types.js';
+import type { FusedRelevance, Retriever, RetrieverChoice } from './types.js';
 
-/**
- * The candidates' one relevance each, in the order they were found. The vector weight follows the question when a
- * vector-share rule asks (vector-share.ts); with vector feedback on (vector-feedback.ts) the best hits' centroid is
- * blended into the query vector, searched again, and the rankings fused once more.
- */
-export async function fuseCandidates(
-  deps: RecallDeps,
-  q: RecallQuery,
-  found: Retrieved,
-  filter: EventFilter,
-  { retriever, embedder }: RetrieverChoice,
-  o: ResolvedOptions,
-  events: LoadedEvents,
-): Promise<Map<string, FusedRelevance>> {
-  const { hasIdentifiers } = q;
-  // A query naming identifiers keeps its fixed, lower weight (fuseRelevance).
-  const vectorWeight = o.vectorWeight ?? (hasIdentifiers ? undefined : vectorShare(o.vectorShare, HYBRID_VECTOR_WEIGHT, q.text, found.text, found.firstVector));
-  const fused = fuseRelevance(found.text, found.vector, retriever, hasIdentifiers, vectorWeight);
-  if (!embedder || !found.queryVector || !(o.vectorFeedbackWeight > 0) || hasIdentifiers || fused.size === 0) return fused;
-  const best = [...fused].sort((a, b) => b[1].relevance - a[1].relevance).slice(0, VECTOR_FEEDBACK_SOURCES).map(([id]) => id as EventId);
-  const sources = [...(await deps.store.getVectors(embedder.name, best)).values()];
-  if (sources.length === 0) return fused;
-  const vector = feedbackVector(found.queryVector, sources, o.vectorFeedbackWeight);
-  const again = await deps.store.searchVectors({ vector, model: embedder.name, filter, limit: found.vectorLimit });
-  const admitted = await withoutDerived(deps, admitVectorHits(again, found.text, retriever, hasIdentifiers), events);
-  return fuseRelevance(found.text, admitted, retriever, hasIdentifiers, vectorWeight);
+/** The candidates' one relevance each, in the order they were found. */
+export function fuseCandidates(q: RecallQuery, found: Retrieved, { retriever }: RetrieverChoice, o: ResolvedOptions): Map<string, FusedRelevance> {
+  return fuseRelevance(found.text, found.vector, retriever, q.hasIdentifiers, o.vectorWeight);
 }
 
 /**

@@ -11,7 +11,6 @@ import type { EventFilter } from '../../store/backend.js';
 import { MMR_DEFAULTS } from '../mmr.js';
 import { MODIFIER_FACTORS } from '../task-modifier.js';
 import { DEFAULT_TYPE_QUOTAS, validateTypeQuotas, type TypeQuotas } from '../type-quotas.js';
-import { VECTOR_SHARE_RULES, type VectorShareRule } from '../vector-share.js';
 import { RETRIEVERS, SECOND_HOP_TRIGGERS, type RecallOptions, type SecondHopTrigger } from './types.js';
 
 /**
@@ -27,34 +26,11 @@ export const SECOND_HOP_WEIGHT = 0.5;
  */
 export const SECOND_HOP_TRIGGER: SecondHopTrigger = 'multi-hop';
 /**
- * Default of {@link RecallOptions.vectorFeedbackWeight}: off. The best hits' centroid blended into the query vector
- * (0.3, 0.6, 1) did not gain on the development split (bench/results/locomo.md): the built-in word vectors of the
- * best hits mostly repeat what full-text already found.
- */
-export const VECTOR_FEEDBACK_WEIGHT = 0;
-/**
  * Default of {@link RecallOptions.dateBoost}: a question naming a date prefers what was said then, as it prefers
  * the speaker it names. On the LoCoMo development split 0.25, 0.5 and 1 each gained on every conversation, 0.5 and
  * 1 equally (bench/results/locomo.md); the smaller keeps it a preference.
  */
 export const DATE_BOOST = 0.5;
-/**
- * Default of {@link RecallOptions.relativeDates}: off. Indexing a turn's resolved relative dates gained on every
- * development conversation with full-text recall; counting them in the date boost as well added nothing alone and
- * cost a point on one conversation with the index (bench/results/locomo.md, "relative dates" rows).
- */
-export const RELATIVE_DATE_BOOST = false;
-/**
- * Default of {@link RecallOptions.rm3Weight}: off. Measured on the development split against and beside the second
- * hop (docs/recall.md).
- */
-export const RM3_WEIGHT = 0;
-/**
- * Default of {@link RecallOptions.vectorShare}: the same weight for every question. Neither rule of vector-share.ts
- * kept hybrid at or above full-text at every k on the development split (bench/results/locomo.md, "vector share"
- * rows): half the weight for single-fact questions also lost temporal questions, which the vectors help.
- */
-export const VECTOR_SHARE_RULE: VectorShareRule = 'fixed';
 /**
  * When a query names the speaker of some candidates (`meta.speaker`, e.g. "what did Melanie paint?"), the
  * others' relevance is divided by 1 + this. Soft, because a question may name one person and be answered by
@@ -98,11 +74,7 @@ export const DEFAULTS = {
   speakerBoost: SPEAKER_BOOST,
   secondHopWeight: SECOND_HOP_WEIGHT,
   secondHopTrigger: SECOND_HOP_TRIGGER as SecondHopTrigger,
-  vectorFeedbackWeight: VECTOR_FEEDBACK_WEIGHT,
   dateBoost: DATE_BOOST,
-  relativeDates: RELATIVE_DATE_BOOST as boolean,
-  vectorShare: VECTOR_SHARE_RULE as VectorShareRule,
-  rm3Weight: RM3_WEIGHT,
 };
 /** A call's options with the defaults filled in. */
 export type ResolvedOptions = typeof DEFAULTS & RecallOptions;
@@ -161,11 +133,6 @@ export function validateOptions(query: string, o: ResolvedOptions): void {
   if (!(o.speakerBoost >= 0 && Number.isFinite(o.speakerBoost))) bad('speakerBoost', 'must be a finite number of at least 0');
   if (!(o.dateBoost >= 0 && Number.isFinite(o.dateBoost))) bad('dateBoost', 'must be a finite number of at least 0');
   if (!(o.secondHopWeight >= 0 && o.secondHopWeight <= 1)) bad('secondHopWeight', 'must be between 0 and 1');
-  if (!(o.vectorFeedbackWeight >= 0 && o.vectorFeedbackWeight <= 1)) bad('vectorFeedbackWeight', 'must be between 0 and 1');
-  if (!(o.rm3Weight >= 0 && o.rm3Weight <= 1)) bad('rm3Weight', 'must be between 0 and 1');
-  if (!(VECTOR_SHARE_RULES as readonly string[]).includes(o.vectorShare)) {
-    bad('vectorShare', `unknown rule "${String(o.vectorShare)}"; expected one of ${VECTOR_SHARE_RULES.join(', ')}`);
-  }
   if (!(SECOND_HOP_TRIGGERS as readonly string[]).includes(o.secondHopTrigger)) {
     bad('secondHopTrigger', `unknown trigger "${String(o.secondHopTrigger)}"; expected one of ${SECOND_HOP_TRIGGERS.join(', ')}`);
   }

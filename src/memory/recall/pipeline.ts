@@ -19,8 +19,8 @@ import type { LoadedEvents, RecallDeps, RecallResult, RetrieverChoice } from './
 /** The stages, in order: name, file (under src/memory/recall/), what it does. */
 export const RECALL_STAGES = [
   { name: 'parse', file: 'parse.ts', does: 'reads the query once: terms, identifiers, exact needles, coverage terms, speakers, dates' },
-  { name: 'candidates', file: 'candidates.ts', does: 'full-text search (second hop, RM3), vector search; derived events out' },
-  { name: 'fuse', file: 'fuse.ts', does: 'one relevance per candidate from the two rankings (vector share, vector feedback)' },
+  { name: 'candidates', file: 'candidates.ts', does: 'full-text search (second hop), vector search; derived events out' },
+  { name: 'fuse', file: 'fuse.ts', does: 'one relevance per candidate from the two rankings' },
   { name: 'pool', file: 'pool.ts', does: "the candidates' events plus the task card's key events, within filters and visibility" },
   { name: 'score', file: 'score.ts', does: 'speaker and date preference, recency, the task-conditioned modifier; best first' },
   { name: 'detail', file: 'detail.ts', does: "the head's full text: exact match, coverage, excerpt; identifier-only queries keep holders" },
@@ -47,7 +47,7 @@ export async function runRecallPipeline(
   // The candidates' events, loaded once for the whole call: derived ones are dropped as soon as they are found.
   const events: LoadedEvents = new Map();
   const found = await retrieveCandidates(deps, q, filter, choice, o, events);
-  const fused = await fuseCandidates(deps, q, found, filter, choice, o, events);
+  const fused = fuseCandidates(q, found, choice, o);
   const keyIds = new Set<string>(o.taskState?.keyEvents ?? []);
   const { pool, candidates } = await poolCandidates(deps, fused, keyIds, filter, events);
   if (pool.length === 0) return renderResult(deps, query, choice.retriever, [], candidates, o.budgetTokens, false);

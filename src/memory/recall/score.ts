@@ -3,7 +3,7 @@
  * preferred) and recency, times the task-conditioned modifier (task-modifier.ts, Annex A.3); best first.
  */
 import type { EventRecord } from '../../model/event.js';
-import { eventMeetsDates } from '../relative-dates.js';
+import { inDateRanges } from '../date-expressions.js';
 import { taskModifier, type ModifierOptions } from '../task-modifier.js';
 import { speakerOf } from './candidates.js';
 import type { ResolvedOptions } from './options.js';
@@ -30,7 +30,7 @@ export async function scoreCandidates(deps: RecallDeps, pool: readonly Candidate
   const otherSpeaker = 1 / (1 + o.speakerBoost);
   // Dates the query names, when some candidates were said then (date-expressions.ts); a preference like the speaker's.
   const ranges = o.dateBoost > 0 ? q.dateRanges : [];
-  const saidThen = ranges.length > 0 ? new Set(pool.filter((c) => eventMeetsDates(c.event, ranges, o.relativeDates)).map((c) => c.event.id as string)) : new Set<string>();
+  const saidThen = ranges.length > 0 ? new Set(pool.filter((_, i) => inDateRanges(times[i]!, ranges)).map((c) => c.event.id as string)) : new Set<string>();
   const dated = saidThen.size > 0;
   const otherDate = 1 / (1 + o.dateBoost);
   const scored: Ranked[] = [];

@@ -12,7 +12,6 @@ import type { RedactionPolicy } from '../event-redaction.js';
 import type { RecallMatch } from '../recall-match.js';
 import type { ModifierFactor, ModifierFactors, ModifierOptions } from '../task-modifier.js';
 import type { TypeQuotas } from '../type-quotas.js';
-import type { VectorShareRule } from '../vector-share.js';
 
 export interface RecallOptions {
   /** Only these sessions. Default: all. */
@@ -86,28 +85,10 @@ export interface RecallOptions {
   /** When the second hop runs: `multi-hop` (questions that look multi-hop, second-hop.ts) or `always`. Default {@link SECOND_HOP_TRIGGER}. */
   secondHopTrigger?: SecondHopTrigger;
   /**
-   * Weight of the best hits' vector centroid blended into the query vector before a second vector search
-   * (vector-feedback.ts), 0..1. Default {@link VECTOR_FEEDBACK_WEIGHT}; 0 switches it off. Hybrid and vector only.
-   */
-  vectorFeedbackWeight?: number;
-  /**
    * When the query names an absolute date ("in June 2022", "on 9 November, 2022": date-expressions.ts) and some
    * candidates' times fall in it, the others' relevance is divided by 1 + this. Default {@link DATE_BOOST}; 0 switches it off.
    */
   dateBoost?: number;
-  /**
-   * Whether the date boost also counts events whose relative dates ("yesterday", "last month": relative-dates.ts)
-   * resolve, against their own time, into the question's date. Default {@link RELATIVE_DATE_BOOST} (off); the
-   * resolved dates are indexed with the turn either way (IngestOptions.relativeDates), so full-text finds them.
-   */
-  relativeDates?: boolean;
-  /** How the vector weight follows the question (vector-share.ts). Default {@link VECTOR_SHARE_RULE}. Ignored when `vectorWeight` is given. */
-  vectorShare?: VectorShareRule;
-  /**
-   * Weight of RM3-style feedback on full-text (rm3-feedback.ts: the best hits' frequent, locally rare words searched
-   * again and fused in), 0..1, for every question. Default {@link RM3_WEIGHT} (off).
-   */
-  rm3Weight?: number;
 }
 
 export const SECOND_HOP_TRIGGERS = ['multi-hop', 'always'] as const;
