@@ -74,6 +74,21 @@ runStorageContract('carry-over', ({ createHarness }) => {
     expect(await carry().promptSubmitted(session, 'pause button', { recallTokens: 0 })).toBeUndefined();
   });
 
+  it('gives a larger evidence budget more hits: the default stops at 12, a budget of 2,000 tokens holds more', async () => {
+    await ctx.mem.append(
+      's-logs',
+      Array.from({ length: 30 }, (_, i) => ({ kind: 'user' as const, content: `The invoice export failed again on batch ${i}: the ledger total was off by ${i} cents.` })),
+      { project: P },
+    );
+    const session = { sessionId: 's-c', project: P, host: 'claude-code' };
+    const lines = (text: string | undefined) => (text ?? '').split('\n').filter((l) => l.startsWith('- [evt_')).length;
+    const small = await ctx.mem.recallForPrompt('why did the invoice export fail on the ledger batch?', { project: P, sessionId: 's-c' });
+    expect(lines(small.text)).toBeGreaterThan(0);
+    expect(lines(small.text)).toBeLessThanOrEqual(12);
+    const large = await carry().promptSubmitted(session, 'why did the invoice export fail on the ledger batch?', { recallTokens: 2000 });
+    expect(lines(large)).toBeGreaterThan(12);
+  });
+
   it('does not repeat in a prompt what the session brief already quoted', async () => {
     const brief = await carry().sessionStarted(start('s-c'));
     expect(brief).toContain('Asked: "The pause button does not stop the countdown.');
