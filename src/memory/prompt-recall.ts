@@ -32,6 +32,8 @@ export const DEFAULT_MIN_CONFIDENCE = 0.5;
 const RECALL_K = 12;
 /** A larger budget asks for more hits: one per this many tokens (a hit's line is 40-90 tokens). */
 const TOKENS_PER_HIT = 50;
+/** Most hits recall answers per query (its `k` limit, recall/options.ts). */
+const MAX_RECALL_K = 1000;
 /** Most characters of one hit's excerpt. */
 const MAX_EXCERPT_CHARS = 320;
 /** Longest prompt searched, in characters (a pasted log: its head says what it is about). */
@@ -91,7 +93,7 @@ export async function recallForPrompt(r: PromptRecallReaders, prompt: string, o:
     .map((s) => s.id as string);
   if (sessions.length === 0) return NOTHING;
   const budget = o.budgetTokens ?? DEFAULT_PROMPT_RECALL_TOKENS;
-  const k = Math.max(RECALL_K, Math.ceil(budget / TOKENS_PER_HIT));
+  const k = Math.min(MAX_RECALL_K, Math.max(RECALL_K, Math.ceil(budget / TOKENS_PER_HIT)));
   const result = await r.recall(query, { sessionIds: sessions, k, budgetTokens: Math.max(budget * 4, 2000), maxExcerptChars: MAX_EXCERPT_CHARS, logRecall: false });
   const floor = o.minConfidence ?? DEFAULT_MIN_CONFIDENCE;
   const given = o.alreadyGiven ?? new Set<string>();

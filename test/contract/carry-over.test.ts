@@ -87,6 +87,9 @@ runStorageContract('carry-over', ({ createHarness }) => {
     expect(lines(small.text)).toBeLessThanOrEqual(12);
     const large = await carry().promptSubmitted(session, 'why did the invoice export fail on the ledger batch?', { recallTokens: 2000 });
     expect(lines(large)).toBeGreaterThan(12);
+    // A budget past what recall answers in one call is held to recall's limit, not refused.
+    const fresh = { sessionId: 's-d', project: P, host: 'claude-code' };
+    expect(lines(await carry().promptSubmitted(fresh, 'why did the invoice export fail on the ledger batch?', { recallTokens: 200_000 }))).toBeGreaterThan(12);
   });
 
   it('does not repeat in a prompt what the session brief already quoted', async () => {
