@@ -8,7 +8,7 @@
  * The start events are Engram's own records: tagged derived (never recalled as evidence) and
  * {@link SESSION_START_TAG}.
  */
-import { readFileSync } from 'node:fs';
+import { parentProcessIds } from '../util/process-parents.js';
 import { DERIVED_EVENT_TAG, type EventInput, type EventRecord } from '../model/event.js';
 import type { SessionId } from '../model/ids.js';
 import type { StorageBackend } from '../store/backend.js';
@@ -62,18 +62,9 @@ export async function currentHostSession(store: StorageBackend, project: string,
   return (matched ?? latest)?.id;
 }
 
-/** This process's parent and grandparent ids (the grandparent from /proc on Linux; elsewhere only the parent). */
+/** This process's parent and grandparent ids (util/process-parents.ts). */
 export function hostProcessIds(): number[] {
-  const pids = [process.ppid];
-  try {
-    // /proc/<pid>/stat: `pid (comm) state ppid ...`; comm may hold spaces and parentheses, so read after the last ')'.
-    const stat = readFileSync(`/proc/${process.ppid}/stat`, 'utf8');
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    if (Number.isInteger(ppid) && ppid > 1) pids.push(ppid);
-  } catch {
-    // Not Linux, or the parent is gone: the parent alone.
-  }
-  return pids;
+  return parentProcessIds();
 }
 
 function isStart(e: EventRecord): boolean {

@@ -49,8 +49,22 @@ export interface CliContext {
    * closes it. Defaults: no create, no embedder.
    */
   openStore<A extends GlobalOptions>(args: A, options?: { create?: boolean; vectors?: VectorUse }): Promise<Engram>;
+  /** Runs another command line with this CLI (`main`): the resident hook process runs each hook call through it. */
+  run(argv: string[], io: Io, options?: { store?: Engram; hookCall?: HookCall }): Promise<number>;
+  /** Set when a hook runs on behalf of another process (the resident hook process): that process's stdin, directory and host. */
+  readonly hookCall?: HookCall;
   /** The store the global options name (`--pg`, `--db`, `$ENGRAM_PG_URL`, `$ENGRAM_DB`, else the default file), SQLite paths absolute. */
   storeLocation(args: GlobalOptions): StoreLocation;
+}
+
+/** A hook call run on behalf of the hook's own process (interfaces/hook-daemon): what that process would have read itself. */
+export interface HookCall {
+  /** The hook's JSON input, as the host wrote it to the hook's stdin. */
+  stdin: string;
+  /** The hook process's working directory (where the host started it). */
+  cwd: string;
+  /** The host's process ids, as seen from the hook's process (util/process-parents.ts). */
+  hostPids: number[];
 }
 
 /** Each file under commands/ exports one: it adds its commands to the program. */

@@ -7,7 +7,7 @@ import { DEFAULT_DB_PATH, type StoreLocation } from '../../store/open-store.js';
 import { createEmbedderFromSpec, DEFAULT_EMBEDDER_SPEC, implicitEmbedderSpec, parseEmbedderSpec } from '../../providers/embedder-spec.js';
 import { PACKAGE_VERSION } from '../shared/package-version.js';
 import { LLM_OPTION_DESCRIPTION } from './llm-option.js';
-import type { CliContext, CommandAction, GlobalOptions, VectorUse } from './cli-context.js';
+import type { CliContext, CommandAction, GlobalOptions, HookCall, VectorUse } from './cli-context.js';
 import { registerCommands } from './command-registry.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 import type { Io } from './output.js';
@@ -18,11 +18,13 @@ import { formatPairs, processIo, quietOnClosedPipes } from './output.js';
  * exit codes in one place ({@link exitCodeFor}). Returns the exit code instead of calling process.exit,
  * so pending writes finish and the store closes cleanly.
  */
-export async function main(argv: string[], io: Io = processIo): Promise<number> {
+export async function main(argv: string[], io: Io = processIo, options: MainOptions = {}): Promise<number> {
   if (io === processIo) quietOnClosedPipes();
   const asJson = argv.includes('--json');
   let exitCode: number = EXIT.OK;
   let mem: Engram | undefined;
+  // The resident hook process's engine: handed to every command, closed by its owner, not here.
+  const shared = options.store;
   /** `--embedder`, else `$ENGRAM_EMBEDDER`, else the default (full-text only, with a note, when its package is missing). */
   const embedderSpec = (args: GlobalOptions): string => {
     const given = args.embedder || process.env.ENGRAM_EMBEDDER;
@@ -32,6 +34,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     return implicit.spec;
   };
   const openStore = async <A extends GlobalOptions>(args: A, options: { create?: boolean; vectors?: VectorUse } = {}): Promise<Engram> => {
+    if (shared) return shared;
     const create = options.create ?? false;
     const vectors = options.vectors ?? 'none';
     // Only verbs that embed or search vectors load an embedder (the built-in one costs ~100 ms and 130 MB).
@@ -62,7 +65,16 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     merged(async (args: A): Promise<void> => {
       exitCode = await run(args);
     });
-  const cliContext: CliContext = { io, version: PACKAGE_VERSION, withStore, withoutStore, openStore, storeLocation };
+  const cliContext: CliContext = {
+    io,
+    version: PACKAGE_VERSION,
+    withStore,
+    withoutStore,
+    openStore,
+    storeLocation,
+    run: main,
+    ...(options.hookCall ? { hookCall: options.hookCall } : {}),
+  };
 
   const program = new Command()
     .name('engram')
@@ -111,6 +123,14 @@ Examples:
     await mem?.close();
   }
   return exitCode;
+}
+
+/** What a caller other than bin/engram.js lends `main`: the resident hook process (interfaces/hook-daemon). */
+export interface MainOptions {
+  /** An open engine every command uses instead of opening the store (it stays open). */
+  store?: Engram;
+  /** A hook call's own process context, when `main` runs it on its behalf (cli-context.ts {@link HookCall}). */
+  hookCall?: HookCall;
 }
 
 /** A commander action whose arguments are the subcommand's options merged with the program's global ones and its positional values. */

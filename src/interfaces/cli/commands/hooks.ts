@@ -21,6 +21,8 @@ import { parseInteger } from './recall.js';
 import { openLlm } from '../llm-option.js';
 import { logLlmCallsTo } from '../../../consolidate/telemetry.js';
 import { hostProcessIds } from '../../../memory/host-sessions.js';
+import { projectForDirectory } from '../../../memory/project-identity.js';
+import { registerHookDaemon } from './hook-daemon.js';
 import type { CarryOverOptions } from '../../../context/carry-over.js';
 import { DEFAULT_BRIEF_TOKENS } from '../../../context/project-brief.js';
 import { DEFAULT_PROMPT_RECALL_TOKENS } from '../../../memory/prompt-recall.js';
@@ -104,7 +106,9 @@ export async function runCommand(args: HooksRunArgs, io: Io, context: CliContext
     const event = hookEvent(args.event);
     const host = hookHost(args.host);
     if ((args.args ?? []).length > 0) throw new EngramError('INVALID_INPUT', `arguments: ${event} reads its input from stdin and takes no arguments`, { field: 'arguments' });
-    const input = parseHookInput(await readStdin());
+    // Run on behalf of a hook process (the resident process, or bin/engram.js after it read stdin): that process's input, directory and host.
+    const call = context.hookCall;
+    const input = parseHookInput(call ? checkedInput(call.stdin) : await readStdin());
     const carry = carryOverOptions(args);
     const mem = await context.openStore(args, { create: true });
     // A model writes the summaries only when one is named (--llm or ENGRAM_LLM_URL); Claude Code waits for the hook.
@@ -112,7 +116,8 @@ export async function runCommand(args: HooksRunArgs, io: Io, context: CliContext
     const outcome = await runClaudeCodeHook(mem, event, input, {
       windowTokens: args.window !== undefined ? parseInteger(args.window, 'window') : DEFAULT_HOOK_WINDOW_TOKENS,
       maxChars: args.maxChars !== undefined ? parseInteger(args.maxChars, 'max-chars') : DEFAULT_HOOK_MAX_CHARS,
-      hostPids: hostProcessIds(),
+      hostPids: call ? call.hostPids : hostProcessIds(),
+      ...(call ? { project: projectForDirectory(input.cwd ?? call.cwd) } : {}),
       llm,
       host,
       ...carry,
@@ -278,6 +283,12 @@ function hookEvent(value: string): HookEventName {
   throw new EngramError('INVALID_INPUT', `event: unknown "${value}"; expected one of ${HOOK_EVENT_NAMES.join(', ')}`, { field: 'event' });
 }
 
+/** A hook input read by another process: held to the same limit as {@link readStdin}. */
+function checkedInput(text: string): string {
+  if (Buffer.byteLength(text) > MAX_HOOK_INPUT_BYTES) throw new EngramError('INVALID_INPUT', `stdin: the hook input is over ${MAX_HOOK_INPUT_BYTES} bytes`, { field: 'stdin' });
+  return text;
+}
+
 async function readStdin(): Promise<string> {
   if (process.stdin.isTTY) throw new EngramError('INVALID_INPUT', "stdin: hooks run reads the hook's JSON from standard input, as Claude Code sends it", { field: 'stdin' });
   const chunks: Buffer[] = [];
@@ -323,5 +334,6 @@ export function register(program: Command, context: CliContext): void {
     .option('--recall-tokens <n>', `user-prompt-submit: the budget of the prompt's evidence, 0 for none (default $${HOOK_ENV.recallTokens}, else ${DEFAULT_PROMPT_RECALL_TOKENS})`)
     .option('--no-summaries', `stop, session-end, session-start: do not keep session summaries current (or $${HOOK_ENV.summaries}=0)`)
     .action(context.withoutStore((args: HooksRunArgs) => runCommand(args, io, context)));
+  registerHookDaemon(hooks, context);
 }
 
