@@ -125,7 +125,7 @@ Examples:
   return exitCode;
 }
 
-/** What a caller other than bin/engram.js lends `main`: the resident hook process (interfaces/hook-daemon). */
+/** What `main` may be lent besides its arguments: by the resident hook process (interfaces/hook-daemon), and by bin/engram.js for a hook whose stdin it read. */
 export interface MainOptions {
   /** An open engine every command uses instead of opening the store (it stays open). */
   store?: Engram;

@@ -109,6 +109,8 @@ export async function runCommand(args: HooksRunArgs, io: Io, context: CliContext
     // Run on behalf of a hook process (the resident process, or bin/engram.js after it read stdin): that process's input, directory and host.
     const call = context.hookCall;
     const input = parseHookInput(call ? checkedInput(call.stdin) : await readStdin());
+    // A relative transcript path is the hook process's, not this one's.
+    if (call && input.transcript_path) input.transcript_path = resolve(call.cwd, input.transcript_path);
     const carry = carryOverOptions(args);
     const mem = await context.openStore(args, { create: true });
     // A model writes the summaries only when one is named (--llm or ENGRAM_LLM_URL); Claude Code waits for the hook.
