@@ -22,7 +22,7 @@ export const HOOK_DAEMON_ENV = 'ENGRAM_HOOK_DAEMON';
 export const HOOK_DAEMON_IDLE_ENV = 'ENGRAM_HOOK_DAEMON_IDLE_MINUTES';
 /**
  * An hour: a session's hooks come minutes apart, and a new session within the hour starts without the cold cost. Idle,
- * the process holds the store open and about 100 MB of memory, and uses no CPU.
+ * the process holds the store open and about 120 MB of memory, and uses no CPU.
  */
 export const DEFAULT_IDLE_MINUTES = 60;
 /** The hook events the resident process runs (Claude Code's, and Codex's through `--host codex`); `codex-notify` is not one. */
