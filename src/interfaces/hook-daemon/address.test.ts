@@ -40,7 +40,7 @@ describe('hookDaemonAddress', () => {
 
   it('is one address for one store, build and environment, and another when any of them differs', () => {
     const a = hookDaemonAddress(base)!;
-    expect(a.socketPath).toMatch(/engram-\d+\/hooks-[0-9a-f]{20}\.sock$/);
+    expect(a.socketPath).toMatch(/engram-\d+\/hooks-[0-9a-f]{16}\.sock$/);
     expect(hookDaemonAddress({ ...base, cwd: '/elsewhere' })!.socketPath).toBe(a.socketPath);
     expect(hookDaemonAddress({ ...base, store: { db: '/data/other.db' } })!.socketPath).not.toBe(a.socketPath);
     expect(hookDaemonAddress({ ...base, env: { HOME: '/home/u', ENGRAM_RECALL_TOKENS: '900' } })!.socketPath).not.toBe(a.socketPath);

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { lstatSync, mkdirSync, realpathSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -82,7 +81,7 @@ export function hookDaemonAddress(input: AddressInput): HookDaemonAddress | unde
     .filter(([k, v]) => v !== undefined && (k.startsWith('ENGRAM_') || KEYED_ENV.includes(k)))
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   const key = JSON.stringify({ v: 1, uid, bin, code: codeStamp(bin), pg: pg ?? null, db: db ?? null, embedder: s.embedder ?? null, repo: repo ?? null, redact: s.redact !== false, env });
-  const socketPath = join(folder, `hooks-${createHash('sha256').update(key).digest('hex').slice(0, 20)}.sock`);
+  const socketPath = join(folder, `hooks-${digest(key)}.sock`);
   const daemonArgs = [
     'hooks',
     'daemon',
@@ -95,6 +94,22 @@ export function hookDaemonAddress(input: AddressInput): HookDaemonAddress | unde
     ...(s.redact === false ? ['--no-redact'] : []),
   ];
   return { socketPath, daemonArgs, ...(db !== undefined ? { db } : {}) };
+}
+
+/**
+ * 16 hex digits of the key: FNV-1a in two 32-bit lanes of different offsets. The key is no secret (the socket folder
+ * is the user's alone); it only has to tell a user's few configurations apart, and node:crypto would cost the hook
+ * client ~10 ms of its start.
+ */
+function digest(text: string): string {
+  let a = 0x811c9dc5;
+  let b = 0x050c5d1f;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193) ^ (a >>> 15);
+  }
+  return (a >>> 0).toString(16).padStart(8, '0') + (b >>> 0).toString(16).padStart(8, '0');
 }
 
 /**
