@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -359,6 +360,30 @@ describe('HTTP API: document and shape', () => {
     await closed;
     expect((await mem.getSession('late')).eventCount).toBe(1);
     await expect(fetch(`${server.url}/healthz`)).rejects.toThrow();
+  });
+});
+
+describe('HTTP API: kept-alive connections', () => {
+  it('answers a second request on a connection left idle past Node\'s 5 s default, and shuts down without waiting for it', { timeout: 30_000 }, async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const get = (): Promise<{ status: number; socket: unknown }> =>
+      new Promise((done, fail) => {
+        const req = http.get(`${server.url}/healthz`, { agent }, (res) => {
+          res.resume();
+          res.on('end', () => done({ status: res.statusCode ?? 0, socket: req.socket }));
+        });
+        req.on('error', fail);
+      });
+    const first = await get();
+    await new Promise((r) => setTimeout(r, 6000));
+    const second = await get();
+    expect(second.status).toBe(200);
+    // The same connection: the server did not close it while it was idle.
+    expect(second.socket).toBe(first.socket);
+    const started = Date.now();
+    await server.close();
+    expect(Date.now() - started).toBeLessThan(5000);
+    agent.destroy();
   });
 });
 

@@ -11,6 +11,14 @@ import { DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT } from './defaults.js';
 export { DEFAULT_HTTP_HOST, DEFAULT_HTTP_PORT };
 /** How long shutdown waits for in-flight requests before cutting the remaining connections. */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
+/**
+ * How long an idle kept-alive connection stays open. Node's default, 5 s, is shorter than the idle timeouts of the
+ * clients and proxies in front of a server (60 s for common load balancers): a request a client sends on a connection
+ * the server is closing at that moment is reset (ECONNRESET; 26 of them in bench/http-load.ts at 1M events, where
+ * requests waited past 5 s). The server keeps connections a little longer than those; shutdown still closes idle ones
+ * at once.
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
 export interface HttpServerOptions extends HttpAppOptions {
   /** Default {@link DEFAULT_HTTP_PORT}; 0 picks a free port (see the returned `url`). */
@@ -50,6 +58,9 @@ export async function startHttpServer(mem: Engram, options: HttpServerOptions): 
   mem.tokenizer.count('engram');
   const { app, settled } = createHttpApp(mem, { ...options, allowedHosts: options.allowedHosts ?? defaultAllowedHosts(host) });
   const server = createAdaptorServer({ fetch: app.fetch, hostname: host, overrideGlobalObjects: options.overrideGlobalObjects ?? false }) as Server;
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  // A request's headers must be allowed at least as long as the connection stays open for them (Node's rule).
+  server.headersTimeout = Math.max(server.headersTimeout, KEEP_ALIVE_TIMEOUT_MS + 1000);
 
   let isClosing = false;
   const open = new Set<ServerResponse>();
