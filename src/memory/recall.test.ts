@@ -171,6 +171,10 @@ describe('second hop and dates (issue #13)', () => {
     await expect(mem.recall('cake', { dateBoost: -1 })).rejects.toMatchObject({ code: 'INVALID_INPUT', data: { field: 'dateBoost' } });
     await expect(mem.recall('cake', { secondHopWeight: 2 })).rejects.toMatchObject({ code: 'INVALID_INPUT', data: { field: 'secondHopWeight' } });
     await expect(mem.recall('cake', { secondHopTrigger: 'never' as never })).rejects.toMatchObject({ code: 'INVALID_INPUT', data: { field: 'secondHopTrigger' } });
+    // A JavaScript caller still passing an option of a retired technique is told so, not silently ignored.
+    for (const retired of ['fusion', 'expansionWeight', 'relativeDates']) {
+      await expect(mem.recall('cake', { [retired]: 1 } as never)).rejects.toMatchObject({ code: 'INVALID_INPUT', data: { field: retired }, message: expect.stringContaining('retired') });
+    }
   });
 });
 

@@ -93,11 +93,31 @@ export function toFilter(o: RecallOptions): EventFilter {
   return f;
 }
 
+/**
+ * Options of techniques retired in issue #32 (none gained on the LoCoMo development split; docs/recall.md, "Retired
+ * techniques", keeps their figures). TypeScript callers cannot pass them; a JavaScript caller, or a JSON body, still
+ * could, and is told so rather than having them ignored.
+ */
+export const RETIRED_RECALL_OPTIONS: ReadonlySet<string> = new Set([
+  'expansionWeight',
+  'categoryWeight',
+  'fusion',
+  'noveltyOn',
+  'secondHopTerms',
+  'vectorFeedbackWeight',
+  'rm3Weight',
+  'vectorShare',
+  'relativeDates',
+]);
+
 /** Refuses a call's bad options with INVALID_INPUT naming the field. */
 export function validateOptions(query: string, o: ResolvedOptions): void {
   const bad = (field: string, message: string): never => {
     throw new EngramError('INVALID_INPUT', `${field}: ${message}`, { field });
   };
+  for (const name of Object.keys(o)) {
+    if (RETIRED_RECALL_OPTIONS.has(name)) bad(name, 'this recall option was retired (it did not gain on the LoCoMo development split; docs/recall.md, "Retired techniques"); leave it out');
+  }
   if (typeof query !== 'string' || query.trim().length === 0) bad('query', 'must be a non-empty string');
   checkQuery(query, 'query');
   if (!Number.isInteger(o.k) || o.k < 1 || o.k > 1000) bad('k', 'must be an integer from 1 to 1000');
