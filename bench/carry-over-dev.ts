@@ -66,6 +66,8 @@ const { values } = parseArgs({
     dir: { type: 'string', default: '/tmp/engram-carry-dev' },
     data: { type: 'string', default: DEFAULT_CARRY_OVER_DATA },
     'no-noise': { type: 'boolean', default: false },
+    /** Noise from every other conversation's questions (all of them), besides the bench's 25 of the next one. */
+    'noise-all': { type: 'boolean', default: false },
     quiet: { type: 'boolean', default: false },
   },
 });
@@ -169,7 +171,7 @@ async function turnEvents(mem: Engram, c: LocomoConversation, project: string): 
   return { byDia, diaByEvent };
 }
 
-async function evaluate(c: LocomoConversation, db: string, budget: number, noiseFrom: LocomoConversation | undefined): Promise<{ questions: DevQuestion[]; noise?: { other: number[]; gibberish: number[] } }> {
+async function evaluate(c: LocomoConversation, db: string, budget: number, noiseFrom: LocomoConversation | undefined, others: LocomoConversation[]): Promise<{ questions: DevQuestion[]; noise?: { other: number[]; gibberish: number[]; all?: number[] } }> {
   const evalDb = join(dir, 'eval', `${c.sampleId}-${budget}-${process.pid}.db`);
   mkdirSync(join(dir, 'eval'), { recursive: true });
   copyStore(db, evalDb);
@@ -230,7 +232,7 @@ async function evaluate(c: LocomoConversation, db: string, budget: number, noise
       }
       out.push({ sampleId: c.sampleId, index, category: q.category, evidence: q.evidence, at: { [budget]: { present: outcome.present, losses, deepRank, goldRanks, briefPresent: briefOnly.present.length, briefTokens: tokens(brief), promptTokens: found.tokens } } });
     }
-    let noise: { other: number[]; gibberish: number[] } | undefined;
+    let noise: { other: number[]; gibberish: number[]; all?: number[] } | undefined;
     if (noiseFrom && !values['no-noise'] && budget === budgets[0]) {
       // Default budgets, as the bench's noise part.
       const defaultBrief = await hook(mem, 'session-start', { session_id: deterministicUuid(`carry-dev:noise:${c.sampleId}`), cwd, source: 'startup' });
@@ -241,6 +243,11 @@ async function evaluate(c: LocomoConversation, db: string, budget: number, noise
       const gibberish: number[] = [];
       for (const [i, g] of gibberishPrompts(42, 20).entries()) gibberish.push(await ask(g, 100 + i));
       noise = { other, gibberish };
+      if (values['noise-all']) {
+        const every: number[] = [];
+        for (const [i, q] of others.flatMap((o) => o.questions.filter((x) => x.category !== 5)).entries()) every.push(await ask(q.question, 1000 + i));
+        Object.assign(noise, { all: every });
+      }
     }
     return { questions: out, ...(noise ? { noise } : {}) };
   } finally {
@@ -260,14 +267,14 @@ async function main(): Promise<void> {
   const wanted = values.conversations ? values.conversations.split(',') : [];
   const chosen = wanted.length === 0 ? all : all.filter((c) => wanted.includes(c.sampleId));
   const results: DevQuestion[] = [];
-  const noise: Record<string, { other: number[]; gibberish: number[] }> = {};
+  const noise: Record<string, { other: number[]; gibberish: number[]; all?: number[] }> = {};
   for (const c of chosen) {
     const db = await build(c);
     const at = all.findIndex((x) => x.sampleId === c.sampleId);
     const other = all[(at + 1) % all.length];
     const byIndex = new Map<number, DevQuestion>();
     for (const budget of budgets) {
-      const r = await evaluate(c, db, budget, other?.sampleId !== c.sampleId ? other : undefined);
+      const r = await evaluate(c, db, budget, other?.sampleId !== c.sampleId ? other : undefined, all.filter((x) => x.sampleId !== c.sampleId));
       if (r.noise) noise[c.sampleId] = r.noise;
       for (const q of r.questions) {
         const prev = byIndex.get(q.index);
@@ -307,7 +314,7 @@ async function main(): Promise<void> {
   }
   for (const [k, n] of Object.entries(noise)) {
     const mean = (a: number[]): string => (a.reduce((s, x) => s + x, 0) / Math.max(1, a.length)).toFixed(1);
-    lines.push(`noise ${k}: other-conversation mean ${mean(n.other)} max ${Math.max(0, ...n.other)} non-empty ${n.other.filter((x) => x > 0).length}/${n.other.length}; gibberish mean ${mean(n.gibberish)} non-empty ${n.gibberish.filter((x) => x > 0).length}/${n.gibberish.length}`);
+    lines.push(`noise ${k}: other-conversation mean ${mean(n.other)} max ${Math.max(0, ...n.other)} non-empty ${n.other.filter((x) => x > 0).length}/${n.other.length}; gibberish mean ${mean(n.gibberish)} non-empty ${n.gibberish.filter((x) => x > 0).length}/${n.gibberish.length}${n.all ? `; every other conversation's questions: mean ${mean(n.all)} non-empty ${n.all.filter((x) => x > 0).length}/${n.all.length}` : ''}`);
   }
   const text = lines.join('\n');
   console.log(text);
