@@ -15,6 +15,7 @@ import type { EventRecord } from '../model/event.js';
 import type { EventId } from '../model/ids.js';
 import type { Tokenizer } from '../providers/tokenizer.js';
 import type { StorageBackend } from '../store/backend.js';
+import { dateExpressions, inDateRanges, type DateRange } from './date-expressions.js';
 import { isDerivedEvent, PROMPT_RECALL_HEADER } from './derived-events.js';
 import { maskPrivate } from './private-spans.js';
 import { isIdentifierLike, STOP_WORDS } from './query-terms.js';
@@ -138,7 +139,7 @@ export async function recallForPrompt(r: PromptRecallReaders, prompt: string, o:
       fate(h.eventId, 'derived');
       continue;
     }
-    const confidence = h.isExactMatch ? 1 : evidenceConfidence(words, ownText(e));
+    const confidence = h.isExactMatch ? 1 : evidenceConfidence(words, ownText(e), Date.parse(h.ts));
     if (given.has(h.eventId)) fate(h.eventId, 'given', confidence);
     else if (quoted.length > 0 && isQuotedIn(h.excerpt, quoted)) fate(h.eventId, 'quoted', confidence);
     else if (confidence <= 0 || confidence < fillFloor) fate(h.eventId, 'below-floor', confidence);
@@ -177,10 +178,15 @@ export async function recallForPrompt(r: PromptRecallReaders, prompt: string, o:
   return done({ text, tokens: r.tokenizer.count(text), evidence });
 }
 
-/** The prompt's content words (stemmed) and, among them, its anchors. */
+/** The prompt's content words (stemmed) and, among them, its anchors; the absolute dates it names. */
 export interface PromptWords {
   content: string[];
   anchors: Set<string>;
+  /**
+   * The absolute dates the prompt names ("on 7 July, 2023", "in May 2023"; date-expressions.ts), out of its words:
+   * a date says when, and an event holds it by its time, not by its text (a turn said on 7 July rarely writes the date).
+   */
+  dates: DateRange[];
 }
 
 /**
@@ -190,8 +196,12 @@ export interface PromptWords {
 export function promptWords(text: string): PromptWords {
   const content: string[] = [];
   const anchors = new Set<string>();
+  const found = dateExpressions(text);
+  let rest = text;
+  // Spaces in place of each date, so the words around it keep their places (and a capital after it is still a name).
+  for (const d of found) rest = `${rest.slice(0, d.start)}${' '.repeat(d.end - d.start)}${rest.slice(d.end)}`;
   let sentenceStart = true;
-  for (const raw of text.split(/\s+/)) {
+  for (const raw of rest.split(/\s+/)) {
     const token = raw.replace(/^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu, '');
     const startsSentence = sentenceStart;
     sentenceStart = /[.!?:]["')\]]*$/.test(raw);
@@ -206,14 +216,14 @@ export function promptWords(text: string): PromptWords {
       if (isIdentifier || isName) anchors.add(stem);
     }
   }
-  return { content, anchors };
+  return { content, anchors, dates: found.map((d) => d.range) };
 }
 
 /**
- * The share of the prompt's content words the text holds (anchors weigh 2, other words 1); 0 when the prompt has
- * anchors and the text holds none of them.
+ * The share of the prompt's content words the text holds (anchors weigh 2, other words 1, the dates it names 1, held
+ * when `atMs`, the event's time, falls in one); 0 when the prompt has anchors and the text holds none of them.
  */
-export function evidenceConfidence(words: PromptWords, text: string): number {
+export function evidenceConfidence(words: PromptWords, text: string, atMs?: number): number {
   const lower = text.toLowerCase();
   // Words as written and the parts of camelCase names (`pauseBtn` holds "pause"), stemmed.
   const written = text.split(/[^\p{L}\p{N}]+/u).filter(Boolean);
@@ -229,6 +239,10 @@ export function evidenceConfidence(words: PromptWords, text: string): number {
     if (!isHeld) continue;
     held += weight;
     if (words.anchors.has(w)) anchorsHeld++;
+  }
+  if (words.dates.length > 0) {
+    total += 1;
+    if (atMs !== undefined && inDateRanges(atMs, words.dates)) held += 1;
   }
   if (words.anchors.size > 0 && anchorsHeld === 0) return 0;
   return total === 0 ? 0 : held / total;
