@@ -10,7 +10,7 @@
  *   UserPromptSubmit with the question. Scored: the share of the question's gold evidence turns present in what
  *   the two hooks injected (quoted, or cited by an `evt_` id that maps to the turn; bench/lib/injection-score.ts),
  *   at each total budget of `--budgets` (split 2:1 between the brief, ENGRAM_BRIEF_TOKENS, and the prompt
- *   recall, ENGRAM_RECALL_TOKENS, the ratio of their defaults 1,200 and 600), with the tokens injected.
+ *   recall, ENGRAM_RECALL_TOKENS, the ratio of their defaults, 1,200 each), with the tokens injected.
  * - `noise`: tokens injected at UserPromptSubmit for questions of ANOTHER conversation asked in each project
  *   (their answer is nowhere in it) and for gibberish prompts (seeded), with the default budgets.
  * - `latency`: each hook's wall time (process start to exit, what Claude Code waits for) in fresh sessions of a
@@ -28,7 +28,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { DEFAULT_BRIEF_TOKENS } from '../src/context/project-brief.js';
 import { openEngram } from '../src/engine.js';
+import { DEFAULT_PROMPT_RECALL_TOKENS } from '../src/memory/prompt-recall.js';
 import { LOCOMO_CATEGORIES, loadLocomo, type LocomoCategory, type LocomoConversation } from '../src/eval/locomo-data.js';
 import { createGptTokenizer } from '../src/providers/gpt-tokenizer.js';
 import { ClaudeSession, engramCli, installHookWorld, pool, type HookRun, type HookWorld } from './lib/claude-hooks.js';
@@ -44,8 +46,8 @@ import { claudeCodeTruth, type SessionTruth } from './lib/transcript-truth.js';
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const CARRY_OVER_PARTS = ['locomo', 'noise', 'latency', 'coding'] as const;
 export type CarryOverPart = (typeof CARRY_OVER_PARTS)[number];
-/** The brief's share of a total budget: the ratio of the hooks' defaults (1,200 brief, 600 recall). */
-export const BRIEF_SHARE = 2 / 3;
+/** The brief's share of a total budget: the ratio of the hooks' defaults (brief and prompt evidence). */
+export const BRIEF_SHARE = DEFAULT_BRIEF_TOKENS / (DEFAULT_BRIEF_TOKENS + DEFAULT_PROMPT_RECALL_TOKENS);
 const DEFAULT_CODING_DIR = join(sharedBenchData(), 'transcripts/claude-code-projects/-Users-dain-workspace-danieldemmel-me-next');
 /** The LoCoMo development split (CC BY-NC, evaluation only: read in place, never copied). */
 export const DEFAULT_CARRY_OVER_DATA = join(sharedBenchData(), 'locomo/locomo-dev.json');
@@ -619,7 +621,7 @@ export function renderCarryOver(r: CarryOverReport): string {
         'Speaker A (the first to speak) is the user, speaker B the assistant, each turn as `Name: text`. Each question of categories ' +
         `${r.options.categories.join(', ')} is asked in a fresh session of its conversation's project: SessionStart (startup), then UserPromptSubmit.`,
       '',
-      'Evidence present: the share of a question\'s gold evidence turns found in the brief plus the prompt injection, quoted (the whole turn, or one excerpt of at least half the turn and 48 characters, whitespace, case and quote marks normalised) or cited by an `evt_` id whose event is the turn (`meta.uuid`). The budget is the total, split between `ENGRAM_BRIEF_TOKENS` and `ENGRAM_RECALL_TOKENS` as each row shows (`--brief-share`; default 2/3 to the brief, the ratio of their defaults, 1,200 and 600). Tokens: o200k (gpt-tokenizer), as the project counts.',
+      'Evidence present: the share of a question\'s gold evidence turns found in the brief plus the prompt injection, quoted (the whole turn, or one excerpt of at least half the turn and 48 characters, whitespace, case and quote marks normalised) or cited by an `evt_` id whose event is the turn (`meta.uuid`). The budget is the total, split between `ENGRAM_BRIEF_TOKENS` and `ENGRAM_RECALL_TOKENS` as each row shows (`--brief-share`; default 1/2 to the brief, the ratio of their defaults, 1,200 and 1,200). Tokens: o200k (gpt-tokenizer), as the project counts.',
       '',
       '| budget (brief + recall) | questions | evidence present | quoted | cited | brief tokens (mean) | prompt tokens (mean) |',
       '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',

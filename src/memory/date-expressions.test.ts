@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { inDateRanges, parseDateRanges } from './date-expressions.js';
+import { dateExpressions, inDateRanges, parseDateRanges } from './date-expressions.js';
 
 const DAY = 24 * 3600 * 1000;
 
@@ -31,5 +31,14 @@ describe('inDateRanges', () => {
     expect(inDateRanges(Date.UTC(2022, 5, 1), [june!])).toBe(true);
     expect(inDateRanges(Date.UTC(2022, 6, 1), [june!])).toBe(false);
     expect(inDateRanges(Date.UTC(2022, 5, 15), [])).toBe(false);
+  });
+});
+
+describe('dateExpressions', () => {
+  it('gives each absolute date with its place in the text, the longer shape once', () => {
+    const text = 'What happened on 9 November, 2022 and in June 2023?';
+    const found = dateExpressions(text);
+    expect(found.map((d) => text.slice(d.start, d.end))).toEqual(['9 November, 2022', 'June 2023']);
+    expect(found[1]!.range).toEqual({ fromMs: Date.UTC(2023, 5, 1), toMs: Date.UTC(2023, 6, 1) });
   });
 });

@@ -32,20 +32,32 @@ const DAY_MS = 24 * 3600 * 1000;
  */
 export function parseDateRanges(text: string): DateRange[] {
   const out = new Map<string, DateRange>();
-  const taken: Array<[number, number]> = [];
+  for (const m of dateExpressions(text)) out.set(`${m.range.fromMs}:${m.range.toMs}`, m.range);
+  return [...out.values()];
+}
+
+/** One absolute date written in a text: where it is (`start` inclusive, `end` exclusive) and its range. */
+export interface DateExpression {
+  start: number;
+  end: number;
+  range: DateRange;
+}
+
+/** The absolute dates written in `text` ({@link parseDateRanges}), each with its place, in order of the shapes. */
+export function dateExpressions(text: string): DateExpression[] {
+  const out: DateExpression[] = [];
   for (const shape of SHAPES) {
     for (const m of text.matchAll(shape.pattern)) {
       const start = m.index;
       const end = start + m[0].length;
       // The longer shapes run first; "9 November, 2022" must not also count as "November, 2022".
-      if (taken.some(([a, b]) => start < b && end > a)) continue;
+      if (out.some((d) => start < d.end && end > d.start)) continue;
       const range = toRange(shape.parts(m));
       if (!range) continue;
-      taken.push([start, end]);
-      out.set(`${range.fromMs}:${range.toMs}`, range);
+      out.push({ start, end, range });
     }
   }
-  return [...out.values()];
+  return out;
 }
 
 function toRange(p: { year: string; month: string; day?: string }): DateRange | undefined {

@@ -74,7 +74,7 @@ runStorageContract('carry-over', ({ createHarness }) => {
     expect(await carry().promptSubmitted(session, 'pause button', { recallTokens: 0 })).toBeUndefined();
   });
 
-  it('gives a larger evidence budget more hits: the default stops at 12, a budget of 2,000 tokens holds more', async () => {
+  it('gives a larger evidence budget more hits, each line within the budget, and holds a huge budget to what recall answers', async () => {
     await ctx.mem.append(
       's-logs',
       Array.from({ length: 30 }, (_, i) => ({ kind: 'user' as const, content: `The invoice export failed again on batch ${i}: the ledger total was off by ${i} cents.` })),
@@ -82,14 +82,42 @@ runStorageContract('carry-over', ({ createHarness }) => {
     );
     const session = { sessionId: 's-c', project: P, host: 'claude-code' };
     const lines = (text: string | undefined) => (text ?? '').split('\n').filter((l) => l.startsWith('- [evt_')).length;
-    const small = await ctx.mem.recallForPrompt('why did the invoice export fail on the ledger batch?', { project: P, sessionId: 's-c' });
+    const small = await ctx.mem.recallForPrompt('why did the invoice export fail on the ledger batch?', { project: P, sessionId: 's-c', budgetTokens: 300 });
     expect(lines(small.text)).toBeGreaterThan(0);
-    expect(lines(small.text)).toBeLessThanOrEqual(12);
+    expect(small.tokens).toBeLessThanOrEqual(300);
     const large = await carry().promptSubmitted(session, 'why did the invoice export fail on the ledger batch?', { recallTokens: 2000 });
+    expect(lines(large)).toBeGreaterThan(lines(small.text));
     expect(lines(large)).toBeGreaterThan(12);
     // A budget past what recall answers in one call is held to recall's limit, not refused.
     const fresh = { sessionId: 's-d', project: P, host: 'claude-code' };
     expect(lines(await carry().promptSubmitted(fresh, 'why did the invoice export fail on the ledger batch?', { recallTokens: 200_000 }))).toBeGreaterThan(12);
+  });
+
+  it('gates then fills: once the best hit clears the floor, hits holding the prompt\'s name fill the budget; when none clears it, nothing is injected', async () => {
+    await ctx.mem.append(
+      's-notes',
+      [
+        { kind: 'user', content: 'Melanie painted the lake at sunrise, in watercolours.' },
+        { kind: 'assistant', content: 'Melanie said the kids loved the camping trip in July.' },
+        { kind: 'user', content: 'Caroline painted the lake at sunrise too.' },
+      ],
+      { project: P },
+    );
+    const ask = (prompt: string, o: { fillConfidence?: number } = {}) => ctx.mem.recallForPrompt(prompt, { project: P, sessionId: 's-e', explain: true, ...o });
+    const painted = await ask('What did Melanie paint at the lake at sunrise?');
+    expect(painted.text).toContain('Melanie painted the lake at sunrise');
+    // Holds the name, not the rest (below the 0.5 gate on its own): part of the fill once the gate is cleared.
+    expect(painted.text).toContain('camping trip');
+    // Holds the other words, not the name: never.
+    expect(painted.text).not.toContain('Caroline');
+    expect(painted.trace?.find((t) => t.fate === 'below-floor')).toBeDefined();
+    // A fill floor at the gate's level is the old rule: only hits that clear the floor themselves.
+    expect((await ask('What did Melanie paint at the lake at sunrise?', { fillConfidence: 0.5 })).text).not.toContain('camping trip');
+    // Every hit holds only the name: the prompt is not about this memory, nothing is injected.
+    const cooked = await ask('What did Melanie cook for the picnic by the river?');
+    expect(cooked.text).toBe('');
+    expect(cooked.trace?.length).toBeGreaterThan(0);
+    expect(cooked.trace?.every((t) => t.fate !== 'injected')).toBe(true);
   });
 
   it('does not repeat in a prompt what the session brief already quoted', async () => {
