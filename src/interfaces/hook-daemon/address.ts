@@ -7,8 +7,8 @@ import { dirname, join, resolve } from 'node:path';
  * that starts Node, loads Engram and opens the store spends ~400 ms before it does anything; the resident process has
  * all of that done, so a hook only starts Node, hands over its input and prints the answer (client.ts).
  *
- * One resident process serves exactly the hook calls that would have run identically in it: the same build of Engram
- * (the bin's path and its code's modification times), the same store options, the same user, HOME and `ENGRAM_*`
+ * One resident process serves exactly the hook calls that would have run identically in it: the same Node.js and the
+ * same build of Engram (the bin's path and its code's modification times), the same store options, the same user, HOME and `ENGRAM_*`
  * environment. Any difference gives another socket, so a call never reaches a process that would answer it
  * differently (an upgraded package starts a new one; the old one ends when idle).
  *
@@ -80,7 +80,7 @@ export function hookDaemonAddress(input: AddressInput): HookDaemonAddress | unde
   const env = Object.entries(input.env)
     .filter(([k, v]) => v !== undefined && (k.startsWith('ENGRAM_') || KEYED_ENV.includes(k)))
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  const key = JSON.stringify({ v: 1, uid, bin, code: codeStamp(bin), pg: pg ?? null, db: db ?? null, embedder: s.embedder ?? null, repo: repo ?? null, redact: s.redact !== false, env });
+  const key = JSON.stringify({ v: 1, uid, node: `${process.execPath}@${process.version}`, bin, code: codeStamp(bin), pg: pg ?? null, db: db ?? null, embedder: s.embedder ?? null, repo: repo ?? null, redact: s.redact !== false, env });
   const socketPath = join(folder, `hooks-${digest(key)}.sock`);
   const daemonArgs = [
     'hooks',
