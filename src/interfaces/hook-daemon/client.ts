@@ -40,16 +40,16 @@ export async function tryHookDaemon(argv: readonly string[], binPath: string): P
   const startDaemon = (): void => startHookDaemon(address, binPath, cwd);
   // No socket: nobody listens; do not spend a connection attempt on it.
   if (!existsSync(address.socketPath) || process.stdin.isTTY) return { served: false, startDaemon };
+  // The input first: the resident process waits only a while for a request once connected.
+  const hookCall: HookCall = { stdin: await readStdin(), cwd, hostPids: parentProcessIds() };
   let socket: Socket;
   try {
     socket = await open(address.socketPath);
   } catch {
-    // A socket left by a process that ended (killed, machine slept): a new one replaces it.
-    return { served: false, startDaemon };
+    // A socket left by a process that ended (killed, machine slept): this hook runs here, and a new process replaces it.
+    return { served: false, hookCall, startDaemon };
   }
-  const stdin = await readStdin();
   try {
-    const hookCall: HookCall = { stdin, cwd, hostPids: parentProcessIds() };
     send(socket, { op: 'run', argv: [...argv], ...hookCall });
     const answer = await receive<RunResponse>(socket, ANSWER_TIMEOUT_MS);
     if (answer.op === 'retry') return { served: false, hookCall, startDaemon };
