@@ -23,7 +23,7 @@
  * CC BY-NC, evaluation only): questions are referred to by index.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -38,6 +38,7 @@ import { projectSessions, replayRecorded, withCwd } from './lib/claude-replay.js
 import { citedIds, mentionsError, mentionsPath, scoreEvidence } from './lib/injection-score.js';
 import { deterministicUuid, locomoSessions, turnUuid } from './lib/locomo-transcripts.js';
 import { Prng } from './lib/prng.js';
+import { readCpuMs } from './lib/proc-cpu.js';
 import { sharedBenchData } from './lib/shared-data.js';
 import { machineLine, round, summarize } from './lib/stats.js';
 import { EVENTS_PER_EXCHANGE, syntheticSession } from './lib/synthetic-claude.js';
@@ -396,15 +397,8 @@ async function measureLatency(root: string, cacheDir: string, size: number, opti
 /** The store's resident hook process and its CPU time so far (user + system, from /proc), or undefined when none runs. */
 function residentProcessCpu(world: HookWorld, cwd: string): { pid: number; ms: number } | undefined {
   const status = JSON.parse(engramCli(world, ['hooks', 'daemon', '--status', '--json'], cwd)) as { running: boolean; pid?: number };
-  if (!status.running || status.pid === undefined) return undefined;
-  try {
-    const stat = readFileSync(`/proc/${status.pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // utime and stime: fields 14 and 15 of the whole line, in clock ticks (100 per second on Linux).
-    return { pid: status.pid, ms: (Number(fields[11]) + Number(fields[12])) * 10 };
-  } catch {
-    return undefined;
-  }
+  const ms = status.running && status.pid !== undefined ? readCpuMs(status.pid) : null;
+  return ms === null ? undefined : { pid: status.pid!, ms };
 }
 
 interface CodingSessionRow {

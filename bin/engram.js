@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 // process (dist/interfaces/hook-daemon/): Node's start and one round trip instead of loading Engram and opening the
 // store. Without one the hook runs here, then starts one, detached, for the next hook (issue #29).
 let daemon = { served: false };
-if (process.argv[2] === 'hooks' && process.argv[3] === 'run') {
+if (process.argv.includes('hooks') && process.argv.includes('run')) {
   try {
     const client = await import(new URL('../dist/interfaces/hook-daemon/client.js', import.meta.url).href);
     daemon = await client.tryHookDaemon(process.argv.slice(2), fileURLToPath(import.meta.url));

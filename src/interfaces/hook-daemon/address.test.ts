@@ -17,12 +17,21 @@ describe('parseHookArgv', () => {
     });
   });
 
+  it('takes the program\'s own options before `hooks` too, as a user types them (README)', () => {
+    expect(parseHookArgv(['--db', '/tmp/demo.db', 'hooks', 'run', 'session-end'])).toEqual({ event: 'session-end', store: { db: '/tmp/demo.db' } });
+    expect(parseHookArgv(['--pg=postgres://h/db', '--no-redact', 'hooks', 'run', 'stop', '--host', 'codex'])).toEqual({ event: 'stop', store: { pg: 'postgres://h/db', redact: false } });
+    // Per-call options belong after the event.
+    expect(parseHookArgv(['--brief-tokens', '900', 'hooks', 'run', 'stop'])).toBeUndefined();
+  });
+
   it('leaves anything else to the CLI in its own process', () => {
     expect(parseHookArgv(['hooks', 'run', 'codex-notify', '{}'])).toBeUndefined();
     expect(parseHookArgv(['hooks', 'run', 'session-start', '--verbose'])).toBeUndefined();
     expect(parseHookArgv(['hooks', 'run', 'session-start', 'extra'])).toBeUndefined();
     expect(parseHookArgv(['hooks', 'run', 'session-start', '--db'])).toBeUndefined();
-    expect(parseHookArgv(['--db', 'x', 'hooks', 'run', 'stop'])).toBeUndefined();
+    expect(parseHookArgv(['--verbose', 'hooks', 'run', 'stop'])).toBeUndefined();
+    expect(parseHookArgv(['--db', 'x', 'hooks', 'status', 'stop'])).toBeUndefined();
+    expect(parseHookArgv(['hooks', 'run'])).toBeUndefined();
     expect(parseHookArgv(['recall', 'x'])).toBeUndefined();
   });
 

@@ -149,31 +149,41 @@ export function realBinPath(path: string): string {
 }
 
 /**
- * The store options and the rest of a hook command's arguments (`hooks run <event> [options]`, as install writes
- * it), or undefined when they are not that form or hold anything else (the command then runs in its own process,
- * where the CLI's parser reports what is wrong).
+ * The event and store options of a hook command (`[options] hooks run <event> [options]`: install writes the options
+ * after the event, a user may put the global ones first), or undefined when the arguments are not that form or hold
+ * anything else (the command then runs in its own process, where the CLI's parser reports what is wrong).
  */
 export function parseHookArgv(argv: readonly string[]): { event: string; store: StoreOptions } | undefined {
-  if (argv[0] !== 'hooks' || argv[1] !== 'run') return undefined;
-  const event = argv[2];
-  if (!(SERVED_HOOK_EVENTS as readonly string[]).includes(event ?? '')) return undefined;
   const store: StoreOptions = {};
   const storeValued: Record<string, keyof StoreOptions> = { '--db': 'db', '--pg': 'pg', '--embedder': 'embedder', '--repo': 'repo' };
   const requestValued = new Set(['--host', '--window', '--max-chars', '--brief-tokens', '--recall-tokens', '--llm']);
   const requestFlags = new Set(['--no-summaries', '--json']);
-  for (let i = 3; i < argv.length; i++) {
+  // Before `hooks`: only the program's own options (commander takes them there).
+  const globalValued = new Set(['--db', '--pg', '--embedder', '--repo', '--llm']);
+  let event: string | undefined;
+  let at = 0;
+  for (let i = 0; i < argv.length; i++) {
     const token = argv[i]!;
+    if (event === undefined && token === 'hooks') {
+      if (argv[i + 1] !== 'run' || !(SERVED_HOOK_EVENTS as readonly string[]).includes(argv[i + 2] ?? '')) return undefined;
+      event = argv[i + 2];
+      i += 2;
+      at = i;
+      continue;
+    }
     const eq = token.indexOf('=');
     const name = token.startsWith('--') && eq > 0 ? token.slice(0, eq) : token;
     const inline = token.startsWith('--') && eq > 0 ? token.slice(eq + 1) : undefined;
+    const isGlobal = event === undefined;
     if (name === '--no-redact' && inline === undefined) store.redact = false;
-    else if (requestFlags.has(name) && inline === undefined) continue;
-    else if (storeValued[name] !== undefined || requestValued.has(name)) {
+    else if (name === '--json' && inline === undefined) continue;
+    else if (!isGlobal && requestFlags.has(name) && inline === undefined) continue;
+    else if (isGlobal ? globalValued.has(name) : storeValued[name] !== undefined || requestValued.has(name)) {
       const value = inline ?? argv[++i];
       if (value === undefined) return undefined;
       const field = storeValued[name];
       if (field !== undefined) (store as Record<string, string>)[field] = value;
     } else return undefined;
   }
-  return { event: event!, store };
+  return event !== undefined && at > 0 ? { event, store } : undefined;
 }

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { parentProcessIds } from '../../util/process-parents.js';
 import { hookDaemonAddress, parseHookArgv, type HookDaemonAddress } from './address.js';
-import { receive, send, type RunResponse } from './protocol.js';
+import { connectTo, receive, send, type RunResponse } from './protocol.js';
 import type { HookCall } from '../cli/cli-context.js';
 
 /**
@@ -44,7 +44,7 @@ export async function tryHookDaemon(argv: readonly string[], binPath: string): P
   const hookCall: HookCall = { stdin: await readStdin(), cwd, hostPids: parentProcessIds() };
   let socket: Socket;
   try {
-    socket = await open(address.socketPath);
+    socket = await connectTo(address.socketPath, CONNECT_TIMEOUT_MS);
   } catch {
     // A socket left by a process that ended (killed, machine slept): this hook runs here, and a new process replaces it.
     return { served: false, hookCall, startDaemon };
@@ -76,24 +76,6 @@ export function startHookDaemon(address: HookDaemonAddress, binPath: string, cwd
   } catch {
     // As above.
   }
-}
-
-function open(path: string): Promise<Socket> {
-  return new Promise((done, fail) => {
-    const socket = connect(path);
-    const timer = setTimeout(() => {
-      socket.destroy();
-      fail(new Error('connect timed out'));
-    }, CONNECT_TIMEOUT_MS);
-    socket.once('connect', () => {
-      clearTimeout(timer);
-      done(socket);
-    });
-    socket.once('error', (err) => {
-      clearTimeout(timer);
-      fail(err);
-    });
-  });
 }
 
 async function readStdin(): Promise<string> {

@@ -1,4 +1,4 @@
-import type { Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 
 /**
  * The resident hook process's protocol: over its Unix socket, one JSON message each way, each one line. Only Node's own
@@ -72,5 +72,24 @@ export function receive<T>(socket: Socket, timeoutMs: number): Promise<T> {
       }
     };
     socket.on('data', onData).on('end', onEnd).on('error', finish);
+  });
+}
+
+/** A connection to the socket at `path`; rejects when nobody answers (no file, a stale socket) or within `timeoutMs`. */
+export function connectTo(path: string, timeoutMs: number): Promise<Socket> {
+  return new Promise((done, fail) => {
+    const socket = connect(path);
+    const timer = setTimeout(() => {
+      socket.destroy();
+      fail(new Error('connect timed out'));
+    }, timeoutMs);
+    socket.once('connect', () => {
+      clearTimeout(timer);
+      done(socket);
+    });
+    socket.once('error', (err) => {
+      clearTimeout(timer);
+      fail(err);
+    });
   });
 }

@@ -1,6 +1,6 @@
 import { lstatSync, unlinkSync, chmodSync } from 'node:fs';
-import { connect, createServer, type Server, type Socket } from 'node:net';
-import { receive, send, type DaemonRequest, type DaemonStatus, type RunRequest, type RunResponse } from './protocol.js';
+import { createServer, type Server, type Socket } from 'node:net';
+import { connectTo, receive, send, type DaemonRequest, type DaemonStatus, type RunRequest, type RunResponse } from './protocol.js';
 
 /**
  * The resident hook process (address.ts): listens on its Unix socket and runs each hook call it is handed, with the
@@ -157,13 +157,11 @@ export class HookDaemon {
 }
 
 /** Whether a process answers on the socket. */
-function isAnswering(path: string): Promise<boolean> {
-  return new Promise((done) => {
-    const socket = connect(path);
-    socket.once('connect', () => {
-      socket.destroy();
-      done(true);
-    });
-    socket.once('error', () => done(false));
-  });
+async function isAnswering(path: string): Promise<boolean> {
+  try {
+    (await connectTo(path, 1000)).destroy();
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -1,10 +1,9 @@
 import type { Command } from 'commander';
 import { statSync } from 'node:fs';
-import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { EngramError } from '../../../errors.js';
 import { codeStamp, DEFAULT_IDLE_MINUTES, HOOK_DAEMON_ENV, HOOK_DAEMON_IDLE_ENV, hookDaemonAddress, parseHookArgv, realBinPath } from '../../hook-daemon/address.js';
-import { receive, send, type DaemonStatus } from '../../hook-daemon/protocol.js';
+import { connectTo, receive, send, type DaemonStatus } from '../../hook-daemon/protocol.js';
 import { HookDaemon } from '../../hook-daemon/server.js';
 import type { CliContext, GlobalOptions } from '../cli-context.js';
 import { EXIT } from '../exit-codes.js';
@@ -97,14 +96,13 @@ function idleTime(flag: string | undefined): number {
 async function ask(socketPath: string, op: 'status' | 'stop', args: HookDaemonArgs, io: Io): Promise<number> {
   let answer: DaemonStatus | { op: 'stopping' } | undefined;
   try {
-    answer = await new Promise((done, fail) => {
-      const socket = connect(socketPath);
-      socket.once('error', fail);
-      socket.once('connect', () => {
-        send(socket, { op });
-        receive<DaemonStatus | { op: 'stopping' }>(socket, ASK_TIMEOUT_MS).then(done, fail).finally(() => socket.destroy());
-      });
-    });
+    const socket = await connectTo(socketPath, ASK_TIMEOUT_MS);
+    try {
+      send(socket, { op });
+      answer = await receive<DaemonStatus | { op: 'stopping' }>(socket, ASK_TIMEOUT_MS);
+    } finally {
+      socket.destroy();
+    }
   } catch {
     answer = undefined;
   }
