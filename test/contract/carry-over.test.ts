@@ -93,6 +93,25 @@ runStorageContract('carry-over', ({ createHarness }) => {
     expect(lines(await carry().promptSubmitted(fresh, 'why did the invoice export fail on the ledger batch?', { recallTokens: 200_000 }))).toBeGreaterThan(12);
   });
 
+  it('shows the chosen evidence in time order under one line per day', async () => {
+    await ctx.mem.append(
+      's-days',
+      [
+        { kind: 'user', content: 'The flaky checkout test failed on the payment mock again.', ts: '2026-03-04T10:00:00Z' },
+        { kind: 'user', content: 'The flaky checkout test passed after pinning the payment mock.', ts: '2026-03-02T09:00:00Z' },
+        { kind: 'user', content: 'The flaky checkout test timed out waiting for the payment mock.', ts: '2026-03-04T08:00:00Z' },
+      ],
+      { project: 'days' },
+    );
+    const found = await ctx.mem.recallForPrompt('why is the flaky checkout test failing on the payment mock?', { project: 'days', sessionId: 's-f' });
+    const body = found.text.split('\n').slice(2, -1);
+    expect(body.filter((l) => /^\d{4}-\d{2}-\d{2}:$/.test(l))).toEqual(['2026-03-02:', '2026-03-04:']);
+    const order = body.filter((l) => l.startsWith('- [evt_')).map((l) => (/passed|timed out|failed/.exec(l) ?? [''])[0]);
+    expect(order).toEqual(['passed', 'timed out', 'failed']);
+    expect(body[0]).toBe('2026-03-02:');
+    expect(found.tokens).toBe(ctx.mem.tokenizer.count(found.text));
+  });
+
   it('gates then fills: once the best hit clears the floor, hits holding the prompt\'s name fill the budget; when none clears it, nothing is injected', async () => {
     await ctx.mem.append(
       's-notes',
