@@ -23,7 +23,8 @@ export interface VisibleFirstHit {
  * the same rows as the join, up to ties at the cut, which `ORDER BY score LIMIT` leaves in no set order either
  * way) or when FTS5 had fewer matches than were kept (every match was tested). Otherwise the caller runs the plain
  * statement, and this project skips the first pass for its next {@link VISIBLE_FIRST_BACKOFF} searches, since a
- * project that sees a small part of the store would pay for both.
+ * project that sees a small part of the store would pay for both. A search held to a list of sessions
+ * ({@link Fts5VisibleFirst.searchInSessions}) takes the same pass.
  */
 export class Fts5VisibleFirst {
   private readonly backoff = new Map<string, number>();
@@ -37,17 +38,30 @@ export class Fts5VisibleFirst {
 
   /** The top `limit` visible rows, best first, or null when the caller must run the full statement. */
   search(match: string, weight: string, project: string, visibleSql: string, limit: number): VisibleFirstHit[] | null {
-    const skip = this.backoff.get(project) ?? 0;
+    return this.firstPass(`project:${project}`, match, weight, limit, `session_id IN (${visibleSql})`, [project, project]);
+  }
+
+  /**
+   * The same pass for a search held to a list of sessions (a hook's search of its project's earlier sessions: most
+   * of the store, less the session asking): the top `limit` rows of those sessions, best first, or null.
+   */
+  searchInSessions(match: string, weight: string, sessionIds: readonly string[], limit: number): VisibleFirstHit[] | null {
+    const ids = [...new Set(sessionIds)].sort();
+    return this.firstPass(`sessions:${ids.length}:${digest(ids)}`, match, weight, limit, 'session_id IN (SELECT value FROM json_each(?))', [JSON.stringify(ids)]);
+  }
+
+  private firstPass(key: string, match: string, weight: string, limit: number, testSql: string, testParams: unknown[]): VisibleFirstHit[] | null {
+    const skip = this.backoff.get(key) ?? 0;
     if (skip > 0) {
-      if (skip === 1) this.backoff.delete(project);
-      else this.backoff.set(project, skip - 1);
+      if (skip === 1) this.backoff.delete(key);
+      else this.backoff.set(key, skip - 1);
       return null;
     }
     const kept = limit * VISIBLE_FIRST_FACTOR;
     const rank = this.statement(`SELECT rowid, bm25(events_fts, 1.0, ${weight}) AS score FROM events_fts WHERE events_fts MATCH ? ORDER BY score LIMIT ?`);
     const ranked = rank.all(match, kept) as Array<{ rowid: number; score: number }>;
-    const test = this.statement(`SELECT rowid, id FROM events WHERE rowid IN (SELECT value FROM json_each(?)) AND session_id IN (${visibleSql})`);
-    const visible = test.all(JSON.stringify(ranked.map((r) => r.rowid)), project, project) as Array<{ rowid: number; id: string }>;
+    const test = this.statement(`SELECT rowid, id FROM events WHERE rowid IN (SELECT value FROM json_each(?)) AND ${testSql}`);
+    const visible = test.all(JSON.stringify(ranked.map((r) => r.rowid)), ...testParams) as Array<{ rowid: number; id: string }>;
     const idOf = new Map(visible.map((r) => [r.rowid, r.id]));
     const hits: VisibleFirstHit[] = [];
     for (const r of ranked) {
@@ -58,7 +72,7 @@ export class Fts5VisibleFirst {
     }
     if (ranked.length < kept) return hits;
     if (this.backoff.size > 10_000) this.backoff.clear();
-    this.backoff.set(project, VISIBLE_FIRST_BACKOFF);
+    this.backoff.set(key, VISIBLE_FIRST_BACKOFF);
     return null;
   }
 
@@ -71,4 +85,14 @@ export class Fts5VisibleFirst {
     }
     return statement;
   }
+}
+
+/** FNV-1a of the ids: a short key for a list of sessions (the backoff's; a collision only shares a backoff). */
+function digest(ids: readonly string[]): string {
+  let h = 0x811c9dc5;
+  for (const id of ids) {
+    for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
+    h = Math.imul(h ^ 0x2c, 0x01000193);
+  }
+  return (h >>> 0).toString(16);
 }

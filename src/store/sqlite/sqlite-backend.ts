@@ -521,8 +521,14 @@ export class SqliteBackend implements StorageBackend {
       }
     }
     // An agent's search (its project's sessions, nothing else): rank the matches first, then test the best few.
+    // So is a hook's search of its project's earlier sessions (a list of sessions, nothing else).
     const onlyProject = where.length === 1 && f.visibleToProject !== undefined;
-    const first = onlyProject ? this.visibleFirst.search(match, weight, f.visibleToProject!, VISIBLE_SESSION_SQL, query.limit) : null;
+    const onlySessions = where.length === 1 && f.sessionIds !== undefined && f.sessionIds.length > 0;
+    const first = onlyProject
+      ? this.visibleFirst.search(match, weight, f.visibleToProject!, VISIBLE_SESSION_SQL, query.limit)
+      : onlySessions
+        ? this.visibleFirst.searchInSessions(match, weight, f.sessionIds!, query.limit)
+        : null;
     if (first) return first.map((r) => ({ eventId: r.id as EventId, relevance: -r.score }));
     const sql =
       where.length === 0
