@@ -42,6 +42,15 @@ export const TOKENS_PER_HIT = 25;
 const MAX_RECALL_K = 1000;
 /** Most characters of one hit's excerpt. */
 export const DEFAULT_EXCERPT_CHARS = 320;
+/**
+ * Share of the budget for hits quoted up to {@link DEFAULT_EXCERPT_CHARS}; past it, hits get a preview (progressive
+ * disclosure: the best evidence in full, then pointers with a gist that `engram show` opens). A line costs 25-100
+ * tokens quoted and about 35 as a preview, so the same budget names more of the evidence: in the carry-over dev
+ * loop (bench/carry-over-dev.ts) +3.0 points at 1K and +1.5 at 2K, on each of the 4 conversations at 1K.
+ */
+export const DEFAULT_FULL_SHARE = 0.5;
+/** Most characters of a preview (the hits past {@link DEFAULT_FULL_SHARE} of the budget). */
+export const DEFAULT_PREVIEW_CHARS = 80;
 /** Characters of the prompt repeated in the injection's header. */
 const PROMPT_HEAD_CHARS = 60;
 /** Longest prompt searched, in characters (a pasted log: its head says what it is about). */
@@ -67,6 +76,10 @@ export interface PromptRecallOptions {
   fillConfidence?: number;
   /** Most characters of one hit's excerpt. Default {@link DEFAULT_EXCERPT_CHARS}. */
   maxExcerptChars?: number;
+  /** Share of the budget the best hits fill quoted up to maxExcerptChars; the rest get previews. Default {@link DEFAULT_FULL_SHARE}. */
+  fullShare?: number;
+  /** Most characters of a preview. Default {@link DEFAULT_PREVIEW_CHARS}. */
+  previewChars?: number;
   /** Hits asked of recall: one per this many tokens of the budget (at least 12). Default {@link TOKENS_PER_HIT}. */
   tokensPerHit?: number;
   /** Events already given to this session as evidence: never injected again. */
@@ -163,10 +176,19 @@ export async function recallForPrompt(r: PromptRecallReaders, prompt: string, o:
   const chosen: Array<{ ts: string; id: string; line: string }> = [];
   const days = new Set<string>();
   const evidence: PromptEvidence[] = [];
+  // The best hits are quoted up to maxExcerptChars while they fit in the first fullShare of the budget; the rest
+  // get a preview, a pointer `engram show` opens: more of the evidence named for the same tokens.
+  const fullUntil = budget * (o.fullShare ?? DEFAULT_FULL_SHARE);
+  const previewChars = o.previewChars ?? DEFAULT_PREVIEW_CHARS;
   for (const s of scored) {
-    const line = renderEvidence(s.hit, s.event);
     const day = s.hit.ts.slice(0, 10);
-    const cost = r.tokenizer.count(line) + 1 + (days.has(day) ? 0 : r.tokenizer.count(dayLine(day)) + 1);
+    const dayCost = days.has(day) ? 0 : r.tokenizer.count(dayLine(day)) + 1;
+    let line = renderEvidence(s.hit, s.event);
+    let cost = r.tokenizer.count(line) + 1 + dayCost;
+    if (used + cost > fullUntil) {
+      line = renderEvidence(s.hit, s.event, previewChars);
+      cost = r.tokenizer.count(line) + 1 + dayCost;
+    }
     if (used + cost > budget) {
       fate(s.event.id, 'budget', s.confidence);
       continue;
@@ -275,10 +297,18 @@ function stemWord(word: string): string {
  * `- [evt_...] user: "<excerpt>"`, the excerpt on one line: the id says where it is (`engram show`), the speaker or
  * tool who said it; the day it was said is the line it is listed under ({@link dayLine}).
  */
-function renderEvidence(h: RecallHit, e: EventRecord): string {
+function renderEvidence(h: RecallHit, e: EventRecord, maxChars?: number): string {
   const who = typeof e.meta?.['speaker'] === 'string' ? e.meta['speaker'] : h.toolName ? `${h.kind} ${h.toolName}` : h.kind;
-  const excerpt = h.excerpt.replace(/\s+/g, ' ').trim();
+  const whole = h.excerpt.replace(/\s+/g, ' ').trim();
+  const excerpt = maxChars === undefined || whole.length <= maxChars ? whole : `${cutAtWord(whole.replace(/…$/, ''), maxChars)}…`;
   return `- [${h.eventId}] ${who}: ${JSON.stringify(excerpt)}`;
+}
+
+/** The head of `text` within `maxChars`, cut after a whole word when there is one. */
+function cutAtWord(text: string, maxChars: number): string {
+  const head = text.slice(0, maxChars);
+  const space = head.lastIndexOf(' ');
+  return (space > maxChars / 2 ? head.slice(0, space) : head).trimEnd();
 }
 
 /** The line a day's evidence is listed under. */

@@ -93,6 +93,30 @@ runStorageContract('carry-over', ({ createHarness }) => {
     expect(lines(await carry().promptSubmitted(fresh, 'why did the invoice export fail on the ledger batch?', { recallTokens: 200_000 }))).toBeGreaterThan(12);
   });
 
+  it('quotes the best hits in full within half the budget, then names more of them by a preview', async () => {
+    const filler = 'The rollout notes go on about dashboards, alert thresholds, paging rotations and the weekly review, at length. ';
+    await ctx.mem.append(
+      's-previews',
+      Array.from({ length: 24 }, (_, i) => ({ kind: 'user' as const, content: `Deploy ${i}: the canary deploy of the billing gateway stalled at step ${i}. ${filler.repeat(2)}` })),
+      { project: 'previews' },
+    );
+    const found = await ctx.mem.recallForPrompt('why did the canary deploy of the billing gateway stall?', { project: 'previews', sessionId: 's-g', budgetTokens: 800, explain: true });
+    expect(found.tokens).toBeLessThanOrEqual(800);
+    const excerpt = (text: string) => JSON.parse(text.slice(text.indexOf(': "') + 2)) as string;
+    const full = found.evidence.filter((e) => excerpt(e.text).length > 81);
+    const previews = found.evidence.filter((e) => excerpt(e.text).length <= 81);
+    expect(full.length).toBeGreaterThan(0);
+    expect(previews.length).toBeGreaterThan(0);
+    for (const p of previews) expect(excerpt(p.text)).toMatch(/…$/);
+    // Full quotes go to recall's best hits, previews to the ones after them.
+    const rank = new Map(found.trace!.map((t, i) => [t.eventId, i]));
+    expect(Math.max(...full.map((e) => rank.get(e.eventId)!))).toBeLessThan(Math.min(...previews.map((e) => rank.get(e.eventId)!)));
+    // The whole budget for full quotes (what is left after them still gets previews) names fewer hits.
+    const allFull = await ctx.mem.recallForPrompt('why did the canary deploy of the billing gateway stall?', { project: 'previews', sessionId: 's-g', budgetTokens: 800, fullShare: 1 });
+    expect(allFull.evidence.length).toBeLessThan(found.evidence.length);
+    expect(allFull.evidence.filter((e) => excerpt(e.text).length > 81).length).toBeGreaterThan(full.length);
+  });
+
   it('shows the chosen evidence in time order under one line per day', async () => {
     await ctx.mem.append(
       's-days',
