@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { evidenceConfidence, promptWords } from './prompt-recall.js';
+import { evidenceConfidence, promptWords, recallForPrompt, type PromptRecallReaders } from './prompt-recall.js';
 
 describe('prompt evidence confidence', () => {
   it('takes a date the prompt names out of its words and holds it by the event time', () => {
@@ -27,5 +27,17 @@ describe('prompt evidence confidence', () => {
     expect(evidenceConfidence(words, 'Melanie painted the lake.')).toBe(1);
     // melanie (2) of melanie (2), paint (1), lake (1).
     expect(evidenceConfidence(words, 'Melanie went camping.')).toBe(0.5);
+  });
+});
+
+describe('prompt evidence options', () => {
+  it('refuses a numeric option out of its range, naming it, before reading the store', async () => {
+    const untouched = new Proxy({}, { get: () => { throw new Error('the store was read'); } }) as PromptRecallReaders;
+    for (const [field, value] of [['fullShare', 1.5], ['previewChars', 5], ['budgetTokens', Number.NaN], ['fillConfidence', -0.1], ['tokensPerHit', 0], ['budgetTokens', 10.5]] as const) {
+      await expect(recallForPrompt(untouched, 'where is the pause button wired up?', { project: 'p', sessionId: 's', [field]: value })).rejects.toMatchObject({
+        code: 'INVALID_INPUT',
+        message: expect.stringContaining(`${field}:`),
+      });
+    }
   });
 });

@@ -11,6 +11,7 @@
  * never heard of her gets nothing, however many of its other words match.
  */
 import { stemmer } from 'stemmer';
+import { EngramError } from '../errors.js';
 import type { EventRecord } from '../model/event.js';
 import type { EventId } from '../model/ids.js';
 import type { Tokenizer } from '../providers/tokenizer.js';
@@ -122,6 +123,7 @@ const NOTHING: PromptRecall = { text: '', tokens: 0, evidence: [], considered: 0
 
 /** Searches the project's earlier sessions for `prompt` and returns what clears the floor, rendered within the budget. */
 export async function recallForPrompt(r: PromptRecallReaders, prompt: string, o: PromptRecallOptions): Promise<PromptRecall> {
+  checkOptions(o);
   const query = prompt.trim().slice(0, MAX_PROMPT_CHARS);
   const words = promptWords(query);
   if (words.content.length === 0) return NOTHING;
@@ -211,6 +213,26 @@ export async function recallForPrompt(r: PromptRecallReaders, prompt: string, o:
   }
   const text = [head, preface, ...lines, close].join('\n');
   return done({ text, tokens: r.tokenizer.count(text), evidence });
+}
+
+/** Refuses a numeric option out of its range, naming it (a NaN budget would inject nothing and say nothing). */
+function checkOptions(o: PromptRecallOptions): void {
+  const ranges: Array<[keyof PromptRecallOptions, number, number, boolean]> = [
+    ['budgetTokens', 0, Number.MAX_SAFE_INTEGER, true],
+    ['minConfidence', 0, 1, false],
+    ['fillConfidence', 0, 1, false],
+    ['maxExcerptChars', 20, 100_000, true],
+    ['fullShare', 0, 1, false],
+    ['previewChars', 20, 100_000, true],
+    ['tokensPerHit', 1, 100_000, false],
+  ];
+  for (const [field, min, max, integer] of ranges) {
+    const value = o[field];
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max || (integer && !Number.isInteger(value))) {
+      throw new EngramError('INVALID_INPUT', `${field}: ${String(value)} is not ${integer ? 'an integer' : 'a number'} from ${min} to ${max}`, { field });
+    }
+  }
 }
 
 /** The prompt's content words (stemmed) and, among them, its anchors; the absolute dates it names. */
