@@ -316,14 +316,16 @@ function stemWord(word: string): string {
 }
 
 /**
- * `- [evt_...] user: "<excerpt>"`, the excerpt on one line: the id says where it is (`engram show`), the speaker or
- * tool who said it; the day it was said is the line it is listed under ({@link dayLine}).
+ * `- [evt_...] user: "<excerpt>"`, the excerpt on one line (whitespace collapsed, quotes as written): the id says
+ * where it is (`engram show`), the speaker or tool who said it; the day it was said is the line it is listed under
+ * ({@link dayLine}).
  */
 function renderEvidence(h: RecallHit, e: EventRecord, maxChars?: number): string {
   const who = typeof e.meta?.['speaker'] === 'string' ? e.meta['speaker'] : h.toolName ? `${h.kind} ${h.toolName}` : h.kind;
   const whole = h.excerpt.replace(/\s+/g, ' ').trim();
   const excerpt = maxChars === undefined || whole.length <= maxChars ? whole : `${cutAtWord(whole.replace(/…$/, ''), maxChars)}…`;
-  return `- [${h.eventId}] ${who}: ${JSON.stringify(excerpt)}`;
+  // Quoted as written, not JSON-encoded: a tool call's stored JSON keeps its own escapes instead of doubling them.
+  return `- [${h.eventId}] ${who}: "${excerpt}"`;
 }
 
 /** The head of `text` within `maxChars`, cut after a whole word when there is one. */

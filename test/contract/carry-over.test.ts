@@ -102,7 +102,7 @@ runStorageContract('carry-over', ({ createHarness }) => {
     );
     const found = await ctx.mem.recallForPrompt('why did the canary deploy of the billing gateway stall?', { project: 'previews', sessionId: 's-g', budgetTokens: 800, explain: true });
     expect(found.tokens).toBeLessThanOrEqual(800);
-    const excerpt = (text: string) => JSON.parse(text.slice(text.indexOf(': "') + 2)) as string;
+    const excerpt = (text: string) => text.slice(text.indexOf(': "') + 3, -1);
     const full = found.evidence.filter((e) => excerpt(e.text).length > 81);
     const previews = found.evidence.filter((e) => excerpt(e.text).length <= 81);
     expect(full.length).toBeGreaterThan(0);
