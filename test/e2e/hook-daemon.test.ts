@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -44,6 +44,19 @@ function hook(event: string, input: Record<string, unknown>, env: Record<string,
   const r = spawnSync('sh', ['-c', command], { cwd: project, env: cliEnv({ HOME: home, ...env }), input: JSON.stringify({ hook_event_name: event, cwd: project, ...input }), encoding: 'utf8' });
   const out = r.stdout.trim();
   return { code: r.status, context: out === '' ? undefined : (JSON.parse(out) as { hookSpecificOutput: { additionalContext: string } }).hookSpecificOutput.additionalContext, stderr: r.stderr };
+}
+
+/** {@link hook}, without waiting: several hooks at once, as parallel sessions of a host send them. */
+function hookAsync(event: string, input: Record<string, unknown>): Promise<{ code: number | null; stderr: string }> {
+  const command = settings[event]![0]!.hooks[0]!.command;
+  return new Promise((done) => {
+    const child = spawn('sh', ['-c', command], { cwd: project, env: cliEnv({ HOME: home }) });
+    let stderr = '';
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString('utf8')));
+    child.stdout.resume();
+    child.on('close', (code) => done({ code, stderr }));
+    child.stdin.end(JSON.stringify({ hook_event_name: event, cwd: project, ...input }));
+  });
 }
 
 /** `engram hooks daemon <args> --db <db> --json`, as the hooks' environment would run it. */
@@ -93,6 +106,29 @@ describe('the resident hook process', { timeout: 180_000 }, () => {
     store.close();
     const pids = metas.flatMap((m) => (JSON.parse(m.meta ?? '{}') as { hostPids?: number[] }).hostPids ?? []);
     expect(pids).toContain(process.pid);
+  });
+
+  it('answers hooks of several sessions arriving at once, each importing its transcript, all stored', async () => {
+    await waitFor(true);
+    const before = daemon(['--status']).served!;
+    const sessions = Array.from({ length: 6 }, (_, i) => `cccccccc-1111-4111-8111-00000000000${i}`);
+    const runs = sessions.flatMap((id) => {
+      const transcript = join(dir, `${id}.jsonl`);
+      writeFileSync(transcript, readFileSync(FIXTURE, 'utf8'));
+      return [
+        hookAsync('Stop', { session_id: id, transcript_path: transcript, stop_hook_active: false }),
+        hookAsync('UserPromptSubmit', { session_id: id, transcript_path: transcript, prompt: PROMPT }),
+      ];
+    });
+    for (const r of await Promise.all(runs)) expect(r.code, r.stderr).toBe(0);
+    expect(daemon(['--status']).served).toBe(before + runs.length);
+    const store = new Database(db, { readonly: true });
+    const count = store.prepare('SELECT count(*) FROM events WHERE session_id = ?').pluck();
+    const stored = sessions.map((id) => count.get(id) as number);
+    store.close();
+    // Every session holds the whole transcript (the fixture's events), whichever of its two hooks imported it.
+    expect(new Set(stored).size).toBe(1);
+    expect(stored[0]).toBeGreaterThan(10);
   });
 
   it('fails a bad hook input as a hook in its own process does: exit 1, never 2, the field named', () => {

@@ -4,8 +4,12 @@ import { connectTo, receive, send, type DaemonRequest, type DaemonStatus, type R
 
 /**
  * The resident hook process (address.ts): listens on its Unix socket and runs each hook call it is handed, with the
- * store opened once. Calls run concurrently, as separate hook processes would (the engine serves concurrent callers,
- * as `engram serve` does). It ends when idle for its idle time, when asked (`engram hooks daemon --stop`), on
+ * store opened once. Calls run one at a time, in the order they arrive: a hook imports its transcript in one
+ * transaction on a connection of its own, across file reads, and a second call's write on the store's connection
+ * would wait for that lock in SQLite's busy handler, which sleeps on this process's only thread, so the import could
+ * not finish and the write failed after the busy timeout ("the store is locked", 1 hook in about 2,300 of the
+ * carry-over bench's replay, two sessions at a time). Separate hook processes wait for each other's locks without
+ * that; here a call waits for the one before it, typically tens of milliseconds. It ends when idle for its idle time, when asked (`engram hooks daemon --stop`), on
  * SIGTERM/SIGINT, when its SQLite file is removed or replaced (it would otherwise write to a file nobody reads), when
  * its code is rebuilt or upgraded, or when its socket is removed or taken over.
  */
@@ -34,6 +38,8 @@ export class HookDaemon {
   private served = 0;
   private active = 0;
   private lastActivity = Date.now();
+  /** The calls accepted so far, run one after another (see above). */
+  private queue: Promise<unknown> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
   private readonly startedAt = new Date().toISOString();
   private ended!: () => void;
@@ -141,7 +147,7 @@ export class HookDaemon {
     }
     this.active++;
     try {
-      const result = await this.o.run(request);
+      const result = await this.inTurn(() => this.o.run(request));
       const answer: RunResponse = { op: 'done', ...result };
       send(socket, answer);
     } catch (err) {
@@ -153,6 +159,13 @@ export class HookDaemon {
       this.lastActivity = Date.now();
       socket.end();
     }
+  }
+
+  /** Runs `call` once the calls accepted before it have finished (whether they succeeded or not). */
+  private inTurn<T>(call: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(call, call);
+    this.queue = run.catch(() => undefined);
+    return run;
   }
 }
 

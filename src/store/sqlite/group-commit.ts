@@ -29,6 +29,12 @@ export class GroupCommit {
     private readonly db: Db,
     /** Most writes in one transaction; the rest go in the next. */
     private readonly maxBatch = 64,
+    /**
+     * While this returns a promise, the next batch waits for it: the owner's transaction on another connection of
+     * this process holds the write lock, and this batch's BEGIN would wait for it in SQLite's busy handler, which
+     * sleeps on the only thread that transaction can finish on.
+     */
+    private readonly heldBy: () => Promise<unknown> | null = () => null,
   ) {}
 
   /** Runs `write` (synchronous SQLite work) in the next group transaction; resolves with its result once committed. */
@@ -52,7 +58,16 @@ export class GroupCommit {
     while (this.queue.length > 0) this.flushBatch();
   }
 
-  private flushScheduled(): void {
+  private flushScheduled(afterHold = false): void {
+    const hold = afterHold ? null : this.heldBy();
+    if (hold) {
+      // Still scheduled: the batch runs once the hold settles (submit does not schedule it twice), held once only.
+      void hold.then(
+        () => this.flushScheduled(true),
+        () => this.flushScheduled(true),
+      );
+      return;
+    }
     this.isScheduled = false;
     this.flushBatch();
     if (this.queue.length > 0) {

@@ -132,6 +132,8 @@ export class SqliteBackend implements StorageBackend {
   private isTransactionView = false;
   /** Settles when the last queued withTransaction of this backend has. */
   private transactionTail: Promise<void> = Promise.resolve();
+  /** This backend's withTransaction calls queued or running (each on its own connection). */
+  private openTransactions = 0;
 
   private constructor(
     private readonly db: Db,
@@ -160,7 +162,20 @@ export class SqliteBackend implements StorageBackend {
     this.summaries = new SqliteSummaries(db);
     this.artifactTiers = new SqliteArtifactTiers(db, path);
     this.purger = new SqlitePurge(db);
-    this.groupCommit = new GroupCommit(db);
+    // Appends on this connection wait (on the event loop, not in SQLite's busy handler) while a transaction of this
+    // backend runs on its own connection, at most the busy timeout: an import across file reads would otherwise
+    // hold the lock an append sleeps for, and the append failed ("the store is locked").
+    this.groupCommit = new GroupCommit(db, undefined, () => (this.openTransactions > 0 ? this.transactionHold() : null));
+  }
+
+  /** The queued transactions' end, or the busy timeout's, whichever comes first. */
+  private transactionHold(): Promise<unknown> {
+    const timeoutMs = Number(this.db.pragma('busy_timeout', { simple: true })) || 0;
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<void>((done) => {
+      timer = setTimeout(done, timeoutMs);
+    });
+    return Promise.race([this.transactionTail, expired]).finally(() => clearTimeout(timer));
   }
 
   static open(path: string, options: SqliteBackendOptions = {}): SqliteBackend {
@@ -278,7 +293,10 @@ export class SqliteBackend implements StorageBackend {
     if (this.isTransactionView) return fn(this);
     // One at a time per backend: a second transaction's BEGIN would wait for the first one's lock in
     // SQLite's busy handler, which sleeps on the event loop's only thread, so the first could not finish.
-    const run = this.transactionTail.then(() => this.runTransaction(fn));
+    this.openTransactions++;
+    const run = this.transactionTail.then(() => this.runTransaction(fn)).finally(() => {
+      this.openTransactions--;
+    });
     this.transactionTail = run.then(
       () => undefined,
       () => undefined,
