@@ -9,9 +9,11 @@ import { connectTo, receive, send, type DaemonRequest, type DaemonStatus, type R
  * would wait for that lock in SQLite's busy handler, which sleeps on this process's only thread, so the import could
  * not finish and the write failed after the busy timeout ("the store is locked", 1 hook in about 2,300 of the
  * carry-over bench's replay, two sessions at a time). Separate hook processes wait for each other's locks without
- * that; here a call waits for the one before it, typically tens of milliseconds. It ends when idle for its idle time, when asked (`engram hooks daemon --stop`), on
- * SIGTERM/SIGINT, when its SQLite file is removed or replaced (it would otherwise write to a file nobody reads), when
- * its code is rebuilt or upgraded, or when its socket is removed or taken over.
+ * that; here a call waits for the one before it, typically tens of milliseconds.
+ *
+ * It ends when idle for its idle time, when asked (`engram hooks daemon --stop`), on SIGTERM/SIGINT, when its SQLite
+ * file is removed or replaced (it would otherwise write to a file nobody reads), when its code is rebuilt or
+ * upgraded, or when its socket is removed or taken over.
  */
 
 export interface HookDaemonOptions {

@@ -47,6 +47,11 @@ export class Fts5VisibleFirst {
    */
   searchInSessions(match: string, weight: string, sessionIds: readonly string[], limit: number): VisibleFirstHit[] | null {
     const ids = [...new Set(sessionIds)].sort();
+    // Only when the sessions hold at least 1 / VISIBLE_FIRST_FACTOR of the events: then the rows ranked first are
+    // expected to hold `limit` of theirs. A search of a few sessions of a large store goes to the join at once.
+    const held = this.statement('SELECT coalesce(sum(event_count), 0) FROM sessions WHERE id IN (SELECT value FROM json_each(?))').pluck().get(JSON.stringify(ids)) as number;
+    const stored = (this.statement('SELECT coalesce(max(rowid), 0) FROM events').pluck().get() as number) || 0;
+    if (held * VISIBLE_FIRST_FACTOR < stored) return null;
     return this.firstPass(`sessions:${ids.length}:${digest(ids)}`, match, weight, limit, 'session_id IN (SELECT value FROM json_each(?))', [JSON.stringify(ids)]);
   }
 
