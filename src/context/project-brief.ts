@@ -13,7 +13,7 @@ import type { SummaryRecord } from '../model/summary.js';
 import type { TaskStateVersion } from '../model/task-state.js';
 import type { Tokenizer } from '../providers/tokenizer.js';
 import type { StorageBackend } from '../store/backend.js';
-import { BRIEF_HEADER } from '../memory/derived-events.js';
+import { BRIEF_HEADER, defuseFrameTags } from '../memory/derived-events.js';
 
 /** Default budget of a brief, in tokens: about a screen, small beside a 200K window and cheap when cached. */
 export const DEFAULT_BRIEF_TOKENS = 1200;
@@ -104,7 +104,8 @@ export async function buildProjectBrief(r: BriefReaders, o: BriefOptions): Promi
   const kept: Candidate[] = [];
   // Stable: by tier, then section, then position; a line that does not fit is passed over and smaller ones still fill.
   const ranked = [...candidates].sort((a, b) => a.tier - b.tier || SECTION_ORDER.indexOf(a.section) - SECTION_ORDER.indexOf(b.section) || a.order - b.order);
-  for (const c of ranked) {
+  for (const quoted of ranked) {
+    const c = { ...quoted, text: defuseFrameTags(quoted.text) };
     const cost = r.tokenizer.count(c.text) + 1;
     if (used + cost > budget) continue;
     // A session's body lines only with its heading.

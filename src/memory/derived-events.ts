@@ -20,6 +20,15 @@ export const BRIEF_HEADER = '<engram-brief';
 /** First line of the evidence injected at a prompt (memory/prompt-recall.ts renders it). */
 export const PROMPT_RECALL_HEADER = '<engram-recall';
 
+/**
+ * Stored text quoted inside an injection's frame, with Engram's frame tags in it defused (`</engram-recall>` becomes
+ * `<\/engram-recall>`, `<engram-brief` becomes `<\engram-brief`): a stored event (a pasted log, a web page, an
+ * attacker's text) can neither close the frame it is quoted in nor open one that reads as Engram's own.
+ */
+export function defuseFrameTags(text: string): string {
+  return text.replace(/<(\/?)(engram-)/gi, '<\\$1$2');
+}
+
 /** Engram MCP tools whose results quote stored content (a card, an expansion, recalled evidence). */
 const CONTENT_TOOLS = new Set(['recall', 'expand', 'get_task_state', 'recall_tree', 'recall_summaries', 'expand_entity', 'impact', 'context']);
 /** `mcp__engram__recall`, `engram__recall`, `engram.recall`, `engram/recall`. */

@@ -17,7 +17,7 @@ import type { EventId } from '../model/ids.js';
 import type { Tokenizer } from '../providers/tokenizer.js';
 import type { StorageBackend } from '../store/backend.js';
 import { dateExpressions, inDateRanges, type DateRange } from './date-expressions.js';
-import { isDerivedEvent, PROMPT_RECALL_HEADER } from './derived-events.js';
+import { defuseFrameTags, isDerivedEvent, PROMPT_RECALL_HEADER } from './derived-events.js';
 import { maskPrivate } from './private-spans.js';
 import { isIdentifierLike, STOP_WORDS } from './query-terms.js';
 import type { RecallHit, RecallOptions, RecallResult } from './recall.js';
@@ -322,7 +322,7 @@ function stemWord(word: string): string {
  */
 function renderEvidence(h: RecallHit, e: EventRecord, maxChars?: number): string {
   const who = typeof e.meta?.['speaker'] === 'string' ? e.meta['speaker'] : h.toolName ? `${h.kind} ${h.toolName}` : h.kind;
-  const whole = h.excerpt.replace(/\s+/g, ' ').trim();
+  const whole = defuseFrameTags(h.excerpt.replace(/\s+/g, ' ').trim());
   const excerpt = maxChars === undefined || whole.length <= maxChars ? whole : `${cutAtWord(whole.replace(/…$/, ''), maxChars)}…`;
   // Quoted as written, not JSON-encoded: a tool call's stored JSON keeps its own escapes instead of doubling them.
   return `- [${h.eventId}] ${who}: "${excerpt}"`;
