@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
 
 /** Rows the first pass ranks, per row asked for: a project that sees most of the store keeps most of them. */
@@ -46,13 +47,15 @@ export class Fts5VisibleFirst {
    * of the store, less the session asking): the top `limit` rows of those sessions, best first, or null.
    */
   searchInSessions(match: string, weight: string, sessionIds: readonly string[], limit: number): VisibleFirstHit[] | null {
-    const ids = [...new Set(sessionIds)].sort();
+    const ids = JSON.stringify([...new Set(sessionIds)].sort());
     // Only when the sessions hold at least 1 / VISIBLE_FIRST_FACTOR of the events: then the rows ranked first are
     // expected to hold `limit` of theirs. A search of a few sessions of a large store goes to the join at once.
-    const held = this.statement('SELECT coalesce(sum(event_count), 0) FROM sessions WHERE id IN (SELECT value FROM json_each(?))').pluck().get(JSON.stringify(ids)) as number;
+    const held = this.statement('SELECT coalesce(sum(event_count), 0) FROM sessions WHERE id IN (SELECT value FROM json_each(?))').pluck().get(ids) as number;
     const stored = (this.statement('SELECT coalesce(max(rowid), 0) FROM events').pluck().get() as number) || 0;
     if (held * VISIBLE_FIRST_FACTOR < stored) return null;
-    return this.firstPass(`sessions:${ids.length}:${digest(ids)}`, match, weight, limit, 'session_id IN (SELECT value FROM json_each(?))', [JSON.stringify(ids)]);
+    // The backoff's key: a digest, not the list (up to 500 ids, and up to 10,000 keys kept).
+    const key = `sessions:${createHash('sha1').update(ids).digest('base64')}`;
+    return this.firstPass(key, match, weight, limit, 'session_id IN (SELECT value FROM json_each(?))', [ids]);
   }
 
   private firstPass(key: string, match: string, weight: string, limit: number, testSql: string, testParams: unknown[]): VisibleFirstHit[] | null {
@@ -90,14 +93,4 @@ export class Fts5VisibleFirst {
     }
     return statement;
   }
-}
-
-/** FNV-1a of the ids: a short key for a list of sessions (the backoff's; a collision only shares a backoff). */
-function digest(ids: readonly string[]): string {
-  let h = 0x811c9dc5;
-  for (const id of ids) {
-    for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
-    h = Math.imul(h ^ 0x2c, 0x01000193);
-  }
-  return (h >>> 0).toString(16);
 }

@@ -19,7 +19,7 @@ describe('appends beside a transaction of the same process', () => {
     dir = mkdtempSync(join(tmpdir(), 'engram-tx-appends-'));
     // A short busy timeout: an append that waited in SQLite's busy handler (the bug) sleeps the thread the import
     // needs for all of it, then fails, however short the import.
-    mem = await openEngram({ backend: SqliteBackend.open(join(dir, 'engram.db'), { busyTimeoutMs: 400 }) });
+    mem = await openEngram({ backend: SqliteBackend.open(join(dir, 'engram.db'), { busyTimeoutMs: 2000 }) });
     const m = mem;
     await m.append('other', [{ kind: 'user', content: 'first of the other session' }]);
     let releaseImport!: () => void;
