@@ -21,6 +21,8 @@ let home: string;
 let project: string;
 let db: string;
 let settings: Record<string, Array<{ hooks: Array<{ command: string }> }>>;
+/** The test fixtures turn the resident process off (test/fixtures/cli.ts); here it is on, as a user has it. */
+const ON = { ENGRAM_HOOK_DAEMON: 'on' };
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'engram-daemon-'));
@@ -41,7 +43,7 @@ afterAll(() => {
 /** Runs the installed command of a hook event as Claude Code does. */
 function hook(event: string, input: Record<string, unknown>, env: Record<string, string> = {}): { code: number | null; context: string | undefined; stderr: string } {
   const command = settings[event]![0]!.hooks[0]!.command;
-  const r = spawnSync('sh', ['-c', command], { cwd: project, env: cliEnv({ HOME: home, ...env }), input: JSON.stringify({ hook_event_name: event, cwd: project, ...input }), encoding: 'utf8' });
+  const r = spawnSync('sh', ['-c', command], { cwd: project, env: cliEnv({ HOME: home, ...ON, ...env }), input: JSON.stringify({ hook_event_name: event, cwd: project, ...input }), encoding: 'utf8' });
   const out = r.stdout.trim();
   return { code: r.status, context: out === '' ? undefined : (JSON.parse(out) as { hookSpecificOutput: { additionalContext: string } }).hookSpecificOutput.additionalContext, stderr: r.stderr };
 }
@@ -50,7 +52,7 @@ function hook(event: string, input: Record<string, unknown>, env: Record<string,
 function hookAsync(event: string, input: Record<string, unknown>): Promise<{ code: number | null; stderr: string }> {
   const command = settings[event]![0]!.hooks[0]!.command;
   return new Promise((done) => {
-    const child = spawn('sh', ['-c', command], { cwd: project, env: cliEnv({ HOME: home }) });
+    const child = spawn('sh', ['-c', command], { cwd: project, env: cliEnv({ HOME: home, ...ON }) });
     let stderr = '';
     child.stderr.on('data', (b: Buffer) => (stderr += b.toString('utf8')));
     child.stdout.resume();
@@ -61,7 +63,7 @@ function hookAsync(event: string, input: Record<string, unknown>): Promise<{ cod
 
 /** `engram hooks daemon <args> --db <db> --json`, as the hooks' environment would run it. */
 function daemon(args: string[]): { running: boolean; served?: number; pid?: number; socket: string } {
-  const r = runEngram(['hooks', 'daemon', ...args, '--db', db, '--json'], { cwd: project, env: { HOME: home } });
+  const r = runEngram(['hooks', 'daemon', ...args, '--db', db, '--json'], { cwd: project, env: { HOME: home, ...ON } });
   expect(r.code, r.stderr).toBe(0);
   return JSON.parse(r.stdout);
 }
