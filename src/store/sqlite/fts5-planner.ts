@@ -20,8 +20,11 @@ const DF_CACHE_TTL_MS = 60_000;
 export interface Fts5Plan {
   match: string;
   estimate: number;
-  /** Each term compiled, its frequency, its text and whether it is one of the rare terms that decide the matches. */
-  terms: Array<{ match: string; df: number; text: string; isRare: boolean }>;
+  /**
+   * Each term compiled, its frequency, its text, whether it is one of the rare terms that decide the matches, and
+   * whether it is pinned there (a prefix term or a phrase of several tokens: its frequency is not its rows').
+   */
+  terms: Array<{ match: string; df: number; text: string; isRare: boolean; isPinned: boolean }>;
   allMatch: string;
   /** A rare term is a phrase of several tokens (an identifier such as `src/db/pool.ts:42`, a quoted phrase). */
   hasPhrase: boolean;
@@ -69,7 +72,7 @@ export class Fts5Planner {
     const rare: TermPlan[] = [];
     let scored = 0;
     for (const p of byRarity) {
-      const isPinned = p.term.isPrefix === true || tokenize(p.term.text).length > 1;
+      const isPinned = isPinnedTerm(p.term);
       // A term no row holds selects nothing: it cannot stand in for the "at least one" selecting term, or the
       // query would match nothing at all (a word absent from the store beside common ones).
       if (!rare.some((r) => r.df > 0) || isPinned || scored + p.df <= MAX_SCORED_ROWS) {
@@ -83,7 +86,7 @@ export class Fts5Planner {
     return {
       match,
       estimate: rare.reduce((sum, p) => sum + p.df, 0),
-      terms: planned.map((p) => ({ match: compileTerm(p.term), df: p.df, text: p.term.text, isRare: rare.includes(p) })),
+      terms: planned.map((p) => ({ match: compileTerm(p.term), df: p.df, text: p.term.text, isRare: rare.includes(p), isPinned: isPinnedTerm(p.term) })),
       allMatch: planned.map((p) => compileTerm(p.term)).join(' AND '),
       hasPhrase: rare.some((p) => tokenize(p.term.text).length > 1),
     };
@@ -120,6 +123,11 @@ export function tokenize(text: string): string[] {
     .split(/[^\p{L}\p{N}]+/u)
     .filter(Boolean)
     .map((w) => stemmer(w));
+}
+
+/** A prefix term or a phrase of several tokens: always among the rare terms, whatever its estimated frequency. */
+function isPinnedTerm(term: SearchTerm): boolean {
+  return term.isPrefix === true || tokenize(term.text).length > 1;
 }
 
 function compileTerm(term: SearchTerm): string {

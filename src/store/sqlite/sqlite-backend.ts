@@ -58,6 +58,7 @@ import type { Checkpointer } from './checkpointer.js';
 import { Fts5Planner } from './fts5-planner.js';
 import { BOUND_ABOVE_ROWS, BOUND_PHRASE_ABOVE_ROWS, Fts5BoundedSearch } from './fts5-bounded.js';
 import { Fts5VisibleFirst } from './fts5-visible-first.js';
+import { Fts5RareFirst } from './fts5-rare-first.js';
 import { LatestOfKind, LATEST_OF_KIND_FIELDS } from './latest-of-kind.js';
 import { searchWithIdentifiers } from './fts5-identifier-search.js';
 import { MAX_IDENTIFIER_TAIL_EVENTS } from '../identifier-grams.js';
@@ -110,6 +111,7 @@ export class SqliteBackend implements StorageBackend {
   private readonly planner: Fts5Planner;
   private readonly bounded: Fts5BoundedSearch;
   private readonly visibleFirst: Fts5VisibleFirst;
+  private readonly rareFirst: Fts5RareFirst;
   private readonly latestOfKind: LatestOfKind;
   private readonly identifiers: SqliteIdentifierIndex;
   /** This connection's appends past the identifier watermark, with their index text (sqlite-appended-tail.ts). */
@@ -151,6 +153,7 @@ export class SqliteBackend implements StorageBackend {
     this.planner = new Fts5Planner(db);
     this.bounded = new Fts5BoundedSearch(db);
     this.visibleFirst = new Fts5VisibleFirst(db);
+    this.rareFirst = new Fts5RareFirst(db);
     this.latestOfKind = new LatestOfKind(db);
     this.identifiers = new SqliteIdentifierIndex(db);
     this.appendedTail = new AppendedTail(db);
@@ -542,12 +545,6 @@ export class SqliteBackend implements StorageBackend {
     // So is a hook's search of its project's earlier sessions (a list of sessions, nothing else).
     const onlyProject = where.length === 1 && f.visibleToProject !== undefined;
     const onlySessions = where.length === 1 && f.sessionIds !== undefined && f.sessionIds.length > 0;
-    const first = onlyProject
-      ? this.visibleFirst.search(match, weight, f.visibleToProject!, VISIBLE_SESSION_SQL, query.limit)
-      : onlySessions
-        ? this.visibleFirst.searchInSessions(match, weight, f.sessionIds!, query.limit)
-        : null;
-    if (first) return first.map((r) => ({ eventId: r.id as EventId, relevance: -r.score }));
     const sql =
       where.length === 0
         ? `SELECT e.id AS id, f.score AS score FROM
@@ -557,10 +554,24 @@ export class SqliteBackend implements StorageBackend {
            FROM events_fts JOIN events e ON e.rowid = events_fts.rowid
            WHERE events_fts MATCH ? AND ${where.join(' AND ')}
            ORDER BY score LIMIT ?`;
-    const args = where.length === 0 ? [match, query.limit] : [match, ...params, query.limit];
+    const ranked = (m: string): Array<{ id: string; score: number }> => {
+      const first = onlyProject
+        ? this.visibleFirst.search(m, weight, f.visibleToProject!, VISIBLE_SESSION_SQL, query.limit)
+        : onlySessions
+          ? this.visibleFirst.searchInSessions(m, weight, f.sessionIds!, query.limit)
+          : null;
+      return first ?? (this.db.prepare(sql).all(...(where.length === 0 ? [m, query.limit] : [m, ...params, query.limit])) as Array<{ id: string; score: number }>);
+    };
     try {
-      const rows = this.db.prepare(sql).all(...args) as Array<{ id: string; score: number }>;
-      return rows.map((r) => ({ eventId: r.id as EventId, relevance: -r.score }));
+      // The rows holding the rarest terms first: the plan's answer when their last row outscores any other row.
+      const attempt = this.rareFirst.attempt(plan, query.limit);
+      if (attempt !== null) {
+        const rows = ranked(attempt.match);
+        if (rows.length >= query.limit && -rows[query.limit - 1]!.score > attempt.bound) {
+          return rows.slice(0, query.limit).map((r) => ({ eventId: r.id as EventId, relevance: -r.score / attempt.scale }));
+        }
+      }
+      return ranked(match).map((r) => ({ eventId: r.id as EventId, relevance: -r.score }));
     } catch (err) {
       throw translateSqliteError(err, 'full-text search failed');
     }
