@@ -35,9 +35,11 @@ beforeAll(() => {
   expect(install.code, install.stderr).toBe(0);
   settings = JSON.parse(readFileSync(join(home, '.claude', 'settings.json'), 'utf8')).hooks;
 });
-afterAll(() => {
+afterAll(async () => {
+  // Gone before its folder is removed: a process still closing its store would write into it.
   daemon(['--stop']);
-  rmSync(dir, { recursive: true, force: true });
+  await waitFor(false);
+  rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
 });
 
 /** Runs the installed command of a hook event as Claude Code does. */
