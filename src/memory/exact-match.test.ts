@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { exactMatch, exactNeedles, occursAsToken } from './exact-match.js';
 import { parseQuery } from './query-terms.js';
+import { Prng } from '../util/prng.js';
 
 const isExact = (query: string, ...parts: string[]): boolean => exactMatch(exactNeedles(query, parseQuery(query)), parts).isExactMatch;
 
@@ -68,5 +69,36 @@ describe('exactMatch', () => {
     const needles = exactNeedles('ECONNREFUSED pool.ts', parseQuery('ECONNREFUSED pool.ts'));
     expect(exactMatch(needles, ['connect ECONNREFUSED'])).toEqual({ isExactMatch: false, identifiersPresent: 1 });
     expect(exactMatch(needles, ['no such thing'])).toEqual({ isExactMatch: false, identifiersPresent: 0 });
+  });
+});
+
+describe('exactMatch on whitespace runs', () => {
+  /** The check as it was: every whitespace run of the text made one space first, then searched. */
+  function reference(query: string, parts: string[]): { isExactMatch: boolean; identifiersPresent: number } {
+    const needles = exactNeedles(query, parseQuery(query));
+    const lowered = parts.filter((p) => p.length > 0).map((p) => p.toLowerCase());
+    const spaced = /\s/.test(needles.query) ? lowered.map((p) => p.replace(/\s+/g, ' ')) : lowered;
+    const identifiersPresent = needles.identifiers.filter((id) => (/\s/.test(id) ? spaced : lowered).some((p) => occursAsToken(p, id))).length;
+    const queryOccurs = needles.query.length > 0 && spaced.some((p) => occursAsToken(p, needles.query));
+    return { isExactMatch: queryOccurs || (needles.identifiers.length > 0 && identifiersPresent === needles.identifiers.length), identifiersPresent };
+  }
+
+  it('answers as if the runs were made single spaces first, on random texts around the query', () => {
+    const prng = new Prng(5);
+    const pieces = ['retry', 'Retry', 'pool.ts', 'src/db/pool.ts:42', '--force', 'force-with', '10.0.4', '.1', '2', 'x', '(', ')', '"', 'a+b', '[id]', 'é', '-'];
+    const gaps = [' ', '  ', '\n', '\t \n', '', '.', '-', '\u00a0'];
+    let exact = 0;
+    for (let i = 0; i < 3000; i++) {
+      const words = Array.from({ length: prng.int(1, 3) }, () => prng.pick(pieces));
+      const query = prng.chance(0.3) ? `"${words.join(' ')}"` : words.join(prng.pick([' ', '  ']));
+      const text = Array.from({ length: prng.int(2, 12) }, () => prng.pick(pieces) + prng.pick(gaps)).join('');
+      const parts = [text, prng.chance(0.2) ? prng.pick(pieces) : ''];
+      const got = exactMatch(exactNeedles(query, parseQuery(query)), parts);
+      expect(got, JSON.stringify({ query, parts })).toEqual(reference(query, parts));
+      if (got.isExactMatch) exact++;
+    }
+    // Both answers occur often enough for the comparison to mean something.
+    expect(exact).toBeGreaterThan(150);
+    expect(exact).toBeLessThan(2850);
   });
 });
