@@ -39,3 +39,16 @@ describe('cutExcerpt', () => {
     expect(excerpt.endsWith('…')).toBe(true);
   });
 });
+
+describe('cutExcerpt keeps the hits it chose whole', () => {
+  it('does not cut through an identifier at the end of the window when the window began early', () => {
+    const id = 'needle-11-33-71a49405';
+    // "33" 465 characters before the identifier: the window ending at the identifier's last part ("71a49") holds
+    // both, and starting 120 characters before "33" its 600 characters end inside the identifier.
+    const text = `${'a'.repeat(114)} 33 ${'b '.repeat(231)}${id}\n${'tail '.repeat(30)}`;
+    expect(text.indexOf(id) - text.indexOf('33')).toBe(465);
+    const excerpt = cutExcerpt(text, [id], [id], { maxChars: 600 });
+    expect(excerpt).toContain(id);
+    expect(excerpt.replace(/…/g, '').length).toBeLessThanOrEqual(600);
+  });
+});

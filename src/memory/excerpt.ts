@@ -48,7 +48,7 @@ export function cutExcerpt(text: string, needles: readonly string[], identifiers
   hits.sort((a, b) => a.pos - b.pos);
 
   // Sliding window over the hits: maximise the summed weight of distinct needles inside maxChars.
-  let best = { score: -1, start: hits[0]!.pos };
+  let best = { score: -1, left: 0, right: 0 };
   const counts = new Map<number, number>();
   let score = 0;
   let left = 0;
@@ -64,12 +64,18 @@ export function cutExcerpt(text: string, needles: readonly string[], identifiers
       if (lc === 0) score -= l.weight;
       left++;
     }
-    if (score > best.score) best = { score, start: hits[left]!.pos };
+    if (score > best.score) best = { score, left, right };
   }
+  const first = hits[best.left]!.pos;
   // Start a little before the first hit, at a line start if one is near.
-  let start = Math.max(0, best.start - Math.floor(maxChars * 0.2));
-  const lineStart = text.lastIndexOf('\n', best.start);
+  let start = Math.max(0, first - Math.floor(maxChars * 0.2));
+  const lineStart = text.lastIndexOf('\n', first);
   if (lineStart >= start) start = lineStart + 1;
+  // Every hit of the window whole: an identifier at its end was cut through ("needle-11-33-71a…") when the window
+  // began early. Later start, never past the first hit.
+  let end = 0;
+  for (let i = best.left; i <= best.right; i++) end = Math.max(end, hits[i]!.pos + list[hits[i]!.needle]!.text.length);
+  if (end - start > maxChars) start = Math.min(first, end - maxChars);
   return clip(text, start, maxChars);
 }
 
