@@ -44,6 +44,8 @@ export class Fts5DfMemo {
   private memo: MemoRecord | undefined;
   private isLoaded = false;
   private isDirty = false;
+  /** FTS5's row count at the last {@link refresh}. */
+  private rowsAtRefresh = 0;
 
   constructor(private readonly db: Database.Database) {
     this.totalsStmt = db.prepare('SELECT block FROM events_fts_data WHERE id = 1');
@@ -57,6 +59,7 @@ export class Fts5DfMemo {
   /** Checks the memo against FTS5's current totals (loading it from the store the first time); call before a plan's lookups. */
   refresh(): void {
     const totals = this.totals();
+    this.rowsAtRefresh = totals[0] ?? 0;
     const rewrites = this.rewrites();
     if (!this.isLoaded) {
       this.isLoaded = true;
@@ -67,6 +70,11 @@ export class Fts5DfMemo {
       this.isDirty = false;
     }
     this.memo ??= { totals, rewrites, df: {} };
+  }
+
+  /** The index's row count (the one FTS5's bm25 uses) as read by the last {@link refresh}. */
+  rows(): number {
+    return this.rowsAtRefresh;
   }
 
   /** The remembered frequency of a token (a stemmed index term), if any. */

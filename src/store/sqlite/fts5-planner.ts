@@ -28,6 +28,8 @@ export interface Fts5Plan {
   allMatch: string;
   /** A rare term is a phrase of several tokens (an identifier such as `src/db/pool.ts:42`, a quoted phrase). */
   hasPhrase: boolean;
+  /** Rows in the index when the plan was made (FTS5's totals record, the count its bm25 uses). */
+  docs: number;
 }
 
 interface TermPlan {
@@ -89,6 +91,7 @@ export class Fts5Planner {
       terms: planned.map((p) => ({ match: compileTerm(p.term), df: p.df, text: p.term.text, isRare: rare.includes(p), isPinned: isPinnedTerm(p.term) })),
       allMatch: planned.map((p) => compileTerm(p.term)).join(' AND '),
       hasPhrase: rare.some((p) => tokenize(p.term.text).length > 1),
+      docs: this.memo.rows(),
     };
   }
 

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Prng } from '../../util/prng.js';
 import { Fts5Planner } from './fts5-planner.js';
-import { Fts5RareFirst, rareFirst } from './fts5-rare-first.js';
+import { rareFirst } from './fts5-rare-first.js';
 
 let db: Database.Database;
 beforeEach(() => {
@@ -41,7 +41,6 @@ describe('rare terms first', () => {
     const rng = new Prng(11);
     fill(rng);
     const planner = new Fts5Planner(db);
-    const rareFirstSearch = new Fts5RareFirst(db);
     let answered = 0;
     let tried = 0;
     let fewer = 0;
@@ -49,7 +48,7 @@ describe('rare terms first', () => {
       const terms = Array.from({ length: rng.int(2, 5) }, () => ({ text: word(rng) }));
       const plan = planner.planDetailed(terms)!;
       const limit = rng.pick([5, 10, 40]);
-      const attempt = rareFirstSearch.attempt(plan, limit);
+      const attempt = rareFirst(plan, limit);
       if (attempt === null) continue;
       tried++;
       const rows = ranked(attempt.match, limit);
@@ -77,6 +76,7 @@ describe('rare terms first', () => {
       estimate: 0,
       allMatch: '',
       hasPhrase: false,
+      docs: 10_000,
       terms: [
         { match: '"rare"', df: 50, text: 'rare', isRare: true, isPinned: false },
         { match: '"mid"', df: 4000, text: 'mid', isRare: true, isPinned: false },
@@ -85,21 +85,21 @@ describe('rare terms first', () => {
       ],
     });
     // Plan `(rare OR mid OR mid) AND (rare OR mid OR mid OR often)`: rare 2x, mid 4x, often 1x.
-    expect(rareFirst(plan(true), 10_000, 10)).toEqual({ match: '("rare") AND ("rare" OR "mid" OR "mid" OR "mid" OR "mid" OR "often")', bound: expect.any(Number), scale: 1 });
+    expect(rareFirst(plan(true), 10)).toEqual({ match: '("rare") AND ("rare" OR "mid" OR "mid" OR "mid" OR "mid" OR "often")', bound: expect.any(Number), scale: 1 });
     // Plan `rare OR mid OR mid`: rare 1x, mid 2x; the attempt doubles both.
-    expect(rareFirst(plan(false), 10_000, 10)).toMatchObject({ match: '("rare") AND ("rare" OR "mid" OR "mid" OR "mid" OR "mid")', scale: 2 });
+    expect(rareFirst(plan(false), 10)).toMatchObject({ match: '("rare") AND ("rare" OR "mid" OR "mid" OR "mid" OR "mid")', scale: 2 });
   });
 
   it('declines when the rare rows cannot fill the answer, a pinned term would be left out, or the rest could outscore them', () => {
     const term = (text: string, df: number, isRare = true, isPinned = false) => ({ match: `"${text}"`, df, text, isRare, isPinned });
-    const plan = (...terms: ReturnType<typeof term>[]) => ({ match: '', estimate: 0, allMatch: '', hasPhrase: false, terms });
+    const plan = (...terms: ReturnType<typeof term>[]) => ({ match: '', estimate: 0, allMatch: '', hasPhrase: false, docs: 10_000, terms });
     // 8 rows hold the rare word: 10 cannot come from them alone.
-    expect(rareFirst(plan(term('rare', 8), term('often', 4000)), 10_000, 10)).toBeNull();
+    expect(rareFirst(plan(term('rare', 8), term('often', 4000)), 10)).toBeNull();
     // A phrase's frequency is its rarest token's, not its rows: it is never left to a bound.
-    expect(rareFirst(plan(term('rare', 50), term('src/db/pool.ts', 3000, true, true)), 10_000, 10)).toBeNull();
+    expect(rareFirst(plan(term('rare', 50), term('src/db/pool.ts', 3000, true, true)), 10)).toBeNull();
     // Two words of similar frequency: a row of the second alone may outscore a row of the first.
-    expect(rareFirst(plan(term('one', 300), term('two', 320)), 10_000, 10)).toBeNull();
+    expect(rareFirst(plan(term('one', 300), term('two', 320)), 10)).toBeNull();
     // One distinct phrase: nothing to split.
-    expect(rareFirst(plan(term('same', 300), term('same', 300), term('often', 6000, false)), 10_000, 10)).toBeNull();
+    expect(rareFirst(plan(term('same', 300), term('same', 300), term('often', 6000, false)), 10)).toBeNull();
   });
 });

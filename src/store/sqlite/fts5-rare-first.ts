@@ -1,6 +1,4 @@
-import type Database from 'better-sqlite3';
 import type { Fts5Plan } from './fts5-planner.js';
-import { readVarints } from './fts5-varints.js';
 
 /** FTS5's bm25 constant k1: a phrase's share of a row's score is at most its idf x (k1 + 1), however often it occurs. */
 const K1 = 1.2;
@@ -25,21 +23,6 @@ export interface RareFirstAttempt {
   scale: number;
 }
 
-/** {@link rareFirst} with the index's current row count (FTS5's totals record, the count its bm25 uses). */
-export class Fts5RareFirst {
-  private readonly totals: Database.Statement;
-
-  constructor(db: Database.Database) {
-    this.totals = db.prepare('SELECT block FROM events_fts_data WHERE id = 1');
-  }
-
-  attempt(plan: Fts5Plan, limit: number): RareFirstAttempt | null {
-    const row = this.totals.get() as { block: Buffer } | undefined;
-    const docs = row ? (readVarints(row.block)[0] ?? 0) : 0;
-    return docs > 0 ? rareFirst(plan, docs, limit) : null;
-  }
-}
-
 /**
  * Rare terms first (issue #32): the plan's exact top rows while bm25 scores only the rows holding its rarest terms.
  *
@@ -57,9 +40,11 @@ export class Fts5RareFirst {
  * tied at the cut, whose order `ORDER BY score LIMIT` does not set either. Otherwise the caller runs the plan.
  *
  * Prefix terms and phrases of several tokens always stay in the attempt (their frequency is an estimate, so their
- * bound would be). Returns null when no split scores clearly fewer rows or the remaining terms could outscore it.
+ * bound would be). `plan.docs` is the row count the planner read for the plan. Returns null when no split scores clearly fewer rows or the remaining terms could outscore it.
  */
-export function rareFirst(plan: Fts5Plan, docs: number, limit: number): RareFirstAttempt | null {
+export function rareFirst(plan: Fts5Plan, limit: number): RareFirstAttempt | null {
+  const docs = plan.docs;
+  if (docs <= 0) return null;
   const rare = plan.terms.filter((t) => t.isRare).sort((a, b) => a.df - b.df);
   const common = plan.terms.filter((t) => !t.isRare);
   // The rare terms' distinct phrases, rarest first: a term given twice (a word and the same word as an identifier)

@@ -7,7 +7,7 @@ import { openEngram, type Engram } from '../../engine.js';
 import { Prng } from '../../util/prng.js';
 import { DEFAULT_CONTEXT_WEIGHT } from '../backend.js';
 import { Fts5Planner } from './fts5-planner.js';
-import { Fts5RareFirst } from './fts5-rare-first.js';
+import { rareFirst } from './fts5-rare-first.js';
 
 /**
  * The SQLite backend's full-text search with rare terms first (fts5-rare-first.ts), end to end through `searchText`:
@@ -53,14 +53,13 @@ function planned(match: string, limit: number, sessionIds?: string[]): Array<{ i
 describe('full-text search with rare terms first', () => {
   it("gives the plan's events and relevances, with no filter and held to sessions, on queries the attempt answers and on those it leaves to the plan", async () => {
     const planner = new Fts5Planner(raw);
-    const rareFirst = new Fts5RareFirst(raw);
     let attempted = 0;
     for (let q = 0; q < 150; q++) {
       const terms = Array.from({ length: rng.int(2, 4) }, () => ({ text: word() }));
       const limit = rng.pick([5, 20, 40]);
       const sessionIds = q % 3 === 0 ? ['s0', 's1', 's2'] : q % 3 === 1 ? ['s3'] : undefined;
       const plan = planner.planDetailed(terms)!;
-      if (rareFirst.attempt(plan, limit) !== null) attempted++;
+      if (rareFirst(plan, limit) !== null) attempted++;
       const hits = await mem.store.searchText({ terms, limit, ...(sessionIds ? { filter: { sessionIds: sessionIds as never } } : {}) });
       const expected = planned(plan.match, limit, sessionIds);
       expect(hits.map((h) => h.relevance)).toEqual(expected.map((e) => expect.closeTo(e.relevance, 9)));
@@ -86,7 +85,7 @@ describe('full-text search with rare terms first', () => {
       const db = new Database(join(dir, 'bound.db'), { readonly: true });
       const plan = new Fts5Planner(db).planDetailed([{ text: 'zeppelin' }, { text: 'gasket' }])!;
       // The attempt is tried (the rare word alone, scored with both) ...
-      expect(new Fts5RareFirst(db).attempt(plan, 10)?.match).toBe('("zeppelin") AND ("zeppelin" OR "gasket" OR "gasket")');
+      expect(rareFirst(plan, 10)?.match).toBe('("zeppelin") AND ("zeppelin" OR "gasket" OR "gasket")');
       db.close();
       // ... but its rows would be the 12 long ones; the answer is the plan's: the short rows repeating the other word.
       const hits = await other.store.searchText({ terms: [{ text: 'zeppelin' }, { text: 'gasket' }], limit: 10 });

@@ -58,7 +58,7 @@ import type { Checkpointer } from './checkpointer.js';
 import { Fts5Planner } from './fts5-planner.js';
 import { BOUND_ABOVE_ROWS, BOUND_PHRASE_ABOVE_ROWS, Fts5BoundedSearch } from './fts5-bounded.js';
 import { Fts5VisibleFirst } from './fts5-visible-first.js';
-import { Fts5RareFirst } from './fts5-rare-first.js';
+import { rareFirst } from './fts5-rare-first.js';
 import { LatestOfKind, LATEST_OF_KIND_FIELDS } from './latest-of-kind.js';
 import { searchWithIdentifiers } from './fts5-identifier-search.js';
 import { MAX_IDENTIFIER_TAIL_EVENTS } from '../identifier-grams.js';
@@ -111,7 +111,6 @@ export class SqliteBackend implements StorageBackend {
   private readonly planner: Fts5Planner;
   private readonly bounded: Fts5BoundedSearch;
   private readonly visibleFirst: Fts5VisibleFirst;
-  private readonly rareFirst: Fts5RareFirst;
   private readonly latestOfKind: LatestOfKind;
   private readonly identifiers: SqliteIdentifierIndex;
   /** This connection's appends past the identifier watermark, with their index text (sqlite-appended-tail.ts). */
@@ -153,7 +152,6 @@ export class SqliteBackend implements StorageBackend {
     this.planner = new Fts5Planner(db);
     this.bounded = new Fts5BoundedSearch(db);
     this.visibleFirst = new Fts5VisibleFirst(db);
-    this.rareFirst = new Fts5RareFirst(db);
     this.latestOfKind = new LatestOfKind(db);
     this.identifiers = new SqliteIdentifierIndex(db);
     this.appendedTail = new AppendedTail(db);
@@ -564,7 +562,7 @@ export class SqliteBackend implements StorageBackend {
     };
     try {
       // The rows holding the rarest terms first: the plan's answer when their last row outscores any other row.
-      const attempt = this.rareFirst.attempt(plan, query.limit);
+      const attempt = rareFirst(plan, query.limit);
       if (attempt !== null) {
         const rows = ranked(attempt.match);
         if (rows.length >= query.limit && -rows[query.limit - 1]!.score > attempt.bound) {
