@@ -183,6 +183,16 @@ async function evaluate(c: LocomoConversation, db: string, budget: number, noise
   const mem = await openEngram({ db: evalDb, ingest: { redact: true } });
   try {
     const { byDia, diaByEvent } = await turnEvents(mem, c, project);
+    // The turns a text cites, by event id or by turn reference, each opened as `engram show` opens it.
+    const citedTurns = async (text: string): Promise<Set<string>> => {
+      const out = new Set<string>();
+      for (const ref of citedIds(text).events) {
+        const id = ref.startsWith('evt_') ? ref : await mem.getEvent(ref).then((e) => e.id, () => undefined);
+        const dia = id === undefined ? undefined : diaByEvent.get(id);
+        if (dia !== undefined) out.add(dia);
+      }
+      return out;
+    };
     const briefSession = deterministicUuid(`carry-dev:${budget}:${c.sampleId}:brief`);
     const brief = await hook(mem, 'session-start', { session_id: briefSession, cwd, source: 'startup' }, { briefTokens, recallTokens });
     const sessionIds = (await mem.store.listSessions({ visibleToProject: project, limit: 1000 })).filter((s) => s.project === project && s.id !== briefSession).map((s) => s.id as string);
@@ -203,13 +213,13 @@ async function evaluate(c: LocomoConversation, db: string, budget: number, noise
         if (viaHook.replace(/for="[^"]*"/, '') !== found.text.replace(/for="[^"]*"/, '')) console.warn(`WARNING ${c.sampleId}@${budget} q${index}: the hook's evidence differs from recallForPrompt's`);
       }
       const injected = `${brief}\n\n${found.text}`;
-      const cited = new Set(citedIds(injected).events.flatMap((id) => (diaByEvent.has(id) ? [diaByEvent.get(id)!] : [])));
+      const cited = await citedTurns(injected);
       const outcome = scoreEvidence(q.evidence.map((id) => ({ id, text: turnText.get(id) ?? '' })), injected, cited);
       const losses: Record<string, Loss> = {};
       const deepRank: Record<string, number> = {};
             const r = await mem.recall(q.question, { sessionIds, k: 100, budgetTokens: 200_000, maxExcerptChars: 120, logRecall: false });
       const deep: string[] = r.hits.map((h) => h.eventId);
-      const briefOnly = scoreEvidence(q.evidence.map((id) => ({ id, text: turnText.get(id) ?? '' })), brief, new Set(citedIds(brief).events.flatMap((id) => (diaByEvent.has(id) ? [diaByEvent.get(id)!] : []))));
+      const briefOnly = scoreEvidence(q.evidence.map((id) => ({ id, text: turnText.get(id) ?? '' })), brief, await citedTurns(brief));
       const goldRanks = q.evidence.map((id) => { const e = byDia.get(id); const i = e ? deep.indexOf(e) : -1; return i < 0 ? -1 : i + 1; });
       for (const id of q.evidence) {
         if (outcome.present.includes(id)) {

@@ -51,6 +51,7 @@ import { LruCache } from './util/lru-cache.js';
 import type { CopyOptions, CopyReport } from './memory/store-copy.js';
 import { buildProjectBrief, type BriefOptions, type ProjectBrief } from './context/project-brief.js';
 import { recallForPrompt, type PromptRecall, type PromptRecallOptions } from './memory/prompt-recall.js';
+import { parseTurnRef, resolveTurnRef } from './memory/turn-refs.js';
 import { CarryOver } from './context/carry-over.js';
 import type { ChatModel } from './providers/llm/chat-model.js';
 
@@ -516,6 +517,8 @@ export class Engram implements EngineParts {
 
   /** An event by id or unique id prefix. */
   async getEvent(idOrPrefix: string): Promise<EventRecord> {
+    const ref = parseTurnRef(idOrPrefix);
+    if (ref) return resolveTurnRef(this.store, ref);
     const id = (await this.resolveId('event', idOrPrefix)) as EventId;
     const event = await this.store.getEvent(id);
     if (!event) throw new EngramError('NOT_FOUND', `no event ${idOrPrefix}`, { field: 'id', id: idOrPrefix });
@@ -541,11 +544,13 @@ export class Engram implements EngineParts {
     return text;
   }
 
-  /** Which kind of object an id (or unique prefix) names. */
+  /** Which kind of object an id (or unique prefix, or a turn reference `<session>#<turn>`: memory/turn-refs.ts) names. */
   async resolve(idOrPrefix: string): Promise<{ kind: 'event' | 'artifact'; id: string }> {
+    const ref = parseTurnRef(idOrPrefix);
+    if (ref) return { kind: 'event', id: (await resolveTurnRef(this.store, ref)).id };
     if (idOrPrefix.startsWith(EVENT_ID_PREFIX)) return { kind: 'event', id: await this.resolveId('event', idOrPrefix) };
     if (idOrPrefix.startsWith(ARTIFACT_ID_PREFIX)) return { kind: 'artifact', id: await this.resolveId('artifact', idOrPrefix) };
-    throw new EngramError('INVALID_INPUT', `id: "${idOrPrefix}" is neither an event id (evt_...) nor an artifact id (art_...)`, { field: 'id' });
+    throw new EngramError('INVALID_INPUT', `id: "${idOrPrefix}" is neither an event id (evt_...), a turn of a session (<session>#<turn>) nor an artifact id (art_...)`, { field: 'id' });
   }
 
   listEvents(query: ListEventsQuery): Promise<EventRecord[]> {

@@ -40,12 +40,35 @@ export function isQuoted(turnText: string, injectedNormalized: string): boolean 
   return false;
 }
 
-/** Event ids (`evt_...`) and summary ids (`sum_...`) cited in a text, each once, in order of first mention. */
+/**
+ * Events and summaries cited in a text, each once, in order of first mention: events by id (`evt_...`) or by turn
+ * (`<session>#<turn>`, from {@link citedTurnRefs}; `engram show` opens either), summaries by id (`sum_...`).
+ */
 export function citedIds(text: string): { events: string[]; summaries: string[] } {
   const events = new Set<string>();
   const summaries = new Set<string>();
   for (const m of text.matchAll(/\b(evt|sum)_[A-Za-z0-9]+/g)) (m[1] === 'evt' ? events : summaries).add(m[0]);
+  for (const r of citedTurnRefs(text)) events.add(`${r.session}#${r.turn}`);
   return { events: [...events], summaries: [...summaries] };
+}
+
+/**
+ * Events cited as `#<turn>` under a `<day> session <session>:` line (the prompt injection's short references): each
+ * as the session id (or its prefix) and the turn, in order.
+ */
+export function citedTurnRefs(text: string): Array<{ session: string; turn: number }> {
+  const out: Array<{ session: string; turn: number }> = [];
+  let session: string | undefined;
+  for (const line of text.split('\n')) {
+    const group = /^\d{4}-\d{2}-\d{2} session (\S+):$/.exec(line);
+    if (group) {
+      session = group[1];
+      continue;
+    }
+    const ref = /^- #(\d+) /.exec(line);
+    if (ref && session !== undefined) out.push({ session, turn: Number(ref[1]) });
+  }
+  return out;
 }
 
 export interface EvidenceOutcome {

@@ -588,8 +588,8 @@ export interface StorageBackend {
   /** Which of these artifact ids are already stored (so the core can skip compressing them again). */
   hasArtifacts(ids: ArtifactId[]): Promise<Set<ArtifactId>>;
 
-  /** Ids of the given kind starting with `prefix`, at most `limit` of them. */
-  findIdsByPrefix(kind: 'event' | 'artifact', prefix: string, limit: number): Promise<string[]>;
+  /** Ids of the given kind starting with `prefix`, in id order, at most `limit` of them. */
+  findIdsByPrefix(kind: 'event' | 'artifact' | 'session', prefix: string, limit: number): Promise<string[]>;
 
   searchText(query: TextSearchQuery): Promise<TextHit[]>;
 

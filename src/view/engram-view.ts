@@ -29,6 +29,7 @@ import { granularLayers, type GranularAnswer, type Granularity } from './granula
 import { buildGraphAs } from './graph-build-as.js';
 import { sessionOverviews, type SessionOverview } from './session-overview.js';
 import type { BuildReport } from '../consolidate/graph/graph-builder.js';
+import { parseTurnRef, resolveTurnRef } from '../memory/turn-refs.js';
 
 /** Sessions holding an artifact that are looked at to decide whether a reader may see it. */
 const ARTIFACT_SESSIONS_CHECKED = 1000;
@@ -268,6 +269,8 @@ export class EngramView implements PrincipalReads {
    * matched nor listed in an AMBIGUOUS_ID answer, so prefixes cannot be used to enumerate them.
    */
   private async resolveVisible(idOrPrefix: string): Promise<{ kind: 'event' | 'artifact'; id: string }> {
+    const ref = parseTurnRef(idOrPrefix);
+    if (ref) return { kind: 'event', id: (await resolveTurnRef(this.mem.store, ref, (sessionId) => this.mayRead([sessionId as SessionId]))).id };
     const kind = idOrPrefix.startsWith(EVENT_ID_PREFIX) ? 'event' : idOrPrefix.startsWith(ARTIFACT_ID_PREFIX) ? 'artifact' : null;
     if (kind === null || idOrPrefix.length < (kind === 'event' ? EVENT_ID_PREFIX : ARTIFACT_ID_PREFIX).length + 4) {
       return this.mem.resolve(idOrPrefix); // refuses the malformed id with the engine's own message

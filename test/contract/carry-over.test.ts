@@ -19,6 +19,19 @@ function codingSession(): EventInput[] {
   ];
 }
 
+/** The turn references (`<session>#<turn>`) an injection cites: each `- #N` line under its `<day> session <name>:` line. */
+function turnRefs(text: string): string[] {
+  const out: string[] = [];
+  let session = '';
+  for (const line of text.split('\n')) {
+    const group = /^\d{4}-\d{2}-\d{2} session (\S+):$/.exec(line);
+    if (group) session = group[1]!;
+    const hit = /^- #(\d+) /.exec(line);
+    if (hit) out.push(`${session}#${hit[1]}`);
+  }
+  return out;
+}
+
 runStorageContract('carry-over', ({ createHarness }) => {
   const ctx = useEngram(createHarness);
   const P = 'timer-app-0a1b2c';
@@ -64,11 +77,17 @@ runStorageContract('carry-over', ({ createHarness }) => {
     expect(found).toBeDefined();
     expect(found!).toMatch(/^<engram-recall for=/);
     expect(found!).toContain('pauseBtn');
-    const ids = [...found!.matchAll(/\[(evt_[0-9a-z]{26})\]/g)].map((m) => m[1]);
-    expect(ids.length).toBeGreaterThan(0);
-    for (const id of ids) expect((await ctx.mem.getEvent(id!)).sessionId).toBe('s-a');
+    // Each hit is cited as `#<turn>` under a line naming its day and session; `engram show <session>#<turn>` opens it.
+    const refs = turnRefs(found!);
+    expect(refs.length).toBeGreaterThan(0);
+    for (const ref of refs) {
+      expect(ref).toMatch(/^s-a#\d+$/);
+      const event = await ctx.mem.getEvent(ref);
+      expect(event.sessionId).toBe('s-a');
+      expect(found!).toContain(`#${event.turn} ${event.kind}: "`);
+    }
     const second = await carry().promptSubmitted(session, 'where is the pause button wired up? the countdown keeps going');
-    for (const id of ids) expect(second ?? '').not.toContain(id!);
+    for (const ref of refs) expect(turnRefs(second ?? '')).not.toContain(ref);
     expect(await carry().promptSubmitted(session, 'xyzzy qwerty frobnicate')).toBeUndefined();
     expect(await carry().promptSubmitted(session, 'What did Caroline research about adoption agencies?')).toBeUndefined();
     expect(await carry().promptSubmitted(session, 'pause button', { recallTokens: 0 })).toBeUndefined();
@@ -81,7 +100,7 @@ runStorageContract('carry-over', ({ createHarness }) => {
       { project: P },
     );
     const session = { sessionId: 's-c', project: P, host: 'claude-code' };
-    const lines = (text: string | undefined) => (text ?? '').split('\n').filter((l) => l.startsWith('- [evt_')).length;
+    const lines = (text: string | undefined) => turnRefs(text ?? '').length;
     const small = await ctx.mem.recallForPrompt('why did the invoice export fail on the ledger batch?', { project: P, sessionId: 's-c', budgetTokens: 300 });
     expect(lines(small.text)).toBeGreaterThan(0);
     expect(small.tokens).toBeLessThanOrEqual(300);
@@ -130,7 +149,7 @@ runStorageContract('carry-over', ({ createHarness }) => {
     expect(found.text).not.toMatch(/<engram-brief/);
   });
 
-  it('shows the chosen evidence in time order under one line per day', async () => {
+  it('shows the chosen evidence in time order under one line per day and session', async () => {
     await ctx.mem.append(
       's-days',
       [
@@ -142,10 +161,10 @@ runStorageContract('carry-over', ({ createHarness }) => {
     );
     const found = await ctx.mem.recallForPrompt('why is the flaky checkout test failing on the payment mock?', { project: 'days', sessionId: 's-f' });
     const body = found.text.split('\n').slice(2, -1);
-    expect(body.filter((l) => /^\d{4}-\d{2}-\d{2}:$/.test(l))).toEqual(['2026-03-02:', '2026-03-04:']);
-    const order = body.filter((l) => l.startsWith('- [evt_')).map((l) => (/passed|timed out|failed/.exec(l) ?? [''])[0]);
+    expect(body.filter((l) => /^\d{4}-\d{2}-\d{2} session /.test(l))).toEqual(['2026-03-02 session s-days:', '2026-03-04 session s-days:']);
+    const order = body.filter((l) => l.startsWith('- #')).map((l) => (/passed|timed out|failed/.exec(l) ?? [''])[0]);
     expect(order).toEqual(['passed', 'timed out', 'failed']);
-    expect(body[0]).toBe('2026-03-02:');
+    expect(body[0]).toBe('2026-03-02 session s-days:');
     expect(found.tokens).toBe(ctx.mem.tokenizer.count(found.text));
   });
 

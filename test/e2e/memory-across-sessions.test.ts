@@ -98,7 +98,18 @@ describe('memory across sessions through the installed Claude Code hooks', { tim
     // The brief quoted the answer's summary already; the prompt adds the stored turns that hold the button, none the brief quoted.
     expect(brief! + related!).toContain('pauseBtn to pauseTimer, which calls clearInterval(tick)');
     expect(related!).toContain('pauseBtn');
-    for (const line of related!.split('\n').filter((l) => l.startsWith('- [evt_'))) expect(brief!).not.toContain(line.slice(line.indexOf(': "') + 3, line.indexOf(': "') + 60));
+    const hits = related!.split('\n').filter((l) => l.startsWith('- #'));
+    expect(hits.length).toBeGreaterThan(0);
+    for (const line of hits) expect(brief!).not.toContain(line.slice(line.indexOf(': "') + 3, line.indexOf(': "') + 60));
+    // Each hit is cited by its turn under a line naming the session by the shortest prefix that is its alone;
+    // `engram show <session>#<turn>` opens it.
+    expect(related!).toContain(' session aaaaaaaa:\n');
+    const turn = /^- #(\d+) /.exec(hits[0]!)![1];
+    const opened = runEngram(['--db', join(dir, 'store', 'engram.db'), 'show', `aaaaaaaa#${turn}`], { cwd: project });
+    expect(opened.code, opened.stderr).toBe(0);
+    expect(opened.stdout).toMatch(new RegExp(`^evt_[0-9a-z]{26}  session ${FIRST}  turn ${turn} `));
+    const quoted = hits[0]!.slice(hits[0]!.indexOf(': "') + 3).replace(/^…/, '').slice(0, 30);
+    expect(opened.stdout.replace(/\s+/g, ' ')).toContain(quoted);
     expect(hook('UserPromptSubmit', { session_id: SECOND, transcript_path: transcript, prompt: 'qwzx vbnmkj plorf' })).toBeUndefined();
     expect(hook('UserPromptSubmit', { session_id: SECOND, transcript_path: transcript, prompt: 'What did Caroline say about the adoption agency in Lyon?' })).toBeUndefined();
   });

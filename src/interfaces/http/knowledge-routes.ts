@@ -12,7 +12,7 @@ const entityRef = z.string().min(1).max(320).describe('An entity id (ent_...) or
 
 const expandBody = z
   .object({
-    id: z.string().min(1).max(200).optional().describe('An event id (evt_...) or artifact id (art_...), or a unique prefix: its full content, as `POST /v1/expand`.'),
+    id: z.string().min(1).max(200).optional().describe('An event id (evt_...) or artifact id (art_...), or a unique prefix, or a turn of a session (`<session>#<turn>`): its full content, as `POST /v1/expand`.'),
     entity: entityRef.optional(),
     aspect: z.string().min(1).max(100).optional().describe('Entity only: one group (`evidence`, an edge type, a group label such as `imported by`) or a topic word.'),
     question: z.string().min(1).max(1000).optional().describe('Entity only: lines sharing its words come first in each group.'),

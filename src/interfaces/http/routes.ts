@@ -83,7 +83,7 @@ const expandBody = z
     id: z
       .string()
       .min(1)
-      .describe('An event id (evt_...) or artifact id (art_...), or a unique prefix of at least 4 characters after the underscore; or a summary id (sum_...): the summary with its children or source events.'),
+      .describe('An event id (evt_...) or artifact id (art_...), or a unique prefix of at least 4 characters after the underscore; a turn of a session as `<session>#<turn>` (the session\'s id or a unique prefix of it: `2f6a1c3e#45`, as injected evidence cites it); or a summary id (sum_...): the summary with its children or source events.'),
     maxTokens: z.number().int().min(1).optional().describe(`Longest answer in tokens. Default ${DEFAULT_EXPAND_MAX_TOKENS}.`),
   })
   .strict();

@@ -112,7 +112,7 @@ const recallInput = z.object({
 const expandInput = z.object({
   id: z
     .string()
-    .describe('An id from a recall hit (evt_, art_, sum_ or ent_; or a unique prefix of 4+ characters after the underscore), or an entity as kind:name (file:src/app.ts).'),
+    .describe('An id from a recall hit (evt_, art_, sum_ or ent_; or a unique prefix of 4+ characters after the underscore), a turn of a session as <session>#<turn> (2f6a1c3e#45, as injected evidence cites it), or an entity as kind:name (file:src/app.ts).'),
   maxTokens: z.number().int().min(1).optional().describe(`Longest answer in tokens (default ${DEFAULT_EXPAND_MAX_TOKENS}; 1500 for an entity).`),
   aspect: z.string().optional().describe('Entity only: one group (evidence, depends_on, ...) or a topic word.'),
   question: z.string().optional().describe('Entity only: lines sharing its words come first.'),

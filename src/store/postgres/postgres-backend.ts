@@ -451,9 +451,9 @@ export class PostgresBackend implements StorageBackend {
     return new Set(rows.map((r) => r.id as ArtifactId));
   }
 
-  async findIdsByPrefix(kind: 'event' | 'artifact', prefix: string, limit: number): Promise<string[]> {
+  async findIdsByPrefix(kind: 'event' | 'artifact' | 'session', prefix: string, limit: number): Promise<string[]> {
     // A range scan on the unique index (ids are COLLATE "C"), like the SQLite backend.
-    const sql = kind === 'event' ? this.sql.eventIdRange : this.sql.artifactIdRange;
+    const sql = kind === 'event' ? this.sql.eventIdRange : kind === 'artifact' ? this.sql.artifactIdRange : this.sql.sessionIdRange;
     const rows = await this.query<{ id: string }>(sql, [prefix, `${prefix}\uffff`, limit]);
     return rows.map((r) => r.id);
   }
@@ -1010,6 +1010,7 @@ function buildStatements(s: string) {
     artifactsExist: `SELECT id FROM ${s}.artifacts WHERE id = ANY($1::text[])`,
     eventIdRange: `SELECT id FROM ${s}.events WHERE id >= $1 AND id < $2 ORDER BY id LIMIT $3`,
     artifactIdRange: `SELECT id FROM ${s}.artifacts WHERE id >= $1 AND id < $2 ORDER BY id LIMIT $3`,
+    sessionIdRange: `SELECT id FROM ${s}.sessions WHERE id >= $1 AND id < $2 ORDER BY id LIMIT $3`,
     totals: `SELECT (SELECT count(*) FROM ${s}.sessions) AS sessions,
         (SELECT count(*) FROM ${s}.artifacts) AS artifacts,
         (SELECT COALESCE(sum(size_bytes), 0) FROM ${s}.artifacts) AS size,

@@ -478,9 +478,9 @@ export class SqliteBackend implements StorageBackend {
     return found;
   }
 
-  async findIdsByPrefix(kind: 'event' | 'artifact', prefix: string, limit: number): Promise<string[]> {
+  async findIdsByPrefix(kind: 'event' | 'artifact' | 'session', prefix: string, limit: number): Promise<string[]> {
     this.assertOpen();
-    const table = kind === 'event' ? 'events' : 'artifacts';
+    const table = kind === 'event' ? 'events' : kind === 'artifact' ? 'artifacts' : 'sessions';
     // Range scan on the unique index instead of LIKE, which would not use it for a parameter.
     const rows = this.db
       .prepare(`SELECT id FROM ${table} WHERE id >= ? AND id < ? ORDER BY id LIMIT ?`)

@@ -60,8 +60,8 @@ export function register(program: Command, context: CliContext): void {
   const { io } = context;
   program
     .command('show')
-    .description('print an event (evt_...) or the full content of an artifact (art_...); unique prefixes work')
-    .argument('<id>', 'event or artifact id, or a unique prefix of at least 4 characters after the underscore')
+    .description('print an event (evt_..., or <session>#<turn>) or the full content of an artifact (art_...); unique prefixes work')
+    .argument('<id>', 'event or artifact id, or a unique prefix of at least 4 characters after the underscore; or a turn of a session as <session>#<turn>, the session by its id or a unique prefix (2f6a1c3e#45)')
     .option('--raw', 'artifact: write the original bytes to stdout')
     .action(context.withStore((m, args: ShowArgs & GlobalOptions) => showCommand(m, args, io, (bytes) => process.stdout.write(bytes))));
 }
