@@ -214,13 +214,15 @@ export async function recallForPrompt(r: PromptRecallReaders, prompt: string, o:
   }
   if (chosen.length === 0) return done(NOTHING);
   chosen.sort((a, b) => (a.ts < b.ts ? -1 : a.ts > b.ts ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  const lines: string[] = [];
-  let lastGroup = '';
+  // Each group's line once, its hits under it, groups in the order of their first hit: two sessions of one day
+  // that interleave in time (two agents at once) do not repeat their lines, whose tokens were counted once.
+  const byGroup = new Map<string, string[]>();
   for (const c of chosen) {
-    if (c.group !== lastGroup) lines.push(c.group);
-    lastGroup = c.group;
-    lines.push(c.line);
+    const list = byGroup.get(c.group);
+    if (list) list.push(c.line);
+    else byGroup.set(c.group, [c.line]);
   }
+  const lines = [...byGroup].flatMap(([group, hits]) => [group, ...hits]);
   const text = [head, preface, ...lines, close].join('\n');
   return done({ text, tokens: r.tokenizer.count(text), evidence });
 }

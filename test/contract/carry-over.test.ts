@@ -168,6 +168,18 @@ runStorageContract('carry-over', ({ createHarness }) => {
     expect(found.tokens).toBe(ctx.mem.tokenizer.count(found.text));
   });
 
+  it('lists two sessions of one day that interleave in time under one line each, within the budget', async () => {
+    const at = (h: number) => `2026-03-05T${String(h).padStart(2, '0')}:00:00Z`;
+    for (const [session, hours] of [['s-left', [8, 10, 12]], ['s-right', [9, 11, 13]]] as const) {
+      await ctx.mem.append(session, hours.map((h) => ({ kind: 'user' as const, content: `The nightly billing export stalled at ${h}:00 on the ledger lock.`, ts: at(h) })), { project: 'pair' });
+    }
+    const found = await ctx.mem.recallForPrompt('why did the nightly billing export stall on the ledger lock?', { project: 'pair', sessionId: 's-new', budgetTokens: 400 });
+    const body = found.text.split('\n').slice(2, -1);
+    expect(body.filter((l) => l.includes(' session '))).toEqual(['2026-03-05 session s-left:', '2026-03-05 session s-right:']);
+    expect(turnRefs(found.text)).toEqual(['s-left#1', 's-left#2', 's-left#3', 's-right#1', 's-right#2', 's-right#3']);
+    expect(found.tokens).toBeLessThanOrEqual(400);
+  });
+
   it('gates then fills: once the best hit clears the floor, hits holding the prompt\'s name fill the budget; when none clears it, nothing is injected', async () => {
     await ctx.mem.append(
       's-notes',
