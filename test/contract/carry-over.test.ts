@@ -186,10 +186,11 @@ runStorageContract('carry-over', ({ createHarness }) => {
       [
         { kind: 'user', content: 'Melanie painted the lake at sunrise, in watercolours.' },
         { kind: 'assistant', content: 'Melanie said the kids loved the camping trip in July.' },
-        { kind: 'user', content: 'Caroline painted the lake at sunrise too.' },
       ],
       { project: P },
     );
+    // Another session: nowhere near a turn that names Melanie.
+    await ctx.mem.append('s-notes-2', [{ kind: 'user', content: 'Caroline painted the lake at sunrise too.' }], { project: P });
     const ask = (prompt: string, o: { fillConfidence?: number } = {}) => ctx.mem.recallForPrompt(prompt, { project: P, sessionId: 's-e', explain: true, ...o });
     const painted = await ask('What did Melanie paint at the lake at sunrise?');
     expect(painted.text).toContain('Melanie painted the lake at sunrise');
@@ -205,6 +206,34 @@ runStorageContract('carry-over', ({ createHarness }) => {
     expect(cooked.text).toBe('');
     expect(cooked.trace?.length).toBeGreaterThan(0);
     expect(cooked.trace?.every((t) => t.fate !== 'injected')).toBe(true);
+  });
+
+  it('takes a hit without the prompt\'s name when a turn near it in its session names it: a conversation says "the kids", "it"', async () => {
+    await ctx.mem.append(
+      's-pottery',
+      [
+        { kind: 'user', content: 'Melanie: Last Friday I finally took my kids to a pottery workshop.' },
+        { kind: 'assistant', content: 'Caroline: That sounds like so much fun!' },
+        { kind: 'user', content: 'The kids loved it, they made a cup out of clay with a dog face on it.' },
+      ],
+      { project: P },
+    );
+    await ctx.mem.append('s-school', [{ kind: 'user', content: 'The neighbours made a bowl out of clay at school.' }], { project: P });
+    const ask = (o: { nearAnchorTurns?: number } = {}) =>
+      ctx.mem.recallForPrompt("What did Melanie's kids make out of clay at the pottery workshop?", { project: P, sessionId: 's-e', explain: true, ...o });
+    const found = await ask();
+    // Names Melanie, her kids and the workshop: clears the gate.
+    expect(found.text).toContain('took my kids to a pottery workshop');
+    // Two turns later in the same session, her name unsaid: the answer.
+    expect(found.text).toContain('a cup out of clay');
+    // The same words in a session that never names her: could be anyone's.
+    expect(found.text).not.toContain('neighbours');
+    expect(found.trace?.filter((t) => t.fate === 'injected')).toHaveLength(2);
+    // 0: every hit must hold a name the prompt gives.
+    const strict = await ask({ nearAnchorTurns: 0 });
+    expect(strict.text).toContain('took my kids to a pottery workshop');
+    expect(strict.text).not.toContain('a cup out of clay');
+    await expect(ask({ nearAnchorTurns: -1 })).rejects.toMatchObject({ code: 'INVALID_INPUT', message: expect.stringContaining('nearAnchorTurns:') });
   });
 
   it('does not repeat in a prompt what the session brief already quoted', async () => {
