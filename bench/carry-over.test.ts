@@ -7,7 +7,7 @@ import type { LocomoConversation } from '../src/eval/locomo-data.js';
 import { askQuestions, gibberishPrompts, locomoProject, replayLocomo, resolveCitations, type Project } from './carry-over.js';
 import { injectedText, installHookWorld, type HookWorld } from './lib/claude-hooks.js';
 import { projectSessions } from './lib/claude-replay.js';
-import { isQuoted, mentionsPath, normalizeText, scoreEvidence } from './lib/injection-score.js';
+import { citedTurnRefs, isQuoted, mentionsPath, normalizeText, scoreEvidence } from './lib/injection-score.js';
 import { locomoSessions, turnUuid } from './lib/locomo-transcripts.js';
 import { sharedBenchData } from './lib/shared-data.js';
 import { truthOfFile } from './lib/transcript-truth.js';
@@ -57,6 +57,24 @@ describe('scoring what was injected', () => {
       new Set(['D2:3']),
     );
     expect(outcome).toEqual({ present: ['D1:1', 'D2:3'], quoted: ['D1:1'], cited: ['D2:3'] });
+  });
+
+  it('reads turn references under the prompt evidence\'s day lines and the brief\'s session headings, not under other sections', () => {
+    const brief = [
+      '### Session 2f6a1c3e, 8 May 2023 [sum_01M96SW84N5YDQHA2J4P6FK1XN]',
+      '- #3 Ada: I finally repainted the garden shed.',
+      '- Files edited: shed.md [#5]; tests [#7]',
+      '## Decisions in force',
+      '- #9 is not a turn of any session here [evt_01M96SW84N5YDQHA2J4P6FK1XN]',
+      '2023-06-02 session 7d1e0b4a:',
+      '- #12 Brook: "Mostly the elderly greyhounds…"',
+    ].join('\n');
+    expect(citedTurnRefs(brief)).toEqual([
+      { session: '2f6a1c3e', turn: 3 },
+      { session: '2f6a1c3e', turn: 5 },
+      { session: '2f6a1c3e', turn: 7 },
+      { session: '7d1e0b4a', turn: 12 },
+    ]);
   });
 
   it('matches a file by its path or its path relative to the project root', () => {

@@ -53,20 +53,24 @@ export function citedIds(text: string): { events: string[]; summaries: string[] 
 }
 
 /**
- * Events cited as `#<turn>` under a `<day> session <session>:` line (the prompt injection's short references): each
- * as the session id (or its prefix) and the turn, in order.
+ * Events cited by turn: `- #<turn> ...` lines and `[#<turn>]` marks under a line naming their session, the prompt
+ * injection's `<day> session <session>:` or the brief's `### Session <session>, <dates> [...]` (a `## ` section
+ * heading ends it); each as the session id (or its prefix) and the turn, in order.
  */
 export function citedTurnRefs(text: string): Array<{ session: string; turn: number }> {
   const out: Array<{ session: string; turn: number }> = [];
   let session: string | undefined;
   for (const line of text.split('\n')) {
-    const group = /^\d{4}-\d{2}-\d{2} session (\S+):$/.exec(line);
+    const group = /^\d{4}-\d{2}-\d{2} session (\S+):$/.exec(line) ?? /^### Session ([^\s,]+), /.exec(line);
     if (group) {
       session = group[1];
       continue;
     }
+    if (line.startsWith('## ')) session = undefined;
+    if (session === undefined) continue;
     const ref = /^- #(\d+) /.exec(line);
-    if (ref && session !== undefined) out.push({ session, turn: Number(ref[1]) });
+    if (ref) out.push({ session, turn: Number(ref[1]) });
+    for (const m of line.matchAll(/\[#(\d+)\]/g)) out.push({ session, turn: Number(m[1]) });
   }
   return out;
 }

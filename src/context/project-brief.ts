@@ -8,12 +8,15 @@
  * store gives the same bytes, and a host that caches its prompt prefix reuses it across sessions until the memory
  * changes.
  */
+import type { EventRecord } from '../model/event.js';
+import type { EventId, SessionId } from '../model/ids.js';
 import type { KarmaRecord } from '../model/karma.js';
 import type { SummaryRecord } from '../model/summary.js';
 import type { TaskStateVersion } from '../model/task-state.js';
 import type { Tokenizer } from '../providers/tokenizer.js';
 import type { StorageBackend } from '../store/backend.js';
 import { BRIEF_HEADER, defuseFrameTags } from '../memory/derived-events.js';
+import { sessionRefName } from '../memory/turn-refs.js';
 
 /** Default budget of a brief, in tokens: about a screen, small beside a 200K window and cheap when cached. */
 export const DEFAULT_BRIEF_TOKENS = 1200;
@@ -62,6 +65,8 @@ interface Candidate {
   order: number;
   tier: number;
   text: string;
+  /** Events it cites by turn (`#12`), which its text does not name by id. */
+  cites?: string[];
 }
 
 type Section = 'sessions' | 'decisions' | 'karma' | 'tasks';
@@ -83,7 +88,9 @@ export async function buildProjectBrief(r: BriefReaders, o: BriefOptions): Promi
   for (const [i, s] of sessions.entries()) {
     // The newest session first, then decisions and open cards, then older sessions: what the next session most needs.
     const tier = i === 0 ? 0 : 3 + i;
-    for (const [j, line] of sessionLines(s).entries()) candidates.push({ section: 'sessions', order: i * 1000 + j, tier: j === 0 ? tier : tier + 0.5, text: line });
+    for (const [j, line] of (await sessionLines(r.store, s)).entries()) {
+      candidates.push({ section: 'sessions', order: i * 1000 + j, tier: j === 0 ? tier : tier + 0.5, text: line.text, cites: line.cites });
+    }
   }
   const decisions = await r.store.summaries.list({ project: o.project, kind: 'decision', order: 'desc', limit: MAX_DECISIONS });
   for (const [i, d] of decisions.entries()) candidates.push({ section: 'decisions', order: i, tier: 1, text: `- ${oneLine(d.text.replace(/^Decision:\s*/i, ''))} [${d.sourceEventIds[0] ?? d.id}]` });
@@ -97,7 +104,8 @@ export async function buildProjectBrief(r: BriefReaders, o: BriefOptions): Promi
   if (candidates.length === 0) return { text: '', tokens: 0, citedIds: [], sessionIds: [] };
 
   const open = `${BRIEF_HEADER} project="${o.project}">`;
-  const preface = "What Engram kept of this project's earlier sessions. Each line cites its source: `engram show <id>` or the MCP tool expand opens it in full; recall searches everything.";
+  const preface =
+    "What Engram kept of this project's earlier sessions. Each line cites its source: `engram show <id>` opens it in full, and `#N` is turn N of the session above it (`engram show <session>#N`); the MCP tool expand opens either, recall searches everything.";
   const close = '</engram-brief>';
   const frame = [open, preface, close].reduce((sum, l) => sum + r.tokenizer.count(l) + 1, 0);
   let used = frame + SECTION_ORDER.reduce((sum, s) => sum + r.tokenizer.count(SECTION_TITLES[s]) + 1, 0);
@@ -122,7 +130,7 @@ export async function buildProjectBrief(r: BriefReaders, o: BriefOptions): Promi
   }
   lines.push(close);
   const text = lines.join('\n');
-  const citedIds = [...new Set([...text.matchAll(/\[((?:evt|sum|kar)_[0-9a-zA-Z]+)\]/g)].map((m) => m[1]!))];
+  const citedIds = [...new Set([...[...text.matchAll(/\b((?:evt|sum|kar)_[0-9a-zA-Z]{26})\b/g)].map((m) => m[1]!), ...kept.flatMap((c) => c.cites ?? [])])];
   const shownSessions = sessions.filter((s, i) => kept.some((k) => k.section === 'sessions' && Math.floor(k.order / 1000) === i)).map((s) => s.sessionId);
   return { text, tokens: r.tokenizer.count(text), citedIds, sessionIds: shownSessions };
 }
@@ -153,18 +161,79 @@ async function lastSessions(store: StorageBackend, project: string, excluded: Re
     .map((s) => ({ ...s, summaries: [...s.summaries].sort((a, b) => a.episode - b.episode || a.startMs - b.startMs) }));
 }
 
-/** A session's heading (citing its latest summary) and its summaries' lines without their own headers. */
-function sessionLines(s: SessionSummaries): string[] {
+/**
+ * A session's heading (its name as turn references give it, citing its latest summary) and its summaries' lines
+ * without their own headers, each citing the turn it comes from: an event of the session that a line names by id
+ * is cited as `[#12]` instead (2 tokens where an id costs about 19), and a line that names none (a sentence an
+ * extractive summary selected) is found in the session's turns and cited as `#12` at its head, the sentences of one
+ * turn on one line. A line found nowhere (an `Identifiers:` list) is kept as it is.
+ */
+async function sessionLines(store: StorageBackend, s: SessionSummaries): Promise<Array<{ text: string; cites: string[] }>> {
   const latest = s.summaries[s.summaries.length - 1]!;
-  const heading = `### Session ${s.sessionId.slice(0, 8)}, ${dateRange(s.startMs, s.endMs)} [${latest.id}]`;
+  const name = await sessionRefName(store, s.sessionId);
+  const heading = `### Session ${name}, ${dateRange(s.startMs, s.endMs)} [${latest.id}]`;
   const body = s.summaries.flatMap((sum) =>
     sum.text
       .split('\n')
       .slice(1)
-      .map((l) => l.trim())
+      .map((l) => l.replace(/^- /, '').trim())
       .filter((l) => l.length > 0),
   );
-  return [heading, ...body.map((l) => (l.startsWith('- ') ? l : `- ${l}`))];
+  const named = [...new Set(body.flatMap((l) => [...l.matchAll(EVENT_ID)].map((m) => m[0])))];
+  const turnOf = new Map((await store.getEvents(named as EventId[])).filter((e) => e.sessionId === s.sessionId).map((e) => [e.id as string, e.turn]));
+  const uncited = body.some((l) => !CITES.test(l));
+  const turns = uncited ? await sentenceSources(store, s) : [];
+  const out: Array<{ text: string; turn?: number; eventId?: string; parts: string[] }> = [];
+  let cursor = 0;
+  for (const line of body) {
+    if (CITES.test(line)) {
+      out.push({ text: line.replace(EVENT_ID_CITED, (whole, id: string) => (turnOf.has(id) ? `[#${turnOf.get(id)}]` : whole)), parts: [] });
+      continue;
+    }
+    const at = findSentence(turns, normalize(line.replace(/…$/, '')), cursor);
+    if (at < 0) {
+      out.push({ text: line, parts: [] });
+      continue;
+    }
+    cursor = at;
+    const source = turns[at]!;
+    const last = out[out.length - 1];
+    if (last?.turn === source.event.turn) last.parts.push(line);
+    else out.push({ text: '', turn: source.event.turn, eventId: source.event.id, parts: [line] });
+  }
+  return [
+    { text: heading, cites: [] },
+    ...out.map((l) => (l.turn === undefined ? { text: `- ${l.text}`, cites: [] } : { text: `- #${l.turn} ${l.parts.join(' ')}`, cites: [l.eventId!] })),
+  ];
+}
+
+/** An event id in a summary line; cited in brackets. */
+const EVENT_ID = /\bevt_[0-9A-Za-z]{26}\b/g;
+const EVENT_ID_CITED = /\[(evt_[0-9A-Za-z]{26})\]/g;
+/** A line that cites a stored object by id. */
+const CITES = /\b(?:evt|sum|kar)_[0-9A-Za-z]{26}\b/;
+/** Most turns read to find where a summary's sentences come from. */
+const MAX_SOURCE_TURNS = 2000;
+
+/** The session's turns an extractive summary takes sentences from (what people said, not tool output), in turn order. */
+async function sentenceSources(store: StorageBackend, s: SessionSummaries): Promise<Array<{ event: EventRecord; text: string }>> {
+  const through = Math.max(...s.summaries.map((sum) => sum.throughTurn));
+  const events = await store.listEvents({ sessionId: s.sessionId as SessionId, toTurn: through, kinds: ['user', 'assistant', 'note', 'decision'], limit: MAX_SOURCE_TURNS });
+  return events.map((event) => ({ event, text: normalize(event.content) }));
+}
+
+/** The first turn at or after `from` (then from the start) whose text holds `sentence`; -1 when none does. */
+function findSentence(turns: ReadonlyArray<{ text: string }>, sentence: string, from: number): number {
+  if (sentence.length === 0) return -1;
+  for (let k = 0; k < turns.length; k++) {
+    const i = (from + k) % turns.length;
+    if (turns[i]!.text.includes(sentence)) return i;
+  }
+  return -1;
+}
+
+function normalize(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
 }
 
 /** Open loops and next actions of the cards of the project's recent sessions (a card in phase `done` is closed). */

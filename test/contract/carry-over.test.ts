@@ -61,12 +61,44 @@ runStorageContract('carry-over', ({ createHarness }) => {
     expect(brief!).toContain('Files created: script.js');
     expect(brief!).not.toContain('Caroline');
     for (const [, id] of brief!.matchAll(/\[(evt_[0-9a-z]{26})\]/g)) expect((await ctx.mem.getEvent(id!)).sessionId).toBe('s-a');
+    // The session's own events are cited by turn under its heading (`[#5]`, 2 tokens where an id costs 19).
+    expect(brief!).toMatch(/Failed: `npm test` \(exit 1\): TypeError: tick is not defined \[#5\]; fixed: a later run passed \[#7\]/);
+    const refs = [...brief!.matchAll(/\[#(\d+)\]/g)].map((m) => Number(m[1]));
+    expect(refs.length).toBeGreaterThanOrEqual(3);
+    for (const turn of refs) expect((await ctx.mem.getEvent(`s-a#${turn}`)).sessionId).toBe('s-a');
     expect(ctx.mem.tokenizer.count(brief!)).toBeLessThanOrEqual(1200);
     const again = await ctx.mem.projectBrief({ project: P, excludeSessionIds: ['s-c'] });
     expect(again.text).toBe(brief);
     const small = await ctx.mem.projectBrief({ project: P, budgetTokens: 150 });
     expect(ctx.mem.tokenizer.count(small.text)).toBeLessThanOrEqual(150);
     expect(await carry().sessionStarted(start('s-z'), { briefTokens: 0 })).toBeUndefined();
+  });
+
+  it('cites each sentence a conversation\'s summary selected by its turn, the sentences of one turn on one line', async () => {
+    const said = [
+      'Ada: I finally repainted the garden shed a deep teal colour last weekend. It took three coats.',
+      'Brook: Teal must look great next to your lavender beds.',
+      'Ada: My neighbour Quentin asked for the paint brand, it was Farrow and Ball.',
+      'Brook: I started volunteering at the riverside animal shelter on Tuesdays.',
+      'Ada: Which animals do you look after there? The cats or the dogs?',
+      'Brook: Mostly the elderly greyhounds nobody else wants to walk. They are so gentle.',
+    ];
+    await carry().recordStart(start('s-chat'));
+    await ctx.mem.append('s-chat', said.map((content) => ({ kind: 'user', content })) as EventInput[], { project: P });
+    await carry().sessionEnded({ sessionId: 's-chat', project: P, host: 'claude-code' });
+    const brief = (await ctx.mem.projectBrief({ project: P, budgetTokens: 1200 })).text;
+    const section = brief.slice(brief.indexOf('### Session s-chat'), brief.indexOf('### Session s-a'));
+    const lines = section.split('\n').filter((l) => l.startsWith('- #'));
+    expect(lines.length).toBeGreaterThanOrEqual(2);
+    for (const line of lines) {
+      const [, turn, text] = /^- #(\d+) (.*)$/.exec(line)!;
+      const event = await ctx.mem.getEvent(`s-chat#${turn}`);
+      // The line is the turn's own sentences, in order.
+      expect(event.content.replace(/\s+/g, ' ')).toContain(text!.split(/(?<=\.) /)[0]!);
+    }
+    // One line per turn.
+    expect(new Set(lines.map((l) => l.split(' ')[1])).size).toBe(lines.length);
+    expect(section).toContain('Quentin');
   });
 
   it('injects evidence for a related prompt from earlier sessions only, once, and nothing for unrelated or gibberish prompts', async () => {

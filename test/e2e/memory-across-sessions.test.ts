@@ -88,10 +88,15 @@ describe('memory across sessions through the installed Claude Code hooks', { tim
     expect(brief!).toContain('### Session aaaaaaaa');
     expect(brief!).toContain('Files created: index.html, styles.css, script.js');
     expect(brief!).toContain("Decision: Let's always keep the timer at five minutes by default.");
-    const ids = [...brief!.matchAll(/\[(evt_[0-9a-z]{26}|sum_[0-9A-Z]{26})\]/g)].map((m) => m[1]!);
-    expect(ids.length).toBeGreaterThan(4);
-    const shown = runEngram(['--db', join(dir, 'store', 'engram.db'), 'show', ids.find((id) => id.startsWith('evt_'))!], { cwd: project });
-    expect(shown.code).toBe(0);
+    expect(brief!).toMatch(/### Session aaaaaaaa, .* \[sum_[0-9A-Z]{26}\]\n/);
+    // The session's lines cite its turns (`[#31]`), which `engram show aaaaaaaa#31` opens.
+    const refs = [...brief!.matchAll(/\[#(\d+)\]/g)].map((m) => m[1]!);
+    expect(refs.length).toBeGreaterThan(4);
+    const filesTurn = /Files created: index\.html, styles\.css, script\.js.*?\[#(\d+)\]/.exec(brief!)![1];
+    const shown = runEngram(['--db', join(dir, 'store', 'engram.db'), 'show', `aaaaaaaa#${filesTurn}`], { cwd: project });
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(new RegExp(`^evt_[0-9a-z]{26}  session ${FIRST}  turn ${filesTurn} `));
+    expect(shown.stdout).toMatch(/script\.js|index\.html|styles\.css/);
 
     const related = hook('UserPromptSubmit', { session_id: SECOND, transcript_path: transcript, prompt: 'the pause button does not stop the countdown, where is it wired up?' });
     expect(related).toBeDefined();
