@@ -11,6 +11,7 @@ import { postgresArtifactTierMigrationSql } from './artifact-tier-migration.js';
 import { postgresIdentifierMigrationSql, postgresIdentifierBacklogMigrationSql } from './postgres-identifier-index.js';
 import { postgresVectorCodesMigrationSql } from './postgres-vector-codes.js';
 import { postgresPhrasePairsMigrationSql } from './postgres-phrase-pairs.js';
+import { postgresAppendFunctionMigrationSql } from './pg-append.js';
 
 export interface PostgresMigration {
   version: number;
@@ -595,6 +596,11 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
     version: 20,
     description: 'phrase pairs: the functions of the opt-in pair index (engram reindex --phrase-pairs builds it)',
     sql: (s) => postgresPhrasePairsMigrationSql(s),
+  },
+  {
+    version: 21,
+    description: 'append_events: an ordinary append in one round trip',
+    sql: (s) => postgresAppendFunctionMigrationSql(s, TEXT_SEARCH_CONFIG),
   },
 ];
 

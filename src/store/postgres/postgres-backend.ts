@@ -69,7 +69,8 @@ import {
 import { compileTsQuery } from './tsquery.js';
 import { MAX_IDENTIFIER_TAIL_EVENTS } from '../identifier-grams.js';
 import { queryGrams } from '../identifier-grams.js';
-import { embeddingQueueCtes, PostgresVectors, VECTOR_MODEL_KEY } from './postgres-vectors.js';
+import { PostgresVectors } from './postgres-vectors.js';
+import { appendFunctionBody, appendFunctionBodySql, appendFunctionCall, insertEventsParams, insertEventsSql, type FreshEvent } from './pg-append.js';
 import { PostgresBus } from './postgres-bus.js';
 import { PostgresGraph } from './postgres-graph.js';
 import { PostgresSummaries } from './postgres-summaries.js';
@@ -134,6 +135,8 @@ export class PostgresBackend implements StorageBackend {
   /** The store's URL without its password. */
   readonly displayUrl: string;
   private readonly sql: ReturnType<typeof buildStatements>;
+  /** Whether the store's `append_events` function is this code's (pg-append.ts): set when the store opens. */
+  private isAppendInOneTrip = false;
   private readonly planner: TsqueryPlanner;
   /** Common lexemes' estimated rows from the column statistics (pg-lexeme-stats.ts). */
   private readonly lexemeStats: LexemeStatsCache;
@@ -229,6 +232,10 @@ export class PostgresBackend implements StorageBackend {
       backend.vectors.configureIndex(options.vectorIndex);
       const probe = await pool.query<{ available: boolean }>(`SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS available`);
       if (probe.rows[0]?.available) backend.capabilities.hasPgvector = true;
+      // An ordinary append in one round trip, when the store's function is the code's own (pg-append.ts).
+      const body = appendFunctionBodySql(location.schema);
+      const stored = await pool.query<{ prosrc: string }>(body.sql, body.params);
+      backend.isAppendInOneTrip = stored.rows[0]?.prosrc === appendFunctionBody(quoteIdent(location.schema), TEXT_SEARCH_CONFIG);
       return backend;
     } catch (err) {
       await pool.end().catch(() => undefined);
@@ -240,6 +247,8 @@ export class PostgresBackend implements StorageBackend {
     this.assertOpen();
     // Chunking is CPU work: do it before the session row is locked.
     const chunked = drafts.map((d) => ({ chunks: chunkForIndex(d.searchText), meta: indexTokens(d.searchMeta).join(' ') }));
+    const quick = await this.appendInOneTrip(sessionId, drafts, artifacts, options, chunked);
+    if (quick) return quick;
     return this.transaction('append failed', async (c) => {
       const s = this.sql;
       // Lock order, which keeps concurrent appends free of deadlocks: the one session row first, then
@@ -275,7 +284,7 @@ export class PostgresBackend implements StorageBackend {
 
       let turn = session.last_turn;
       const outcomes: AppendOutcome[] = [];
-      const fresh: Array<{ draft: EventDraft; turn: number; chunks: string[]; meta: string }> = [];
+      const fresh: FreshEvent[] = [];
       drafts.forEach((d, i) => {
         const key = d.key;
         const prior = key === undefined ? undefined : byKey.get(key);
@@ -297,6 +306,33 @@ export class PostgresBackend implements StorageBackend {
       }
       return outcomes;
     });
+  }
+
+  /**
+   * An ordinary append (a session's later batch, no artifacts, no writer lease, keys new to the session and to each
+   * other) in one round trip: the store's `append_events` function (pg-append.ts) locks the session row, checks the
+   * project and the keys, and inserts. Undefined when the batch needs the full path, which then runs as before.
+   */
+  private async appendInOneTrip(
+    sessionId: SessionId,
+    drafts: EventDraft[],
+    artifacts: ArtifactDraft[],
+    options: AppendOptions,
+    chunked: Array<{ chunks: string[]; meta: string }>,
+  ): Promise<AppendOutcome[] | undefined> {
+    if (!this.isAppendInOneTrip || drafts.length === 0 || artifacts.length > 0 || options.writer !== undefined) return undefined;
+    const keys = drafts.flatMap((d) => (d.key === undefined ? [] : [d.key]));
+    if (new Set(keys).size !== keys.length) return undefined;
+    const fresh: FreshEvent[] = drafts.map((draft, i) => ({ draft, turn: i + 1, ...chunked[i]! }));
+    const rows = await this.query<{ r_outcome: string; r_turn: number; r_project: string | null }>(
+      this.sql.appendEvents,
+      [...insertEventsParams(sessionId, fresh), options.requireProject ?? null, keys],
+      'append failed',
+    );
+    const row = rows[0]!;
+    if (row.r_outcome === 'other-project') throw sessionScopeDenied(sessionId, options.requireProject!);
+    if (row.r_outcome !== 'appended') return undefined;
+    return drafts.map((d, i) => ({ record: eventFromDraft(d, sessionId, row.r_turn + i + 1), isDuplicate: false }));
   }
 
   async withTransaction<T>(fn: (tx: StorageBackend) => Promise<T>): Promise<T> {
@@ -973,37 +1009,9 @@ function buildStatements(s: string) {
     lockSession: `SELECT last_turn, project FROM ${s}.sessions WHERE id = $1 FOR UPDATE`,
     insertArtifact: `INSERT INTO ${s}.artifacts (id, sha256, size_bytes, stored_bytes, encoding, media_type, created_ms, data)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
-    // One statement per batch: the events, their full-text chunks, the session's counters and the identifier queue.
-    insertEvents: `WITH ins AS (
-        INSERT INTO ${s}.events (id, session_id, turn, kind, ts_ms, content, content_escaped, artifact_id, artifact_media,
-          artifact_size, preview_kind, event_key, input_hash, task_id, premise_ref, tags, supersedes, tool_name, tool_call_id, meta)
-        SELECT u.id, $1, u.turn, u.kind, u.ts_ms, u.content, u.content_escaped, u.artifact_id, u.artifact_media,
-          u.artifact_size, u.preview_kind, u.event_key, u.input_hash, u.task_id, u.premise_ref, u.tags::json, u.supersedes,
-          u.tool_name, u.tool_call_id, u.meta::json
-        FROM unnest($2::text[], $3::int[], $4::text[], $5::bigint[], $6::text[], $7::boolean[], $8::text[], $9::text[],
-          $10::bigint[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[],
-          $18::text[], $19::text[], $20::text[])
-          AS u(id, turn, kind, ts_ms, content, content_escaped, artifact_id, artifact_media, artifact_size, preview_kind,
-            event_key, input_hash, task_id, premise_ref, tags, supersedes, tool_name, tool_call_id, meta)
-        ORDER BY u.turn
-        RETURNING pk, id
-      ), counters AS (
-        UPDATE ${s}.sessions SET last_turn = $21, event_count = event_count + $22,
-          first_ms = LEAST(first_ms, $23), last_ms = GREATEST(last_ms, $24)
-        WHERE id = $1
-      ), queued AS (
-        -- The identifier index's catch-up queue (postgres-identifier-index.ts): the append writes no keys itself.
-        INSERT INTO ${s}.event_idgrams_backlog (event_pk) SELECT pk FROM ins
-      ), ${embeddingQueueCtes(s, 'ins', '$29')}
-      INSERT INTO ${s}.event_text (event_pk, chunk_no, tsv)
-      SELECT ins.pk, c.chunk_no,
-        CASE WHEN c.chunk_no = 0
-          THEN setweight(to_tsvector('${s}.${TEXT_SEARCH_CONFIG}'::regconfig, c.body), 'A')
-            || setweight(to_tsvector('${s}.${TEXT_SEARCH_CONFIG}'::regconfig, c.meta), 'D')
-          ELSE setweight(to_tsvector('${s}.${TEXT_SEARCH_CONFIG}'::regconfig, c.body), 'A')
-        END
-      FROM unnest($25::text[], $26::int[], $27::text[], $28::text[]) AS c(event_id, chunk_no, body, meta)
-      JOIN ins ON ins.id = c.event_id`,
+    // One statement per batch: the events, their full-text chunks, the session's counters and the queues (pg-append.ts).
+    insertEvents: insertEventsSql(s, TEXT_SEARCH_CONFIG),
+    appendEvents: appendFunctionCall(s),
     eventsByIds: `SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE id = ANY($1::text[])`,
     eventsByKeys: `SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE session_id = $1 AND event_key = ANY($2::text[])`,
     artifactById: `SELECT * FROM ${s}.artifacts WHERE id = $1`,
@@ -1024,59 +1032,6 @@ function buildStatements(s: string) {
     listRecallLog: `SELECT * FROM ${s}.recall_log WHERE ($1::text IS NULL OR session_id = $1) AND ($3::text IS NULL OR project = $3) ORDER BY id DESC LIMIT $2`,
   };
 }
-
-function insertEventsParams(
-  sessionId: SessionId,
-  fresh: Array<{ draft: EventDraft; turn: number; chunks: string[]; meta: string }>,
-): unknown[] {
-  const col = <T>(pick: (d: EventDraft) => T): T[] => fresh.map((f) => pick(f.draft));
-  const escaped = col((d) => d.content.includes('\u0000'));
-  const chunkIds: string[] = [];
-  const chunkNos: number[] = [];
-  const bodies: string[] = [];
-  const metas: Array<string | null> = [];
-  for (const f of fresh) {
-    f.chunks.forEach((body, i) => {
-      chunkIds.push(f.draft.id);
-      chunkNos.push(i);
-      bodies.push(body);
-      metas.push(i === 0 ? f.meta : null);
-    });
-  }
-  const ts = col((d) => d.tsMs);
-  return [
-    sessionId,
-    col((d) => d.id),
-    fresh.map((f) => f.turn),
-    col((d) => d.kind),
-    ts,
-    fresh.map((f, i) => (escaped[i] ? JSON.stringify(f.draft.content) : f.draft.content)),
-    escaped,
-    col((d) => d.artifact?.id ?? null),
-    col((d) => d.artifact?.mediaType ?? null),
-    col((d) => d.artifact?.sizeBytes ?? null),
-    col((d) => d.artifact?.previewKind ?? null),
-    col((d) => d.key ?? null),
-    col((d) => d.inputHash ?? null),
-    col((d) => d.taskId ?? null),
-    col((d) => d.premiseRef ?? null),
-    col((d) => (d.tags.length > 0 ? JSON.stringify(d.tags) : null)),
-    col((d) => d.supersedes ?? null),
-    col((d) => d.toolName ?? null),
-    col((d) => d.toolCallId ?? null),
-    col((d) => (d.meta !== undefined ? JSON.stringify(d.meta) : null)),
-    fresh[fresh.length - 1]!.turn,
-    fresh.length,
-    ts.reduce((a, b) => Math.min(a, b)),
-    ts.reduce((a, b) => Math.max(a, b)),
-    chunkIds,
-    chunkNos,
-    bodies,
-    metas,
-    VECTOR_MODEL_KEY,
-  ];
-}
-
 
 function rowToEvent(row: EventRow): EventRecord {
   return eventFromColumns({
