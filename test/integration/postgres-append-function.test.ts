@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openEngram, type Engram } from '../../src/engine.js';
+import { HIERARCHY_LINK_KEY } from '../../src/model/hierarchy.js';
 import { PostgresBackend } from '../../src/store/postgres/postgres-backend.js';
 import { dropSchema, testPgUrl, uniqueSchema } from '../fixtures/postgres.js';
 
@@ -73,6 +74,21 @@ describe('PostgreSQL append in one round trip', () => {
     // Another project's agent may not append to the session: refused, nothing written.
     await expect(mem.append('s1', [{ kind: 'user', content: 'not mine' }], { requireProject: 'q' })).rejects.toMatchObject({ code: 'SCOPE_DENIED' });
     expect((await mem.store.getSession('s1' as never))?.lastTurn).toBe(4);
+  });
+
+  it("appends an agent's batch in one round trip, and leaves a session with a writer lease to the full path, which refuses another writer", async () => {
+    const schema = uniqueSchema('engram_append_fn');
+    schemas.push(schema);
+    const mem = await open(schema);
+    const alice = { id: 'agent:a', name: 'alice' };
+    await mem.append('free', [{ kind: 'user', content: 'no lease here' }]);
+    const sent = await statements(() => mem.append('free', [{ kind: 'note', content: 'written by alice', key: 'n1' }], { writer: alice }));
+    expect(writes(sent)).toEqual([expect.stringMatching(/append_events\(/)]);
+    // A lease held by alice: bob is refused and nothing is stored; alice still writes.
+    await mem.ingestor.appendInternal('leased', [{ kind: 'note', content: 'link', key: HIERARCHY_LINK_KEY, meta: { hierarchy: { type: 'link', writer: alice } } }], { writer: alice });
+    await expect(mem.append('leased', [{ kind: 'note', content: 'by bob', key: 'b1' }], { writer: { id: 'agent:b', name: 'bob' } })).rejects.toMatchObject({ code: 'SCOPE_DENIED' });
+    await mem.append('leased', [{ kind: 'note', content: 'by alice', key: 'a1' }], { writer: alice });
+    expect((await mem.store.listEvents({ sessionId: 'leased' as never })).map((e) => e.content)).toEqual(['link', 'by alice']);
   });
 
   it('gives concurrent batches of one session gap-free turns', async () => {

@@ -309,8 +309,8 @@ export class PostgresBackend implements StorageBackend {
   }
 
   /**
-   * An ordinary append (a session's later batch, no artifacts, no writer lease, keys new to the session and to each
-   * other) in one round trip: the store's `append_events` function (pg-append.ts) locks the session row, checks the
+   * An ordinary append (a session's later batch, no artifacts, no writer lease held by another, keys new to the
+   * session and to each other) in one round trip: the store's `append_events` function (pg-append.ts) locks the session row, checks the
    * project and the keys, and inserts. Undefined when the batch needs the full path, which then runs as before.
    */
   private async appendInOneTrip(
@@ -320,13 +320,16 @@ export class PostgresBackend implements StorageBackend {
     options: AppendOptions,
     chunked: Array<{ chunks: string[]; meta: string }>,
   ): Promise<AppendOutcome[] | undefined> {
-    if (!this.isAppendInOneTrip || drafts.length === 0 || artifacts.length > 0 || options.writer !== undefined) return undefined;
+    if (!this.isAppendInOneTrip || drafts.length === 0 || artifacts.length > 0) return undefined;
     const keys = drafts.flatMap((d) => (d.key === undefined ? [] : [d.key]));
-    if (new Set(keys).size !== keys.length) return undefined;
+    if (new Set(keys).size !== keys.length || (options.writer !== undefined && keys.includes(HIERARCHY_LINK_KEY))) return undefined;
+    // A writer's batch: a session with a writer lease holds its hierarchy link, and the function then answers `keyed`,
+    // so the full path checks the lease. A session without one has no lease to check.
+    const checked = options.writer !== undefined ? [...keys, HIERARCHY_LINK_KEY] : keys;
     const fresh: FreshEvent[] = drafts.map((draft, i) => ({ draft, turn: i + 1, ...chunked[i]! }));
     const rows = await this.query<{ r_outcome: string; r_turn: number; r_project: string | null }>(
       this.sql.appendEvents,
-      [...insertEventsParams(sessionId, fresh), options.requireProject ?? null, keys],
+      [...insertEventsParams(sessionId, fresh), options.requireProject ?? null, checked],
       'append failed',
     );
     const row = rows[0]!;
