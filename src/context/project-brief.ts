@@ -2,7 +2,8 @@
  * The brief a new session of a project starts with (issue #29, item 2): what the project's last sessions asked and
  * did (their summaries: files changed, commands and the errors they hit, tests, what was left open), the decisions
  * in force, the verified facts (karma) and the open task cards, within a token budget, every line citing the stored
- * object it comes from (`[evt_...]`, `[sum_...]`) so `engram show` or the MCP `expand` tool opens it.
+ * object it comes from (`[evt_...]`, `[sum_...]`, or `#12`, a turn of the session it is listed under) so `engram show`
+ * or the MCP `expand` tool opens it.
  *
  * Prompt-cache friendly: the text depends on the store alone (no clock, no randomness, stable orders), so the same
  * store gives the same bytes, and a host that caches its prompt prefix reuses it across sessions until the memory
@@ -65,7 +66,7 @@ interface Candidate {
   order: number;
   tier: number;
   text: string;
-  /** Events it cites by turn (`#12`), which its text does not name by id. */
+  /** Events it cites by turn (`#12`, `[#12]`): their ids are not in its text. */
   cites?: string[];
 }
 
@@ -183,27 +184,28 @@ async function sessionLines(store: StorageBackend, s: SessionSummaries): Promise
   const turnOf = new Map((await store.getEvents(named as EventId[])).filter((e) => e.sessionId === s.sessionId).map((e) => [e.id as string, e.turn]));
   const uncited = body.some((l) => !CITES.test(l));
   const turns = uncited ? await sentenceSources(store, s) : [];
-  const out: Array<{ text: string; turn?: number; eventId?: string; parts: string[] }> = [];
+  const out: Array<{ text: string; turn?: number; cites: string[]; parts: string[] }> = [];
   let cursor = 0;
   for (const line of body) {
     if (CITES.test(line)) {
-      out.push({ text: line.replace(EVENT_ID_CITED, (whole, id: string) => (turnOf.has(id) ? `[#${turnOf.get(id)}]` : whole)), parts: [] });
+      const cites = [...line.matchAll(EVENT_ID)].map((m) => m[0]).filter((id) => turnOf.has(id));
+      out.push({ text: line.replace(EVENT_ID_CITED, (whole, id: string) => (turnOf.has(id) ? `[#${turnOf.get(id)}]` : whole)), cites, parts: [] });
       continue;
     }
     const at = findSentence(turns, normalize(line.replace(/…$/, '')), cursor);
     if (at < 0) {
-      out.push({ text: line, parts: [] });
+      out.push({ text: line, cites: [], parts: [] });
       continue;
     }
     cursor = at;
     const source = turns[at]!;
     const last = out[out.length - 1];
     if (last?.turn === source.event.turn) last.parts.push(line);
-    else out.push({ text: '', turn: source.event.turn, eventId: source.event.id, parts: [line] });
+    else out.push({ text: '', turn: source.event.turn, cites: [source.event.id], parts: [line] });
   }
   return [
     { text: heading, cites: [] },
-    ...out.map((l) => (l.turn === undefined ? { text: `- ${l.text}`, cites: [] } : { text: `- #${l.turn} ${l.parts.join(' ')}`, cites: [l.eventId!] })),
+    ...out.map((l) => ({ text: l.turn === undefined ? `- ${l.text}` : `- #${l.turn} ${l.parts.join(' ')}`, cites: l.cites })),
   ];
 }
 

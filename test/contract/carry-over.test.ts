@@ -66,6 +66,9 @@ runStorageContract('carry-over', ({ createHarness }) => {
     const refs = [...brief!.matchAll(/\[#(\d+)\]/g)].map((m) => Number(m[1]));
     expect(refs.length).toBeGreaterThanOrEqual(3);
     for (const turn of refs) expect((await ctx.mem.getEvent(`s-a#${turn}`)).sessionId).toBe('s-a');
+    // What it cites by turn is still recorded by id.
+    const cited = (await ctx.mem.projectBrief({ project: P, excludeSessionIds: ['s-b'] })).citedIds;
+    for (const turn of refs) expect(cited).toContain((await ctx.mem.getEvent(`s-a#${turn}`)).id);
     expect(ctx.mem.tokenizer.count(brief!)).toBeLessThanOrEqual(1200);
     const again = await ctx.mem.projectBrief({ project: P, excludeSessionIds: ['s-c'] });
     expect(again.text).toBe(brief);
