@@ -205,7 +205,8 @@ async function sessionLines(store: StorageBackend, s: SessionSummaries): Promise
   }
   return [
     { text: heading, cites: [] },
-    ...out.map((l) => ({ text: l.turn === undefined ? `- ${l.text}` : `- #${l.turn} ${l.parts.join(' ')}`, cites: l.cites })),
+    // A line of its own that starts `#12` is escaped: at a line's head, `#12` is the turn it cites.
+    ...out.map((l) => ({ text: l.turn === undefined ? `- ${l.text.replace(/^#(?=\d)/, '\\#')}` : `- #${l.turn} ${l.parts.join(' ')}`, cites: l.cites })),
   ];
 }
 

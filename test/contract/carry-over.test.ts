@@ -2,6 +2,7 @@ import { beforeEach, expect, it } from 'vitest';
 import { currentHostSession } from '../../src/memory/host-sessions.js';
 import type { EventInput } from '../../src/model/event.js';
 import { DERIVED_EVENT_TAG } from '../../src/model/event.js';
+import { newSummaryId } from '../../src/model/summary.js';
 import { runStorageContract, useEngram } from './harnesses.js';
 
 /** A coding session: a request, a file written, a test that fails then passes, a decision stated. */
@@ -102,6 +103,15 @@ runStorageContract('carry-over', ({ createHarness }) => {
     // One line per turn.
     expect(new Set(lines.map((l) => l.split(' ')[1])).size).toBe(lines.length);
     expect(section).toContain('Quentin');
+  });
+
+  it('escapes a summary line of its own that starts like a turn reference (a model\'s summary line)', async () => {
+    const [summary] = await ctx.mem.store.summaries.list({ sessionId: 's-a', depth: 0, limit: 1 });
+    const text = `${summary!.text.split('\n')[0]}\n#42 was merged upstream before the release.`;
+    await ctx.mem.store.summaries.write({ summaries: [{ ...summary!, id: newSummaryId(), episode: 1, text }] });
+    const brief = (await ctx.mem.projectBrief({ project: P })).text;
+    expect(brief).toContain('- \\#42 was merged upstream before the release.');
+    expect(brief).not.toMatch(/^- #42 /m);
   });
 
   it('injects evidence for a related prompt from earlier sessions only, once, and nothing for unrelated or gibberish prompts', async () => {
