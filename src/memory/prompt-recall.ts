@@ -169,9 +169,10 @@ export async function recallForPrompt(r: PromptRecallReaders, prompt: string, o:
       fate(h.eventId, 'derived');
       continue;
     }
-    const anchored = h.isExactMatch ? 1 : evidenceConfidence(words, ownText(e), Date.parse(h.ts));
+    const own = h.isExactMatch ? '' : ownText(e);
+    const anchored = h.isExactMatch ? 1 : evidenceConfidence(words, own, Date.parse(h.ts));
     // Without an anchor, its share of the prompt's words: a candidate only near a hit that holds one (below).
-    const confidence = anchored > 0 || near === 0 ? anchored : evidenceConfidence(words, ownText(e), Date.parse(h.ts), false);
+    const confidence = anchored > 0 || near === 0 ? anchored : evidenceConfidence(words, own, Date.parse(h.ts), false);
     if (given.has(h.eventId)) fate(h.eventId, 'given', confidence);
     else if (quoted.length > 0 && isQuotedIn(h.excerpt, quoted)) fate(h.eventId, 'quoted', confidence);
     else if (confidence <= 0 || confidence < fillFloor) fate(h.eventId, 'below-floor', confidence);
