@@ -30,6 +30,7 @@ import type { StoreLocation } from '../src/store/open-store.js';
 import { benchPgUrl, createBenchStore, type BenchBackend } from './lib/bench-stores.js';
 import { createPgObserver, type PgObserver } from './lib/pg-observe.js';
 import { DEFAULT_PREFILL_EVENTS, HTTP_TARGETS, renderReport, renderSuiteReport, type HttpLoadReport, type Op } from './lib/http-load-report.js';
+import { measureSqliteFloor, type SqliteFloor } from './lib/sqlite-floor.js';
 import type { EventInput } from '../src/model/event.js';
 import { agentTrace, recallQueries } from './lib/agent-trace.js';
 import { Prng } from './lib/prng.js';
@@ -162,11 +163,20 @@ export async function runHttpLoadSuite(args: HttpLoadSuiteArgs): Promise<HttpLoa
       }
     }
   }
+  // The floor under the per-core targets: SQLite + FTS5 alone on the events and queries of a fresh store's runs, at the
+  // size its recall-only run searched (issue #32). Not for a prebuilt store (its events are scale.ts's, not the agents').
+  const sqliteRecall = runs.find((r) => r.config.backend === 'sqlite' && r.config.mode === 'recall' && r.config.store === undefined);
+  const floorEvents = sqliteRecall?.storeEvents ?? (store === undefined && args.backends.includes('sqlite') ? DEFAULT_PREFILL_EVENTS : undefined);
+  let floor: SqliteFloor | undefined;
+  if (floorEvents !== undefined && !args.profile) {
+    console.error(`== the floor: raw SQLite + FTS5 on ${floorEvents} events`);
+    floor = measureSqliteFloor({ events: floorEvents, agents: Math.max(...args.agents), batch: args.batch ?? 4 });
+  }
   mkdirSync('bench/results', { recursive: true });
   const name = args.out ?? reportName(args.embedder, args.profile, args.client);
-  writeFileSync(`bench/results/${name}.json`, JSON.stringify({ targets: HTTP_TARGETS, runs }, null, 2) + '\n');
-  writeFileSync(`bench/results/${name}.md`, renderSuiteReport(runs));
-  console.error(renderSuiteReport(runs));
+  writeFileSync(`bench/results/${name}.json`, JSON.stringify({ targets: HTTP_TARGETS, runs, ...(floor ? { floor } : {}) }, null, 2) + '\n');
+  writeFileSync(`bench/results/${name}.md`, renderSuiteReport(runs, floor));
+  console.error(renderSuiteReport(runs, floor));
   if (runs.some((r) => !r.verification.httpVerified || !r.verification.storeVerified || r.server.exitCode !== 0)) process.exitCode = 1;
   return runs;
 }

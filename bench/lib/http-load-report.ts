@@ -6,7 +6,8 @@ import type { BenchBackend } from './bench-stores.js';
 import type { ProfileSummary } from './cpu-profile.js';
 import type { AreaShare, ProfileAreas } from './profile-areas.js';
 import type { HttpLoadArgs, HttpLoadMode } from '../http-load.js';
-import { renderPerCore } from './per-core.js';
+import { PER_CORE_TARGETS, renderPerCore } from './per-core.js';
+import { renderSqliteFloor, type SqliteFloor } from './sqlite-floor.js';
 import { round } from './stats.js';
 
 export type Op = 'append' | 'recall' | 'retry';
@@ -251,7 +252,7 @@ ${rows.join('\n')}
 }
 
 /** All runs side by side against the targets of issue #14, then each run's detail. */
-export function renderSuiteReport(runs: readonly HttpLoadReport[]): string {
+export function renderSuiteReport(runs: readonly HttpLoadReport[], floor?: SqliteFloor): string {
   const t = HTTP_TARGETS;
   const fmt = (n: number) => n.toLocaleString('en');
   const rows = runs.map((r) => {
@@ -290,7 +291,7 @@ With \`--workers N\` the server's CPU is summed over its processes. Where the se
 function: \`npm run bench -- http-load --profile\` writes \`bench/results/http-load-profile.md\`.
 
 ${verdicts(runs)}
-${renderPerCore(runs)}${renderServers(runs)}
+${renderPerCore(runs)}${renderServers(runs)}${floor ? `\n${renderSqliteFloor(floor, PER_CORE_TARGETS.sqlite)}` : ''}
 
 ${runs.map((r) => renderReport(r).replace(/^# HTTP API under load\n/, `## ${r.config.backend}, ${r.config.mode ?? 'mixed'}, ${(r.config.workers ?? 1) > 1 ? `${r.config.workers} workers, ` : ''}${(r.config.servers ?? 1) > 1 ? `${r.config.servers} servers, ` : ''}${r.config.agents} agents${r.config.store !== undefined ? `, ${(r.storeEvents ?? 0).toLocaleString('en')} events` : ''}\n`)).join('\n')}`;
 }

@@ -133,6 +133,7 @@ function isPinnedTerm(term: SearchTerm): boolean {
   return term.isPrefix === true || tokenize(term.text).length > 1;
 }
 
-function compileTerm(term: SearchTerm): string {
+/** A term as the plan's MATCH expression writes it (Fts5Plan terms' `match`). */
+export function compileTerm(term: SearchTerm): string {
   return term.isPrefix ? `${quoteFts5(term.text)} *` : quoteFts5(term.text);
 }

@@ -12,7 +12,8 @@ import { rareFirst } from './fts5-rare-first.js';
 /**
  * The SQLite backend's full-text search with rare terms first (fts5-rare-first.ts), end to end through `searchText`:
  * the same events and relevances as the plan's own statement, with no filter and held to a list of sessions, whether
- * the attempt stands or the plan runs after it.
+ * the attempt stands or the plan runs after it. The vocabulary's commonest words are in most events, so the search
+ * also leaves them out (fts5-weightless.ts): relevances then differ by their clamped idf's share, under 1e-5.
  */
 
 let dir: string;
@@ -62,10 +63,10 @@ describe('full-text search with rare terms first', () => {
       if (rareFirst(plan, limit) !== null) attempted++;
       const hits = await mem.store.searchText({ terms, limit, ...(sessionIds ? { filter: { sessionIds: sessionIds as never } } : {}) });
       const expected = planned(plan.match, limit, sessionIds);
-      expect(hits.map((h) => h.relevance)).toEqual(expected.map((e) => expect.closeTo(e.relevance, 9)));
-      // The same events, but for those tied at the cut.
+      expect(hits.map((h) => h.relevance)).toEqual(expected.map((e) => expect.closeTo(e.relevance, 5)));
+      // The same events, but for those tied at the cut (within the weightless words' share).
       const last = expected.at(-1)?.relevance ?? 0;
-      const above = (list: Array<{ id: string; relevance: number }>) => new Set(list.filter((h) => h.relevance > last + 1e-9).map((h) => h.id));
+      const above = (list: Array<{ id: string; relevance: number }>) => new Set(list.filter((h) => h.relevance > last + 1e-5).map((h) => h.id));
       expect(above(hits.map((h) => ({ id: h.eventId, relevance: h.relevance })))).toEqual(above(expected));
     }
     expect(attempted).toBeGreaterThan(30);

@@ -55,10 +55,11 @@ import { SqlitePurge } from './sqlite-purge.js';
 import type { BusStorage } from '../bus-storage.js';
 import { eventFromColumns, eventFromDraft, type EventColumns } from '../event-record.js';
 import type { Checkpointer } from './checkpointer.js';
-import { Fts5Planner } from './fts5-planner.js';
+import { compileTerm, Fts5Planner, type Fts5Plan } from './fts5-planner.js';
 import { BOUND_ABOVE_ROWS, BOUND_PHRASE_ABOVE_ROWS, Fts5BoundedSearch } from './fts5-bounded.js';
 import { Fts5VisibleFirst } from './fts5-visible-first.js';
 import { rareFirst } from './fts5-rare-first.js';
+import { withoutWeightless } from './fts5-weightless.js';
 import { LatestOfKind, LATEST_OF_KIND_FIELDS } from './latest-of-kind.js';
 import { searchWithIdentifiers } from './fts5-identifier-search.js';
 import { MAX_IDENTIFIER_TAIL_EVENTS } from '../identifier-grams.js';
@@ -492,7 +493,6 @@ export class SqliteBackend implements StorageBackend {
     this.assertOpen();
     const plan = this.planner.planDetailed(query.terms);
     if (plan === null || query.limit <= 0) return [];
-    const match = plan.match;
     const where: string[] = [];
     const params: unknown[] = [];
     const f = query.filter ?? {};
@@ -560,16 +560,29 @@ export class SqliteBackend implements StorageBackend {
           : null;
       return first ?? (this.db.prepare(sql).all(...(where.length === 0 ? [m, query.limit] : [m, ...params, query.limit])) as Array<{ id: string; score: number }>);
     };
-    try {
+    // A plan's rows with bm25 negated as its relevance (higher is better).
+    const rankPlan = (p: Fts5Plan): Array<{ id: string; relevance: number }> => {
       // The rows holding the rarest terms first: the plan's answer when their last row outscores any other row.
-      const attempt = rareFirst(plan, query.limit);
+      const attempt = rareFirst(p, query.limit);
       if (attempt !== null) {
         const rows = ranked(attempt.match);
         if (rows.length >= query.limit && -rows[query.limit - 1]!.score > attempt.bound) {
-          return rows.slice(0, query.limit).map((r) => ({ eventId: r.id as EventId, relevance: -r.score / attempt.scale }));
+          return rows.slice(0, query.limit).map((r) => ({ id: r.id, relevance: -r.score / attempt.scale }));
         }
       }
-      return ranked(match).map((r) => ({ eventId: r.id as EventId, relevance: -r.score }));
+      return ranked(p.match).map((r) => ({ id: r.id, relevance: -r.score }));
+    };
+    try {
+      // Words in most rows weigh nothing in bm25: without them FTS5 reads far less, and ranks the same when enough
+      // rows hold the other terms (fts5-weightless.ts).
+      const lean = withoutWeightless(plan, query.terms, compileTerm, (terms) => this.planner.planDetailed(terms));
+      if (lean !== null) {
+        const rows = rankPlan(lean.plan);
+        if (rows.length >= query.limit && rows[query.limit - 1]!.relevance * lean.scale > lean.bound) {
+          return rows.map((r) => ({ eventId: r.id as EventId, relevance: r.relevance * lean.scale }));
+        }
+      }
+      return rankPlan(plan).map((r) => ({ eventId: r.id as EventId, relevance: r.relevance }));
     } catch (err) {
       throw translateSqliteError(err, 'full-text search failed');
     }
@@ -683,18 +696,13 @@ export class SqliteBackend implements StorageBackend {
 
   async logRecall(entry: RecallLogInput): Promise<number> {
     this.assertOpen();
+    const params = [entry.tsMs, entry.sessionId ?? null, entry.project ?? null, entry.taskId ?? null, entry.query, JSON.stringify(entry.options), JSON.stringify(entry.results), entry.durationMs];
+    const write = (): number => Number(this.stmts.insertRecallLog.run(...params).lastInsertRowid);
     try {
-      const info = this.stmts.insertRecallLog.run(
-        entry.tsMs,
-        entry.sessionId ?? null,
-        entry.project ?? null,
-        entry.taskId ?? null,
-        entry.query,
-        JSON.stringify(entry.options),
-        JSON.stringify(entry.results),
-        entry.durationMs,
-      );
-      return Number(info.lastInsertRowid);
+      // A commit of its own cost a recall ~0.1 ms (bench/results/http-load-profile.md, "log: recall log write"): the
+      // row is group-committed with the writes that arrive alongside it, appends and other recalls' rows.
+      if (this.isTransactionView) return write();
+      return await this.groupCommit.submit(write);
     } catch (err) {
       throw translateSqliteError(err, 'recall log write failed');
     }
