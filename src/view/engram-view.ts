@@ -234,14 +234,22 @@ export class EngramView implements PrincipalReads {
     // Names resolve as everywhere (an unreadable session is this project's own, absent one); the store's project
     // filter keeps recall to what may be read, so an unreadable session in the list just yields nothing. Ids a
     // caller inside the view already resolved (a hierarchy's sessions) are stored ids, taken as they are.
-    const resolve = (id: string, field: string) => (idsAreStored ? Promise.resolve(validateSessionId(id, field)) : this.resolveSessionId(id, 'read', field));
+    // The access facts a resolution read, by id: the task card's readability check below reuses them (one store read,
+    // a PostgreSQL round trip, less per recall held to a session).
+    const known = new Map<SessionId, SessionAccessFacts>();
+    const resolve = async (id: string, field: string): Promise<SessionId> => {
+      if (idsAreStored) return validateSessionId(id, field);
+      const resolved = await this.resolveSession(id, 'read', field);
+      if (resolved.facts !== undefined) known.set(resolved.id, resolved.facts);
+      return resolved.id;
+    };
     const sessionIds = rest.sessionIds === undefined ? undefined : await Promise.all(rest.sessionIds.map((id, i) => resolve(id, `sessionIds[${i}]`)));
     const options = { ...rest, ...(sessionIds !== undefined ? { sessionIds } : {}) };
     const askingSessionId = askedBy === undefined ? undefined : await resolve(askedBy, 'askingSessionId');
     const taskCardSessionId = cardName === undefined ? undefined : await resolve(cardName, 'taskCardSessionId');
     const only = sessionIds?.length === 1 ? sessionIds[0] : undefined;
     const cardSession = ignoreTask ? undefined : (taskCardSessionId ?? only);
-    const card = cardSession !== undefined && (await this.isReadableOrAbsent(cardSession)) ? await this.mem.taskStates.get(cardSession) : null;
+    const card = cardSession !== undefined && (await this.isReadableOrAbsent(cardSession, known.get(cardSession))) ? await this.mem.taskStates.get(cardSession) : null;
     const asking = askingSessionId ?? only;
     return {
       options: {
@@ -377,9 +385,10 @@ export class EngramView implements PrincipalReads {
   }
 
   /** Whether the session may be read or does not exist (then it reads as empty). */
-  private async isReadableOrAbsent(id: SessionId): Promise<boolean> {
+  private async isReadableOrAbsent(id: SessionId, known?: SessionAccessFacts): Promise<boolean> {
     if (this.project === null) return true;
-    const facts = await this.facts(id);
+    // `known`: the facts a resolution of this id read moments ago (the same read this would make).
+    const facts = known ?? (await this.facts(id));
     return facts === undefined || canReadSession(this.principal, facts);
   }
 

@@ -1,3 +1,4 @@
+import { insertRecallLogManySql, PgRecallLogBatch, recallLogColumns } from './pg-recall-log.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { EngramError } from '../../errors.js';
 import type { ArtifactDraft } from '../../model/artifact.js';
@@ -777,6 +778,8 @@ export class PostgresBackend implements StorageBackend {
 
 
   async logRecall(entry: RecallLogInput): Promise<number> {
+    // Outside a transaction the row joins those of the recalls finishing alongside it: one statement for all.
+    if (!this.heldClient.getStore()) return this.recallLogBatch.add(entry);
     const rows = await this.query<{ id: string }>(
       this.sql.insertRecallLog,
       [
@@ -793,6 +796,11 @@ export class PostgresBackend implements StorageBackend {
     );
     return Number(rows[0]!.id);
   }
+
+  private readonly recallLogBatch = new PgRecallLogBatch(async (entries) => {
+    const rows = await this.query<{ id: string }>(insertRecallLogManySql(this.sql.s), recallLogColumns(entries), 'recall log write failed');
+    return rows.map((r) => Number(r.id)).sort((a, b) => a - b);
+  });
 
   async listRecallLog(query: RecallLogQuery = {}): Promise<RecallLogRecord[]> {
     const limit = recallLogLimit(query);
