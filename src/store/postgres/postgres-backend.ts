@@ -60,10 +60,9 @@ import { chunkForIndex, indexTokens } from './tsquery.js';
 import { rewriteTextRows } from './postgres-text-index.js';
 import { MAX_RANKED_ROWS, TsqueryPlanner } from './tsquery-planner.js';
 import {
-  countIdentifierBacklog,
   dequeueIdentifierRows,
   findIdentifierRows,
-  findQueuedRows,
+  readIdentifierHead,
   readIdentifierStatus,
   rewriteIdentifierRows,
 } from './postgres-identifier-index.js';
@@ -635,17 +634,18 @@ export class PostgresBackend implements StorageBackend {
       if (!grams) continue;
       const tsquery = compileTsQuery([t]);
       try {
-        if (!isTailChecked) {
-          if ((await countIdentifierBacklog(this.pool, this.sql.s, MAX_IDENTIFIER_TAIL_EVENTS)) > MAX_IDENTIFIER_TAIL_EVENTS) return undefined;
-          isTailChecked = true;
-        }
         // The queue first, then the index: the catch-up indexes an event and takes it off the queue in one
         // transaction, so an event off the queue by the first read is in the index by the second. In the other order
         // an event indexed between the two reads was in neither (an identifier just written, not found: http-load's
-        // mixed runs on PostgreSQL, about 1 needle in 270).
-        const queued = tsquery === null ? [] : await findQueuedRows(this.pool, this.sql.s, this.sql.config, tsquery);
-        const indexed = await findIdentifierRows(this.pool, this.sql.s, grams);
-        out.set(t.text, [...new Set([...indexed, ...queued])]);
+        // mixed runs on PostgreSQL, about 1 needle in 270). The first read also counts the queue (once per search)
+        // and the trigrams' postings: one round trip (readIdentifierHead).
+        const head = await readIdentifierHead(this.pool, this.sql.s, this.sql.config, grams, tsquery, isTailChecked ? undefined : MAX_IDENTIFIER_TAIL_EVENTS);
+        if (!isTailChecked) {
+          if (head.backlog === undefined || head.backlog > MAX_IDENTIFIER_TAIL_EVENTS || head.queued === null) return undefined;
+          isTailChecked = true;
+        }
+        const indexed = await findIdentifierRows(this.pool, this.sql.s, grams, head.counts);
+        out.set(t.text, [...new Set([...indexed, ...(head.queued ?? [])])]);
       } catch (err) {
         throw translatePgError(err, 'full-text search failed', this.displayUrl);
       }

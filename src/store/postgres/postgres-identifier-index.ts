@@ -94,25 +94,56 @@ export async function readIdentifierStatus(c: PgRunner, s: string): Promise<Iden
   return { state: backlog === 0 ? 'complete' : 'pending', cursor: null, backlog };
 }
 
-/** Queued events, at most `cap` + 1 counted (a search's check: is the tail short enough to cover by phrase). */
-export async function countIdentifierBacklog(c: PgRunner, s: string, cap: number): Promise<number> {
-  const rows = await c.query<{ n: string }>(`SELECT count(*) AS n FROM (SELECT 1 FROM ${s}.event_idgrams_backlog LIMIT ${cap + 1}) x`);
-  return Number(rows.rows[0]!.n);
+/**
+ * A search's first round trip for an identifier: the queue's length, at most `backlogCap` + 1 counted, when a cap is
+ * given (is the tail short enough to cover by phrase?); the queued events whose full-text rows match `tsquery` (the
+ * identifier's phrase), unless the queue is longer than the cap (then null: the caller searches another way); and each
+ * trigram's postings counted up to {@link COUNT_CAP}, for {@link findIdentifierRows}. One statement, so one snapshot:
+ * the catch-up indexes an event and takes it off the queue in one transaction, and the postings, read after, hold
+ * every event already off the queue here (issue #32: three round trips were one each).
+ */
+export async function readIdentifierHead(
+  c: PgRunner,
+  s: string,
+  config: string,
+  grams: readonly number[],
+  tsquery: string | null,
+  backlogCap: number | undefined,
+): Promise<{ backlog: number | undefined; queued: string[] | null; counts: Map<number, number> }> {
+  const distinct = [...new Set(grams)];
+  const params: unknown[] = distinct.map(String);
+  const counts = distinct.map((_, i) => `(SELECT count(*) FROM (SELECT 1 FROM ${s}.event_idgrams WHERE gram = $${i + 1}::bigint LIMIT ${COUNT_CAP}) x) AS c${i}`);
+  let queued = `'{}'::text[]`;
+  if (tsquery !== null) {
+    params.push(tsquery);
+    queued = `ARRAY(SELECT DISTINCT t.event_pk::text FROM ${s}.event_idgrams_backlog b JOIN ${s}.event_text t ON t.event_pk = b.event_pk WHERE t.tsv @@ to_tsquery(${config}, $${params.length}))`;
+  }
+  const sql =
+    backlogCap === undefined
+      ? `SELECT NULL::int8 AS backlog, ${queued} AS queued, ${counts.join(', ')}`
+      : `WITH n AS MATERIALIZED (SELECT count(*) AS n FROM (SELECT 1 FROM ${s}.event_idgrams_backlog LIMIT ${backlogCap + 1}) x)
+         SELECT n.n AS backlog, CASE WHEN n.n <= ${backlogCap} THEN ${queued} END AS queued, ${counts.join(', ')} FROM n`;
+  const row = (await c.query<Record<string, unknown>>(sql, params)).rows[0]!;
+  return {
+    backlog: row.backlog === null ? undefined : Number(row.backlog),
+    queued: row.queued === null ? null : (row.queued as string[]),
+    counts: new Map(distinct.map((g, i) => [g, Number(row[`c${i}`])])),
+  };
+}
+
+/** Each trigram's postings counted up to {@link COUNT_CAP}. */
+async function countGrams(c: PgRunner, s: string, distinct: readonly number[]): Promise<Map<number, number>> {
+  const rows = await c.query<Record<string, string>>(
+    `SELECT ${distinct.map((_, i) => `(SELECT count(*) FROM (SELECT 1 FROM ${s}.event_idgrams WHERE gram = $${i + 1}::bigint LIMIT ${COUNT_CAP}) x) AS c${i}`).join(', ')}`,
+    distinct.map(String),
+  );
+  return new Map(distinct.map((g, i) => [g, Number(rows.rows[0]![`c${i}`])]));
 }
 
 /** Takes these events (by id) off the queue: the catch-up indexed them (or skipped them, purged); its transaction. */
 export async function dequeueIdentifierRows(c: PgRunner, s: string, eventIds: readonly string[]): Promise<void> {
   if (eventIds.length === 0) return;
   await c.query(`DELETE FROM ${s}.event_idgrams_backlog WHERE event_pk IN (SELECT pk FROM ${s}.events WHERE id = ANY($1::text[]))`, [eventIds]);
-}
-
-/** The queued events whose full-text rows match `tsquery` (an identifier's phrase), by primary key. */
-export async function findQueuedRows(c: PgRunner, s: string, config: string, tsquery: string): Promise<string[]> {
-  const rows = await c.query<{ event_pk: string }>(
-    `SELECT DISTINCT t.event_pk FROM ${s}.event_idgrams_backlog b JOIN ${s}.event_text t ON t.event_pk = b.event_pk WHERE t.tsv @@ to_tsquery(${config}, $1)`,
-    [tsquery],
-  );
-  return rows.rows.map((r) => r.event_pk);
 }
 
 /** Rows counted of a trigram to pick the rarest (beyond it, any such trigram will do). */
@@ -133,13 +164,11 @@ export const PROBE_MAX_PAIRS = 8_000;
  * up in the primary key when some other trigram is common and the pairs are few ({@link PROBE_MAX_PAIRS}), else
  * the others' postings read and filtered by event.
  */
-export async function findIdentifierRows(c: PgRunner, s: string, grams: readonly number[]): Promise<string[]> {
+export async function findIdentifierRows(c: PgRunner, s: string, grams: readonly number[], known?: ReadonlyMap<number, number>): Promise<string[]> {
   const distinct = [...new Set(grams)];
-  const counts = await c.query<Record<string, string>>(
-    `SELECT ${distinct.map((_, i) => `(SELECT count(*) FROM (SELECT 1 FROM ${s}.event_idgrams WHERE gram = $${i + 1}::bigint LIMIT ${COUNT_CAP}) x) AS c${i}`).join(', ')}`,
-    distinct.map(String),
-  );
-  const countOf = (i: number): number => Number(counts.rows[0]![`c${i}`]);
+  // The counts: read here, or by the search's first round trip (readIdentifierHead) when it passes them.
+  const counted = distinct.every((g) => known?.has(g)) ? known! : await countGrams(c, s, distinct);
+  const countOf = (i: number): number => counted.get(distinct[i]!)!;
   let rarest = 0;
   distinct.forEach((_, i) => {
     if (countOf(i) < countOf(rarest)) rarest = i;
