@@ -106,4 +106,9 @@ export default defineConfig(
     files: ['bench/ingest-recall.ts', 'bench/scale.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: benchPatterns(1, true) }] },
   },
+  {
+    // So does http-load's floor (raw SQLite + FTS5 on the same events and queries).
+    files: ['bench/lib/sqlite-floor.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: benchPatterns(2, true) }] },
+  },
 );
