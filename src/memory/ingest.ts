@@ -2,7 +2,7 @@ import { EngramError, invalidInputFromZod } from '../errors.js';
 import { HIERARCHY_KEY_PREFIX } from '../model/hierarchy.js';
 import { DEFAULT_PROJECT } from '../model/access.js';
 import type { ArtifactDraft } from '../model/artifact.js';
-import type { EventArtifactRef, EventKind, InternalEventInput, ValidEventInput } from '../model/event.js';
+import type { EventArtifactRef, EventKind, EventRecord, InternalEventInput, ValidEventInput } from '../model/event.js';
 import { artifactIndexChars, checkAppendSize, MAX_ARTIFACT_INDEXED_CHARS } from '../model/limits.js';
 import { eventInputSchema, internalEventInputSchema, sessionIdSchema, toEpochMs } from '../model/event.js';
 import type { ArtifactId, EventId, SessionId } from '../model/ids.js';
@@ -162,7 +162,11 @@ export class Ingestor {
     // Retried writes are answered from the store without redoing the artifact work. The store checks
     // keys again inside its transaction, which covers a concurrent writer racing this one.
     const keys = valid.flatMap((v) => (v.key === undefined ? [] : [v.key]));
-    const existing = new Map((await this.store.getEventsByKeys(sessionId, keys)).map((e) => [e.record.key!, e]));
+    // The session's latest turns come with the keyed events when some input may take turn context: one read.
+    const depth = this.opts.turnContextEvents;
+    const wantsContext = depth > 0 && valid.some((v) => hasTurnContext(v.kind));
+    const read = await this.store.readAppendContext(sessionId, keys, wantsContext ? { kinds: [...TURN_CONTEXT_KINDS], limit: depth } : undefined);
+    const existing = new Map(read.keyed.map((e) => [e.record.key!, e]));
     valid.forEach((v, i) => {
       const prior = v.key === undefined ? undefined : existing.get(v.key);
       if (prior) isKeyedDuplicate(sessionId, v.key!, hashes[i], { eventId: prior.record.id, inputHash: prior.inputHash }, `events[${i}].key`);
@@ -178,7 +182,7 @@ export class Ingestor {
       draftIndex.push(i);
     });
 
-    await this.addTurnContext(sessionId, valid, drafts, draftIndex, existing);
+    await this.addTurnContext(sessionId, valid, drafts, draftIndex, existing, wantsContext ? read.latest : undefined);
 
     const already = await this.store.hasArtifacts([...artifacts.keys()]);
     const artifactDrafts: ArtifactDraft[] = [];
@@ -293,6 +297,8 @@ export class Ingestor {
     drafts: EventDraft[],
     draftIndex: readonly number[],
     existing: ReadonlyMap<string, KeyedEvent>,
+    /** The session's latest events of the context kinds, newest first, read with the keyed events; read here when absent. */
+    latest: readonly EventRecord[] | undefined,
   ): Promise<void> {
     const depth = this.opts.turnContextEvents;
     // Appends of tool records only (most of an agent's traffic) take no context: no read of the store for them.
@@ -312,13 +318,15 @@ export class Ingestor {
     const first = valid[0]!;
     const firstStored = first.key !== undefined ? existing.get(first.key) : undefined;
     const stored = (
-      await this.store.listEvents({
-        sessionId,
-        order: 'desc',
-        limit: depth,
-        kinds: [...TURN_CONTEXT_KINDS],
-        ...(firstStored ? { toTurn: firstStored.record.turn - 1 } : {}),
-      })
+      latest !== undefined && !firstStored
+        ? [...latest]
+        : await this.store.listEvents({
+            sessionId,
+            order: 'desc',
+            limit: depth,
+            kinds: [...TURN_CONTEXT_KINDS],
+            ...(firstStored ? { toTurn: firstStored.record.turn - 1 } : {}),
+          })
     ).reverse();
     let window: ContextSource[] = stored.filter((e) => !isDerivedEvent(e)).map((e) => ({ text: e.content, isMasked: false }));
     for (let i = 0; i < valid.length; i++) {

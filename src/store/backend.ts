@@ -565,6 +565,12 @@ export interface StorageBackend {
   listOpeningEvents(query: OpeningEventsQuery): Promise<EventRecord[]>;
   /** Events of a session by their idempotency keys (absent keys are skipped), with their input hashes. */
   getEventsByKeys(sessionId: SessionId, keys: string[]): Promise<KeyedEvent[]>;
+  /**
+   * What an append reads before its transaction, in one read (one round trip on PostgreSQL): the session's events
+   * under `keys`, as {@link getEventsByKeys} gives them (retried inputs), and with `latest` its last `latest.limit`
+   * events of `latest.kinds`, newest first (the earlier turns a new turn is indexed with: memory/turn-context.ts).
+   */
+  readAppendContext(sessionId: SessionId, keys: string[], latest?: { kinds: EventKind[]; limit: number }): Promise<{ keyed: KeyedEvent[]; latest: EventRecord[] }>;
 
   /**
    * A session's events after `afterTurn`, in turn order, with their stored input hashes: everything needed

@@ -398,6 +398,16 @@ export class PostgresBackend implements StorageBackend {
     return keys.flatMap((k) => byKey.get(k) ?? []);
   }
 
+  async readAppendContext(sessionId: SessionId, keys: string[], latest?: { kinds: EventKind[]; limit: number }): Promise<{ keyed: KeyedEvent[]; latest: EventRecord[] }> {
+    const limit = latest && latest.limit > 0 && latest.kinds.length > 0 ? latest.limit : 0;
+    if (limit === 0) return { keyed: await this.getEventsByKeys(sessionId, keys), latest: [] };
+    // One statement, one round trip: the keyed events (part 0), then the latest events of the kinds (part 1).
+    const rows = await this.query<EventRow & { part: number }>(this.sql.appendContext, [sessionId, [...new Set(keys)], latest!.kinds, limit]);
+    const byKey = new Map(rows.filter((r) => r.part === 0).map((r) => [r.event_key!, { record: rowToEvent(r), inputHash: r.input_hash }]));
+    const recent = rows.filter((r) => r.part === 1).sort((a, b) => Number(b.turn) - Number(a.turn));
+    return { keyed: keys.flatMap((k) => byKey.get(k) ?? []), latest: recent.map(rowToEvent) };
+  }
+
   async listEvents(query: ListEventsQuery): Promise<EventRecord[]> {
     const where = ['session_id = $1'];
     const params: unknown[] = [query.sessionId];
@@ -1025,6 +1035,8 @@ function buildStatements(s: string) {
     appendEvents: appendFunctionCall(s),
     eventsByIds: `SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE id = ANY($1::text[])`,
     eventsByKeys: `SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE session_id = $1 AND event_key = ANY($2::text[])`,
+    appendContext: `SELECT 0 AS part, ${EVENT_COLUMNS} FROM ${s}.events WHERE session_id = $1 AND event_key = ANY($2::text[])
+      UNION ALL (SELECT 1 AS part, ${EVENT_COLUMNS} FROM ${s}.events WHERE session_id = $1 AND kind = ANY($3::text[]) ORDER BY turn DESC LIMIT $4)`,
     artifactById: `SELECT * FROM ${s}.artifacts WHERE id = $1`,
     artifactsExist: `SELECT id FROM ${s}.artifacts WHERE id = ANY($1::text[])`,
     eventIdRange: `SELECT id FROM ${s}.events WHERE id >= $1 AND id < $2 ORDER BY id LIMIT $3`,

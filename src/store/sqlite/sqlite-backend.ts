@@ -368,6 +368,12 @@ export class SqliteBackend implements StorageBackend {
     return keys.flatMap((key) => byKey.get(key) ?? []);
   }
 
+  async readAppendContext(sessionId: SessionId, keys: string[], latest?: { kinds: EventKind[]; limit: number }): Promise<{ keyed: KeyedEvent[]; latest: EventRecord[] }> {
+    // Two statements on this connection: no round trip to save.
+    const keyed = await this.getEventsByKeys(sessionId, keys);
+    return { keyed, latest: latest && latest.limit > 0 ? await this.listEvents({ sessionId, order: 'desc', limit: latest.limit, kinds: latest.kinds }) : [] };
+  }
+
   async listEvents(query: ListEventsQuery): Promise<EventRecord[]> {
     this.assertOpen();
     // A session's latest event of one kind (its task card): without walking its whole history each time.
