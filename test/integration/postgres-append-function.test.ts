@@ -42,7 +42,8 @@ async function statements(fn: () => Promise<unknown>): Promise<string[]> {
   return sent;
 }
 
-const writes = (sent: string[]): string[] => sent.filter((s) => !/^SELECT (id|\*|[a-z_]+, session_id)/.test(s) || /append_events/.test(s));
+/** The statements that may write (not a read of events, sessions or an append's keys and latest turns). */
+const writes = (sent: string[]): string[] => sent.filter((s) => !/^SELECT (0 AS part, )?(id|\*|[a-z_]+, session_id)/.test(s) || /append_events/.test(s));
 
 describe('PostgreSQL append in one round trip', () => {
   it('appends a later batch of a session with one statement, turns gap-free and keys kept', async () => {
@@ -59,6 +60,8 @@ describe('PostgreSQL append in one round trip', () => {
     });
     expect(writes(sent)).toEqual([expect.stringMatching(/^SELECT r_outcome, r_turn, r_project FROM \S+\.append_events\(/)]);
     expect(sent.some((s) => s === 'BEGIN')).toBe(false);
+    // Before it, one read: the batch's keys and the session's latest turns together (readAppendContext).
+    expect(sent.filter((s) => !/append_events/.test(s))).toEqual([expect.stringMatching(/^SELECT 0 AS part, .* UNION ALL \(SELECT 1 AS part, /)]);
     expect(out.map((o) => [o.record.turn, o.isDuplicate])).toEqual([[2, false], [3, false]]);
     // What the function wrote is what the full path writes: events, session counters, full-text rows.
     const session = await mem.store.getSession('s1' as never);
