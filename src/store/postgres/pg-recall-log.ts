@@ -12,6 +12,8 @@ const MAX_BATCH = 64;
 export class PgRecallLogBatch {
   private queue: Array<{ entry: RecallLogInput; resolve: (id: number) => void; reject: (err: unknown) => void }> = [];
   private isScheduled = false;
+  /** The statements running now. */
+  private readonly running = new Set<Promise<void>>();
 
   /** `insertMany` writes the rows in the order given and returns their ids in that order. */
   constructor(private readonly insertMany: (entries: readonly RecallLogInput[]) => Promise<number[]>) {}
@@ -23,6 +25,14 @@ export class PgRecallLogBatch {
     });
   }
 
+  /** Writes what waits now and resolves once every row given so far is written or failed (before the pool closes). */
+  async settle(): Promise<void> {
+    while (this.queue.length > 0 || this.running.size > 0) {
+      if (this.queue.length > 0) void this.flush();
+      await Promise.all([...this.running]);
+    }
+  }
+
   private schedule(): void {
     if (this.isScheduled) return;
     this.isScheduled = true;
@@ -32,17 +42,22 @@ export class PgRecallLogBatch {
     });
   }
 
-  private async flush(): Promise<void> {
+  private flush(): Promise<void> {
     const batch = this.queue.splice(0, MAX_BATCH);
     if (this.queue.length > 0) this.schedule();
-    if (batch.length === 0) return;
-    try {
-      const ids = await this.insertMany(batch.map((b) => b.entry));
-      if (ids.length !== batch.length) throw new Error(`recall log: ${ids.length} ids for ${batch.length} rows`);
-      batch.forEach((b, i) => b.resolve(ids[i]!));
-    } catch (err) {
-      for (const b of batch) b.reject(err);
-    }
+    if (batch.length === 0) return Promise.resolve();
+    const run = (async () => {
+      try {
+        const ids = await this.insertMany(batch.map((b) => b.entry));
+        if (ids.length !== batch.length) throw new Error(`recall log: ${ids.length} ids for ${batch.length} rows`);
+        batch.forEach((b, i) => b.resolve(ids[i]!));
+      } catch (err) {
+        for (const b of batch) b.reject(err);
+      }
+    })();
+    this.running.add(run);
+    void run.finally(() => this.running.delete(run));
+    return run;
   }
 }
 

@@ -941,6 +941,8 @@ export class PostgresBackend implements StorageBackend {
   async close(): Promise<void> {
     if (this.isClosed) return;
     this.isClosed = true;
+    // Recall log rows still waiting for their statement are written first.
+    await this.recallLogBatch.settle();
     await this.vectors.close();
     await this.pool.end();
   }
