@@ -1,4 +1,3 @@
-import { insertRecallLogManySql, PgRecallLogBatch, recallLogColumns } from './pg-recall-log.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { EngramError } from '../../errors.js';
 import type { ArtifactDraft } from '../../model/artifact.js';
@@ -66,6 +65,7 @@ import {
   readIdentifierStatus,
   rewriteIdentifierRows,
 } from './postgres-identifier-index.js';
+import { insertRecallLogManySql, PgRecallLogBatch, recallLogColumns } from './pg-recall-log.js';
 import { compileTsQuery } from './tsquery.js';
 import { MAX_IDENTIFIER_TAIL_EVENTS } from '../identifier-grams.js';
 import { queryGrams } from '../identifier-grams.js';
@@ -135,6 +135,11 @@ export class PostgresBackend implements StorageBackend {
   /** The store's URL without its password. */
   readonly displayUrl: string;
   private readonly sql: ReturnType<typeof buildStatements>;
+  /** Recall log rows of recalls finishing together, one statement for all (pg-recall-log.ts); ids sorted, as inserted. */
+  private readonly recallLogBatch = new PgRecallLogBatch(async (entries) => {
+    const rows = await this.query<{ id: string }>(insertRecallLogManySql(this.sql.s), recallLogColumns(entries), 'recall log write failed');
+    return rows.map((r) => Number(r.id)).sort((a, b) => a - b);
+  });
   /** Whether the store's `append_events` function is this code's (pg-append.ts): set when the store opens. */
   private isAppendInOneTrip = false;
   private readonly planner: TsqueryPlanner;
@@ -806,11 +811,6 @@ export class PostgresBackend implements StorageBackend {
     );
     return Number(rows[0]!.id);
   }
-
-  private readonly recallLogBatch = new PgRecallLogBatch(async (entries) => {
-    const rows = await this.query<{ id: string }>(insertRecallLogManySql(this.sql.s), recallLogColumns(entries), 'recall log write failed');
-    return rows.map((r) => Number(r.id)).sort((a, b) => a - b);
-  });
 
   async listRecallLog(query: RecallLogQuery = {}): Promise<RecallLogRecord[]> {
     const limit = recallLogLimit(query);

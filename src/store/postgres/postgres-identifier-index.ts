@@ -112,7 +112,7 @@ export async function readIdentifierHead(
 ): Promise<{ backlog: number | undefined; queued: string[] | null; counts: Map<number, number> }> {
   const distinct = [...new Set(grams)];
   const params: unknown[] = distinct.map(String);
-  const counts = distinct.map((_, i) => `(SELECT count(*) FROM (SELECT 1 FROM ${s}.event_idgrams WHERE gram = $${i + 1}::bigint LIMIT ${COUNT_CAP}) x) AS c${i}`);
+  const counts = gramCountColumns(s, distinct.length);
   let queued = `'{}'::text[]`;
   if (tsquery !== null) {
     params.push(tsquery);
@@ -133,11 +133,13 @@ export async function readIdentifierHead(
 
 /** Each trigram's postings counted up to {@link COUNT_CAP}. */
 async function countGrams(c: PgRunner, s: string, distinct: readonly number[]): Promise<Map<number, number>> {
-  const rows = await c.query<Record<string, string>>(
-    `SELECT ${distinct.map((_, i) => `(SELECT count(*) FROM (SELECT 1 FROM ${s}.event_idgrams WHERE gram = $${i + 1}::bigint LIMIT ${COUNT_CAP}) x) AS c${i}`).join(', ')}`,
-    distinct.map(String),
-  );
+  const rows = await c.query<Record<string, string>>(`SELECT ${gramCountColumns(s, distinct.length).join(', ')}`, distinct.map(String));
   return new Map(distinct.map((g, i) => [g, Number(rows.rows[0]![`c${i}`])]));
+}
+
+/** The columns `c0`, `c1`, ...: the postings of the trigrams in parameters $1, $2, ... counted up to {@link COUNT_CAP}. */
+function gramCountColumns(s: string, n: number): string[] {
+  return Array.from({ length: n }, (_, i) => `(SELECT count(*) FROM (SELECT 1 FROM ${s}.event_idgrams WHERE gram = $${i + 1}::bigint LIMIT ${COUNT_CAP}) x) AS c${i}`);
 }
 
 /** Takes these events (by id) off the queue: the catch-up indexed them (or skipped them, purged); its transaction. */

@@ -3,8 +3,9 @@ import type { Fts5Plan } from './fts5-planner.js';
 
 /**
  * A word in more than half of the rows has no weight in FTS5's bm25: its idf, ln((N - n + 0.5) / (n + 0.5)), is
- * negative there and FTS5 clamps it to 1e-6. Above this share of the rows a term counts as weightless; the margin over
- * a half covers a frequency counted earlier (the planner keeps them up to a minute) against the current row count.
+ * negative there and FTS5 clamps it to 1e-6. Above this share of the rows a term counts as weightless. The row count is
+ * read with each plan and a frequency the planner kept from earlier (up to a minute) is at most the current one, since
+ * appends only add rows: the share is a lower bound. The margin over a half covers rows deleted since (a purge).
  */
 export const WEIGHTLESS_SHARE = 0.55;
 /** Stores with fewer rows are searched as planned: their searches cost little, and a few appends move a share. */

@@ -601,7 +601,7 @@ export class SqliteBackend implements StorageBackend {
 
   /**
    * The full-text statement for `sql`, compiled once: a search's SQL varies only with its filters' shape (how many
-   * sessions, which clauses) and the context weight, and compiling it again cost ~20-40 us of a search's ~0.1-0.3 ms.
+   * sessions, which clauses) and the context weight, and compiling it again cost ~20 us of a search's ~0.1-0.3 ms.
    */
   private searchStatement(sql: string): Database.Statement {
     let statement = this.searchStatements.get(sql);
