@@ -80,8 +80,8 @@ export function measureSqliteFloor(options: { events: number; agents: number; ba
       agents,
       batch,
       appendMs: round(appendCpu / batches.length, 3),
-      ordinaryQueryMs: round(ordinaryQueryMs, 3),
-      needleQueryMs: round(needleQueryMs, 3),
+      ordinaryQueryMs: round(ordinaryQueryMs, 4),
+      needleQueryMs: round(needleQueryMs, 4),
       recallMixMs: round((ordinaryQueryMs + needleQueryMs) / 2, 3),
       queries: ordinary.length + phrases.length,
     };

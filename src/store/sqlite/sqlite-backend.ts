@@ -105,9 +105,6 @@ export async function openSqliteBackend(path: string, options: SqliteBackendOpti
   return SqliteBackend.open(path, options);
 }
 
-/** Most full-text statements kept compiled: the shapes a store sees are few; one that varies freely only recompiles. */
-const MAX_SEARCH_STATEMENTS = 64;
-
 export class SqliteBackend implements StorageBackend {
   readonly name = 'sqlite';
   readonly capabilities: BackendCapabilities;
@@ -115,8 +112,6 @@ export class SqliteBackend implements StorageBackend {
   private readonly planner: Fts5Planner;
   private readonly bounded: Fts5BoundedSearch;
   private readonly visibleFirst: Fts5VisibleFirst;
-  /** Compiled full-text statements by their SQL ({@link searchStatement}). */
-  private readonly searchStatements = new Map<string, Database.Statement>();
   private readonly latestOfKind: LatestOfKind;
   private readonly identifiers: SqliteIdentifierIndex;
   /** This connection's appends past the identifier watermark, with their index text (sqlite-appended-tail.ts). */
@@ -569,7 +564,7 @@ export class SqliteBackend implements StorageBackend {
         : onlySessions
           ? this.visibleFirst.searchInSessions(m, weight, f.sessionIds!, query.limit)
           : null;
-      return first ?? (this.searchStatement(sql).all(...(where.length === 0 ? [m, query.limit] : [m, ...params, query.limit])) as Array<{ id: string; score: number }>);
+      return first ?? (this.db.prepare(sql).all(...(where.length === 0 ? [m, query.limit] : [m, ...params, query.limit])) as Array<{ id: string; score: number }>);
     };
     // A plan's rows with bm25 negated as its relevance (higher is better).
     const rankPlan = (p: Fts5Plan): Array<{ id: string; relevance: number }> => {
@@ -597,20 +592,6 @@ export class SqliteBackend implements StorageBackend {
     } catch (err) {
       throw translateSqliteError(err, 'full-text search failed');
     }
-  }
-
-  /**
-   * The full-text statement for `sql`, compiled once: a search's SQL varies only with its filters' shape (how many
-   * sessions, which clauses) and the context weight, and compiling it again cost ~20 us of a search's ~0.1-0.3 ms.
-   */
-  private searchStatement(sql: string): Database.Statement {
-    let statement = this.searchStatements.get(sql);
-    if (statement === undefined) {
-      if (this.searchStatements.size >= MAX_SEARCH_STATEMENTS) this.searchStatements.clear();
-      statement = this.db.prepare(sql);
-      this.searchStatements.set(sql, statement);
-    }
-    return statement;
   }
 
   async getVectorModel(): Promise<VectorModel | null> {
