@@ -1,10 +1,16 @@
 import Database from 'better-sqlite3';
+import { gramText } from '../../src/store/sqlite/sqlite-identifier-index.js';
 import type { TraceEvent } from './agent-trace.js';
 
 /**
  * The floor that Engram's ingest is measured against (bench/ingest-recall.ts, bench/scale.ts): a plain events table
  * plus the same FTS5 index (tokenizer, contentless), the same pragmas, one transaction per batch. Nothing Engram
  * adds (ids, keys, artifacts, redaction, turn context, vectors).
+ *
+ * With `identifierIndex`, the floor of issue #32's second ingest form: the same two indexes Engram keeps, both written
+ * in the insert's own transaction. The second is the identifier index's FTS5 table (migration 17) with each event's
+ * row of trigram tokens, made by the index's own definition (`gramText`) from the event's text; no watermark, queue
+ * or catch-up.
  */
 export interface RawFts5Store {
   db: Database.Database;
@@ -12,14 +18,16 @@ export interface RawFts5Store {
   insertBatch(batch: readonly TraceEvent[]): void;
 }
 
-export function openRawFts5(path: string): RawFts5Store {
+export function openRawFts5(path: string, options: { identifierIndex?: boolean } = {}): RawFts5Store {
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.exec(`CREATE TABLE IF NOT EXISTS events (rowid INTEGER PRIMARY KEY, session_id TEXT, turn INTEGER, kind TEXT, ts_ms INTEGER, content TEXT);
     CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5 (body, content = '', contentless_delete = 1, tokenize = 'porter unicode61 remove_diacritics 2');`);
+  if (options.identifierIndex) db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS event_grams USING fts5 (grams, content = '', contentless_delete = 1, tokenize = 'ascii');`);
   const insert = db.prepare('INSERT INTO events (session_id, turn, kind, ts_ms, content) VALUES (?, ?, ?, ?, ?)');
   const fts = db.prepare('INSERT INTO events_fts (rowid, body) VALUES (?, ?)');
+  const grams = options.identifierIndex ? db.prepare('INSERT INTO event_grams (rowid, grams) VALUES (?, ?)') : undefined;
   const turns = new Map<string, number>();
   const insertBatch = db.transaction((batch: readonly TraceEvent[]) => {
     for (const t of batch) {
@@ -27,6 +35,7 @@ export function openRawFts5(path: string): RawFts5Store {
       turns.set(t.sessionId, turn);
       const info = insert.run(t.sessionId, turn, t.event.kind, Number(t.event.ts), t.event.content);
       fts.run(info.lastInsertRowid, t.event.content);
+      grams?.run(info.lastInsertRowid, gramText(t.event.content, ''));
     }
   });
   return { db, insertBatch: (batch) => insertBatch(batch) };

@@ -22,7 +22,7 @@ describe('Fts5BoundedSearch', () => {
     const filler = Array.from({ length: 50 }, (_, i) => `alpha filler ${i}`);
     fill([...filler, 'alpha beta', 'alpha beta and many more words in this longer row here', 'beta only', 'alpha beta gamma delta epsilon']);
     const plan = new Fts5Planner(db).planDetailed([{ text: 'alpha' }, { text: 'beta' }])!;
-    const hits = new Fts5BoundedSearch(db).search(plan, 4, [], [], 3);
+    const hits = new Fts5BoundedSearch(db).search(plan, 4, [], [], null, 3);
     // Candidates: the rows holding both words (51, 52, 54), then every row of the rarer word (53, "beta only").
     // "alpha" is in nearly every row, so it weighs almost nothing: the order is FTS5's own bm25 order.
     const exact = (db.prepare('SELECT rowid FROM events_fts WHERE events_fts MATCH ? ORDER BY bm25(events_fts) LIMIT 4').all('alpha OR beta') as Array<{ rowid: number }>).map((r) => r.rowid);
@@ -35,7 +35,7 @@ describe('Fts5BoundedSearch', () => {
     const filler = Array.from({ length: 50 }, (_, i) => `alpha filler ${i}`);
     fill(filler);
     const plan = new Fts5Planner(db).planDetailed([{ text: 'alpha' }])!;
-    const hits = new Fts5BoundedSearch(db).search(plan, 10, [], [], 5);
+    const hits = new Fts5BoundedSearch(db).search(plan, 10, [], [], null, 5);
     expect(hits).toHaveLength(10);
     expect(Math.min(...hits.map((h) => h.rowid))).toBeGreaterThan(40);
   });
@@ -43,7 +43,7 @@ describe('Fts5BoundedSearch', () => {
   it('tops up with rows holding some term when few hold all, ranked below those that hold all', () => {
     fill(['alpha one', 'beta two', 'alpha beta', 'beta three']);
     const plan = new Fts5Planner(db).planDetailed([{ text: 'alpha' }, { text: 'beta' }])!;
-    const hits = new Fts5BoundedSearch(db).search(plan, 3, [], [], 3);
+    const hits = new Fts5BoundedSearch(db).search(plan, 3, [], [], null, 3);
     expect(hits[0]!.rowid).toBe(3);
     expect(hits).toHaveLength(3);
   });

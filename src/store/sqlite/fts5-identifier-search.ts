@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { queryGrams } from '../identifier-grams.js';
-import { BOUNDED_CANDIDATES, type BoundedHit, type Fts5BoundedSearch } from './fts5-bounded.js';
+import { BOUNDED_CANDIDATES, type BoundedHit, type Fts5BoundedSearch, type RowidSpan } from './fts5-bounded.js';
 import type { Fts5Plan } from './fts5-planner.js';
 import type { AppendedTail } from './sqlite-appended-tail.js';
 import type { IdentifierTail, SqliteIdentifierIndex } from './sqlite-identifier-index.js';
@@ -26,6 +26,7 @@ export function searchWithIdentifiers(
   watermark: number,
   tailSize: number,
   held?: AppendedTail,
+  span: RowidSpan | null = null,
 ): BoundedHit[] | null {
   const grams = plan.terms.map((t) => (t.isRare ? queryGrams(t.text) : null));
   if (!grams.some((g) => g !== null)) return null;
@@ -49,21 +50,21 @@ export function searchWithIdentifiers(
     if (!t.isRare) return;
     const g = grams[i];
     if (g) {
-      const rows = index.newest(g, want, accept, tailOf(t.match));
+      const rows = index.newest(g, want, accept, tailOf(t.match), span);
       for (const r of rows) mark(r, i);
       // Every row holding it was read (and no filter hid any): its real document frequency.
       if (rows.length < want && where.length === 0) dfs[i] = Math.max(1, rows.length);
-    } else for (const r of bounded.newest(t.match, want, where, params)) mark(r, i);
+    } else for (const r of bounded.newest(t.match, want, where, params, span)) mark(r, i);
   });
   const candidates = [...holds.keys()];
   plan.terms.forEach((t, i) => {
     const g = t.isRare ? grams[i] : queryGrams(t.text);
     if (g) {
-      for (const r of index.holding(g, candidates.filter((c) => !holds.get(c)!.has(i)), tailOf(t.match))) mark(r, i);
+      for (const r of index.holding(g, candidates.filter((c) => !holds.get(c)!.has(i)), tailOf(t.match), span)) mark(r, i);
     } else if (!t.isRare) {
       // A common term: which candidates hold it, as far as its newest rows show (the bounded path's approximation).
       const have = new Set(candidates);
-      for (const r of bounded.newest(t.match, want, where, params)) if (have.has(r)) mark(r, i);
+      for (const r of bounded.newest(t.match, want, where, params, span)) if (have.has(r)) mark(r, i);
     }
   });
   return bounded.score(holds, dfs, limit);

@@ -56,8 +56,9 @@ import type { BusStorage } from '../bus-storage.js';
 import { eventFromColumns, eventFromDraft, type EventColumns } from '../event-record.js';
 import type { Checkpointer } from './checkpointer.js';
 import { compileTerm, Fts5Planner, type Fts5Plan } from './fts5-planner.js';
-import { BOUND_ABOVE_ROWS, BOUND_PHRASE_ABOVE_ROWS, Fts5BoundedSearch } from './fts5-bounded.js';
+import { BOUND_ABOVE_ROWS, BOUND_PHRASE_ABOVE_ROWS, Fts5BoundedSearch, type RowidSpan } from './fts5-bounded.js';
 import { Fts5VisibleFirst } from './fts5-visible-first.js';
+import { intersectSpans, SqliteVisibleSpan } from './sqlite-visible-span.js';
 import { rareFirst } from './fts5-rare-first.js';
 import { withoutWeightless } from './fts5-weightless.js';
 import { LatestOfKind, LATEST_OF_KIND_FIELDS } from './latest-of-kind.js';
@@ -112,6 +113,7 @@ export class SqliteBackend implements StorageBackend {
   private readonly planner: Fts5Planner;
   private readonly bounded: Fts5BoundedSearch;
   private readonly visibleFirst: Fts5VisibleFirst;
+  private readonly visibleSpan: SqliteVisibleSpan;
   private readonly latestOfKind: LatestOfKind;
   private readonly identifiers: SqliteIdentifierIndex;
   /** This connection's appends past the identifier watermark, with their index text (sqlite-appended-tail.ts). */
@@ -153,6 +155,7 @@ export class SqliteBackend implements StorageBackend {
     this.planner = new Fts5Planner(db);
     this.bounded = new Fts5BoundedSearch(db);
     this.visibleFirst = new Fts5VisibleFirst(db);
+    this.visibleSpan = new SqliteVisibleSpan(db);
     this.latestOfKind = new LatestOfKind(db);
     this.identifiers = new SqliteIdentifierIndex(db);
     this.appendedTail = new AppendedTail(db);
@@ -530,14 +533,32 @@ export class SqliteBackend implements StorageBackend {
     // events) contextWeight, inlined as a checked number (FTS5 reads auxiliary arguments as values). Without filters
     // the top rows are picked inside FTS5 before joining events: joining every match first doubled latency.
     const weight = contextWeightOf(query).toFixed(4);
-    if (Number.isFinite(plan.estimate) && plan.estimate > (query.boundAbove ?? (plan.hasPhrase ? BOUND_PHRASE_ABOVE_ROWS : BOUND_ABOVE_ROWS))) {
+    // Where the sessions the filter admits are a small part of the store, the rowids their events lie between: FTS5
+    // then reads only those rows instead of walking every match to find theirs (sqlite-visible-span.ts).
+    let span: RowidSpan | null | undefined;
+    const spanOf = (): RowidSpan | null =>
+      (span ??= intersectSpans(
+        f.sessionIds && f.sessionIds.length > 0 ? this.visibleSpan.ofSessions(f.sessionIds) : null,
+        f.visibleToProject !== undefined ? this.visibleSpan.ofProject(f.visibleToProject) : null,
+      ));
+    // bm25 counts every row of each of the query's terms for its idf, whatever the rows matched: over a large store
+    // that is most of an exact search's cost once a span makes the matching cheap. Then the bounded path scores the
+    // span's candidates with the same formula and the planner's counts.
+    const counted = plan.terms.reduce((sum, t) => sum + t.df, 0);
+    const isSpanBounded = query.boundAbove === undefined && where.length > 0 && Number.isFinite(counted) && counted > BOUND_ABOVE_ROWS && spanOf() !== null;
+    if (
+      Number.isFinite(plan.estimate) &&
+      (isSpanBounded || plan.estimate > (query.boundAbove ?? (plan.hasPhrase ? BOUND_PHRASE_ABOVE_ROWS : BOUND_ABOVE_ROWS)))
+    ) {
       try {
         // An identifier among the rare terms is looked up in the identifier index, the events past its watermark
         // through their full-text phrase; with a long tail (a bulk import not caught up yet), the plain path.
         const tail = this.identifiers.tailSize();
         const viaIdentifiers =
-          tail <= MAX_IDENTIFIER_TAIL_EVENTS ? searchWithIdentifiers(this.db, this.identifiers, this.bounded, plan, query.limit, where, params, this.identifiers.watermark(), tail, this.appendedTail) : null;
-        const hits = viaIdentifiers ?? this.bounded.search(plan, query.limit, where, params);
+          tail <= MAX_IDENTIFIER_TAIL_EVENTS
+            ? searchWithIdentifiers(this.db, this.identifiers, this.bounded, plan, query.limit, where, params, this.identifiers.watermark(), tail, this.appendedTail, spanOf())
+            : null;
+        const hits = viaIdentifiers ?? this.bounded.search(plan, query.limit, where, params, spanOf());
         const ids = this.db.prepare('SELECT rowid, id FROM events WHERE rowid IN (SELECT value FROM json_each(?))').all(JSON.stringify(hits.map((h) => h.rowid))) as Array<{ rowid: number; id: string }>;
         const idOf = new Map(ids.map((r) => [r.rowid, r.id]));
         return hits.flatMap((h) => (idOf.has(h.rowid) ? [{ eventId: idOf.get(h.rowid) as EventId, relevance: h.score }] : []));
@@ -549,22 +570,25 @@ export class SqliteBackend implements StorageBackend {
     // So is a hook's search of its project's earlier sessions (a list of sessions, nothing else).
     const onlyProject = where.length === 1 && f.visibleToProject !== undefined;
     const onlySessions = where.length === 1 && f.sessionIds !== undefined && f.sessionIds.length > 0;
-    const sql =
-      where.length === 0
-        ? `SELECT e.id AS id, f.score AS score FROM
-             (SELECT rowid, bm25(events_fts, 1.0, ${weight}) AS score FROM events_fts WHERE events_fts MATCH ? ORDER BY score LIMIT ?) f
-           JOIN events e ON e.rowid = f.rowid ORDER BY f.score`
-        : `SELECT e.id AS id, bm25(events_fts, 1.0, ${weight}) AS score
+    // A span is a range on `events_fts.rowid`, which FTS5 seeks to (one on `e.rowid` it does not see).
+    const joinedSql = (spanned: boolean): string => `SELECT e.id AS id, bm25(events_fts, 1.0, ${weight}) AS score
            FROM events_fts JOIN events e ON e.rowid = events_fts.rowid
-           WHERE events_fts MATCH ? AND ${where.join(' AND ')}
+           WHERE events_fts MATCH ?${spanned ? ' AND events_fts.rowid >= ? AND events_fts.rowid <= ?' : ''} AND ${where.join(' AND ')}
            ORDER BY score LIMIT ?`;
+    const unfilteredSql = `SELECT e.id AS id, f.score AS score FROM
+             (SELECT rowid, bm25(events_fts, 1.0, ${weight}) AS score FROM events_fts WHERE events_fts MATCH ? ORDER BY score LIMIT ?) f
+           JOIN events e ON e.rowid = f.rowid ORDER BY f.score`;
     const ranked = (m: string): Array<{ id: string; score: number }> => {
       const first = onlyProject
         ? this.visibleFirst.search(m, weight, f.visibleToProject!, VISIBLE_SESSION_SQL, query.limit)
         : onlySessions
           ? this.visibleFirst.searchInSessions(m, weight, f.sessionIds!, query.limit)
           : null;
-      return first ?? (this.db.prepare(sql).all(...(where.length === 0 ? [m, query.limit] : [m, ...params, query.limit])) as Array<{ id: string; score: number }>);
+      if (first) return first;
+      if (where.length === 0) return this.db.prepare(unfilteredSql).all(m, query.limit) as Array<{ id: string; score: number }>;
+      const inSpan = spanOf();
+      const rows = inSpan === null ? this.db.prepare(joinedSql(false)).all(m, ...params, query.limit) : this.db.prepare(joinedSql(true)).all(m, inSpan.lo, inSpan.hi, ...params, query.limit);
+      return rows as Array<{ id: string; score: number }>;
     };
     // A plan's rows with bm25 negated as its relevance (higher is better).
     const rankPlan = (p: Fts5Plan): Array<{ id: string; relevance: number }> => {

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { TextIndexEntry } from '../backend.js';
 import { forEachWordGrams, identifierGrams, MAX_GRAMS_PER_EVENT } from '../identifier-grams.js';
+import { SPAN_WALK_PER_ROW, type RowidSpan } from './fts5-bounded.js';
 
 /** The state row of the identifier index in `text_index_state` (migration 17): complete or pending (a backfill due). */
 const STATE = 'identifier_fts';
@@ -108,6 +109,7 @@ export class SqliteIdentifierIndex {
   private readonly readState: Database.Statement;
   private readonly writeState: Database.Statement;
   private readonly newestRows: Database.Statement;
+  private readonly walkRows: Database.Statement;
   private readonly newestTailRows: Database.Statement;
   private readonly lastRowid: Database.Statement;
   /** The watermark once it is known to be stored (it only moves up, and only through this connection's writes or the catch-up's). */
@@ -119,6 +121,7 @@ export class SqliteIdentifierIndex {
     this.readState = db.prepare('SELECT value FROM text_index_state WHERE name = ?');
     this.writeState = db.prepare('INSERT OR REPLACE INTO text_index_state (name, value) VALUES (?, ?)');
     this.newestRows = db.prepare('SELECT rowid FROM event_grams WHERE event_grams MATCH ? AND rowid <= ? ORDER BY rowid DESC LIMIT ?');
+    this.walkRows = db.prepare('SELECT rowid FROM event_grams WHERE event_grams MATCH ? AND rowid <= ? ORDER BY rowid DESC').pluck();
     this.newestTailRows = db.prepare('SELECT rowid FROM events_fts WHERE events_fts MATCH ? AND rowid > ? ORDER BY rowid DESC');
     this.lastRowid = db.prepare('SELECT COALESCE(MAX(rowid), 0) AS n FROM events');
   }
@@ -176,33 +179,58 @@ export class SqliteIdentifierIndex {
   /**
    * The newest rows, newest first, in which the query's trigrams stand at consecutive positions (the identifier
    * occurs), that `accept` keeps (the search's filters), at most `want`. The tail's rows (past the watermark, newer
-   * than every indexed row) come first, matched by the identifier's full-text phrase.
+   * than every indexed row) come first, matched by the identifier's full-text phrase. With a `span` (sqlite-visible-span.ts),
+   * only its rows: the pages start at its last row and stop at its first.
    */
-  newest(grams: readonly number[], want: number, accept: (rowids: number[]) => Set<number>, tail: IdentifierTail): number[] {
+  newest(grams: readonly number[], want: number, accept: (rowids: number[]) => Set<number>, tail: IdentifierTail, span: RowidSpan | null = null): number[] {
     const out: number[] = [];
-    const fresh =
-      tail.size === 0 ? [] : (tail.held?.(grams) ?? (this.newestTailRows.all(tail.match, tail.watermark) as Array<{ rowid: number }>).map((r) => r.rowid));
+    const inSpan = (r: number) => span === null || (r >= span.lo && r <= span.hi);
+    const fresh = (
+      tail.size === 0 ? [] : (tail.held?.(grams) ?? (this.newestTailRows.all(tail.match, tail.watermark) as Array<{ rowid: number }>).map((r) => r.rowid))
+    ).filter(inSpan);
     if (fresh.length > 0) {
       const kept = accept(fresh);
       for (const r of fresh) if (kept.has(r) && out.length < want) out.push(r);
     }
     const phrase = gramPhrase(grams);
-    let before = tail.watermark;
-    while (out.length < want) {
+    let before = span === null ? tail.watermark : Math.min(tail.watermark, span.hi);
+    if (span !== null && out.length < want && before >= span.lo) {
+      // The span's rows read until its first, as fts5-bounded.ts `newestInSpan` reads them: a page would read on
+      // below it to fill its limit.
+      const read: number[] = [];
+      let isWhole = true;
+      for (const rowid of this.walkRows.iterate(phrase, before) as IterableIterator<number>) {
+        if (rowid < span.lo) break;
+        if (read.length >= Math.max(want, PAGE) * SPAN_WALK_PER_ROW) {
+          isWhole = false;
+          break;
+        }
+        read.push(rowid);
+      }
+      if (read.length > 0) {
+        const kept = accept(read);
+        for (const r of read) if (kept.has(r) && out.length < want) out.push(r);
+      }
+      if (isWhole || read.length === 0) return out;
+      before = read[read.length - 1]! - 1;
+    }
+    while (out.length < want && (span === null || before >= span.lo)) {
       const page = (this.newestRows.all(phrase, before, Math.max(want, PAGE)) as Array<{ rowid: number }>).map((r) => r.rowid);
-      if (page.length === 0) break;
-      const kept = accept(page);
-      for (const r of page) if (kept.has(r) && out.length < want) out.push(r);
-      if (page.length < Math.max(want, PAGE)) break;
+      const within = span === null ? page : page.filter(inSpan);
+      if (within.length > 0) {
+        const kept = accept(within);
+        for (const r of within) if (kept.has(r) && out.length < want) out.push(r);
+      }
+      if (page.length < Math.max(want, PAGE) || within.length < page.length) break;
       before = page[page.length - 1]! - 1;
     }
     return out;
   }
 
-  /** Which of `rowids` hold the identifier (as far as its newest {@link MAX_HOLDERS} rows show). */
-  holding(grams: readonly number[], rowids: readonly number[], tail: IdentifierTail): Set<number> {
+  /** Which of `rowids` hold the identifier (as far as its newest {@link MAX_HOLDERS} rows, within `span` when given, show). */
+  holding(grams: readonly number[], rowids: readonly number[], tail: IdentifierTail, span: RowidSpan | null = null): Set<number> {
     if (rowids.length === 0) return new Set();
-    const rows = new Set(this.newest(grams, MAX_HOLDERS, (r) => new Set(r), tail));
+    const rows = new Set(this.newest(grams, MAX_HOLDERS, (r) => new Set(r), tail, span));
     return new Set(rowids.filter((r) => rows.has(r)));
   }
 }

@@ -1,0 +1,114 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openEngram, type Engram } from '../../engine.js';
+import type { SessionId } from '../../model/ids.js';
+import { BOUND_ABOVE_ROWS } from './fts5-bounded.js';
+import { intersectSpans, SqliteVisibleSpan } from './sqlite-visible-span.js';
+
+/**
+ * A store where project `p` sees a small part: its session `mine` (24 events, 8 holding `zebra`, spread over the
+ * store's whole history) and `lent` (another project's session shared with it, 1 event holding `zebra`), among
+ * 24,000 events of `other`,
+ * every one holding `common` (more than the bound's rows, so the search of `common zebra` is bounded to the span).
+ */
+describe('the rowid span of a search held to a few sessions (SQLite)', () => {
+  let dir: string;
+  let mem: Engram;
+  let raw: Database.Database;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'engram-span-'));
+    mem = await openEngram({ db: join(dir, 'engram.db') });
+    for (let batch = 0; batch < 48; batch++) {
+      const events = Array.from({ length: 500 }, (_, i) => ({ kind: 'note' as const, content: `common filler ${batch} ${i % 41}${i % 8 === 0 ? ' at src/orders/client.ts:385' : ''}` }));
+      await mem.append('big', events, { project: 'other' });
+      const at = batch % 4 === 0 ? ' failed at src/orders/client.ts:385' : '';
+      if (batch % 2 === 0) await mem.append('mine', { kind: 'note', content: `common mine ${batch} ${batch % 6 === 0 ? 'zebra' : 'plain'}${at}` }, { project: 'p' });
+      if (batch === 40) await mem.append('lent', { kind: 'note', content: 'common lent zebra' }, { project: 'other' });
+    }
+    await mem.store.shareSession({ sessionId: 'lent' as SessionId, project: 'p', sharedBy: 'local', tsMs: Date.now() });
+    // The identifier index caught up, as a server's worker keeps it.
+    await mem.maintainTextIndex();
+    raw = new Database(join(dir, 'engram.db'), { readonly: true });
+  });
+  afterAll(async () => {
+    raw.close();
+    await mem.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const bounds = (sessions: string[]) =>
+    raw.prepare(`SELECT min(rowid) AS lo, max(rowid) AS hi FROM events WHERE session_id IN (${sessions.map(() => '?').join(',')})`).get(...sessions) as { lo: number; hi: number };
+
+  it("spans a session's events, a list's, and a project's own and shared sessions", () => {
+    const spans = new SqliteVisibleSpan(raw);
+    expect(spans.ofSessions(['mine'])).toMatchObject(bounds(['mine']));
+    expect(spans.ofSessions(['mine', 'lent', 'mine'])).toMatchObject(bounds(['mine', 'lent']));
+    expect(spans.ofProject('p')).toMatchObject(bounds(['mine', 'lent']));
+    // The first and last turns' rowids are the least and greatest: rowids grow with the turns.
+    const { lo, hi } = bounds(['mine']);
+    expect(hi - lo).toBeGreaterThan(20_000);
+  });
+
+  it('gives no span where the sessions hold a large part of the store, and an empty one where they hold nothing', () => {
+    const spans = new SqliteVisibleSpan(raw);
+    expect(spans.ofSessions(['big'])).toBeNull();
+    expect(spans.ofProject('other')).toBeNull();
+    expect(spans.ofSessions(['no-such-session'])).toMatchObject({ lo: 1, hi: 0 });
+    expect(spans.ofProject('nobody')).toMatchObject({ lo: 1, hi: 0 });
+  });
+
+  it('intersects spans, null standing for no bound', () => {
+    expect(intersectSpans(null, null)).toBeNull();
+    expect(intersectSpans({ lo: 5, hi: 9 }, null)).toMatchObject({ lo: 5, hi: 9 });
+    expect(intersectSpans({ lo: 5, hi: 9 }, { lo: 7, hi: 20 })).toMatchObject({ lo: 7, hi: 9 });
+  });
+
+  it("a search held to the project finds its sessions' rare-word events first, and nothing else", async () => {
+    const terms = [{ text: 'common' }, { text: 'zebra' }];
+    expect((raw.prepare("SELECT count(*) FROM events WHERE content LIKE '%common%'").pluck().get() as number) > BOUND_ABOVE_ROWS).toBe(true);
+    /** The events of these sessions that the full-text index finds `zebra` in. */
+    const zebrasIn = (sessions: string[]) =>
+      (
+        raw
+          .prepare(`SELECT e.id FROM events_fts JOIN events e ON e.rowid = events_fts.rowid WHERE events_fts MATCH 'zebra' AND e.session_id IN (${sessions.map(() => '?').join(',')})`)
+          .pluck()
+          .all(...sessions) as string[]
+      ).sort();
+    expect(zebrasIn(['mine', 'lent'])).toHaveLength(9);
+    for (const [filter, sessions] of [
+      [{ visibleToProject: 'p' }, ['mine', 'lent']],
+      [{ sessionIds: ['mine', 'lent'] }, ['mine', 'lent']],
+      [{ visibleToProject: 'p', sessionIds: ['mine'] }, ['mine']],
+    ] as const) {
+      const hits = await mem.store.searchText({ terms, filter: filter as never, limit: 12 });
+      const events = await mem.store.getEvents(hits.map((h) => h.eventId));
+      expect(events.every((e) => (sessions as readonly string[]).includes(e.sessionId))).toBe(true);
+      const zebras = zebrasIn([...sessions]);
+      expect(hits.slice(0, zebras.length).map((h) => h.eventId).sort()).toEqual(zebras);
+      expect(hits).toHaveLength(12);
+    }
+  });
+
+  it('ranks a search held to the project as the exact path does where no span bounds it', async () => {
+    // A rare word alone: the span's walk and the exact ranking find the same events.
+    const hits = await mem.store.searchText({ terms: [{ text: 'zebra' }], filter: { visibleToProject: 'p' }, limit: 10 });
+    const exact = await mem.store.searchText({ terms: [{ text: 'zebra' }], filter: { visibleToProject: 'p' }, limit: 10, boundAbove: Number.POSITIVE_INFINITY });
+    expect(hits.map((h) => h.eventId)).toEqual(exact.map((h) => h.eventId));
+    expect(hits).toHaveLength(9);
+  });
+
+  it("finds every event of the project's sessions holding an identifier that thousands of other events hold", async () => {
+    const terms = [{ text: 'src/orders/client.ts:385' }];
+    const holders = (raw.prepare("SELECT id FROM events WHERE session_id = 'mine' AND content LIKE '%src/orders/client.ts:385%'").pluck().all() as string[]).sort();
+    expect(holders).toHaveLength(12);
+    expect(raw.prepare("SELECT count(*) FROM events WHERE content LIKE '%src/orders/client.ts:385%'").pluck().get()).toBeGreaterThan(3_000);
+    const hits = await mem.store.searchText({ terms, filter: { visibleToProject: 'p' }, limit: 20 });
+    expect(hits.map((h) => h.eventId).sort()).toEqual(holders);
+    const exact = await mem.store.searchText({ terms, filter: { visibleToProject: 'p' }, limit: 20, boundAbove: Number.POSITIVE_INFINITY });
+    expect(exact.map((h) => h.eventId).sort()).toEqual(holders);
+  });
+});
