@@ -570,7 +570,7 @@ export class SqliteBackend implements StorageBackend {
     // So is a hook's search of its project's earlier sessions (a list of sessions, nothing else).
     const onlyProject = where.length === 1 && f.visibleToProject !== undefined;
     const onlySessions = where.length === 1 && f.sessionIds !== undefined && f.sessionIds.length > 0;
-    // A span is a range on `events_fts.rowid`, which FTS5 seeks to (one on `e.rowid` it does not see).
+    // A span is a range on `events_fts.rowid`, applied inside FTS5 before the join (one on `e.rowid` FTS5 does not see).
     const joinedSql = (spanned: boolean): string => `SELECT e.id AS id, bm25(events_fts, 1.0, ${weight}) AS score
            FROM events_fts JOIN events e ON e.rowid = events_fts.rowid
            WHERE events_fts MATCH ?${spanned ? ' AND events_fts.rowid >= ? AND events_fts.rowid <= ?' : ''} AND ${where.join(' AND ')}
