@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEngram, type Engram } from '../../engine.js';
 import type { SessionId } from '../../model/ids.js';
 import { BOUND_ABOVE_ROWS } from './fts5-bounded.js';
-import { intersectSpans, SqliteVisibleSpan } from './sqlite-visible-span.js';
+import { intersectSpans, SPAN_MIN_EVENTS, SqliteVisibleSpan } from './sqlite-visible-span.js';
 
 /**
  * A store where project `p` sees a small part: its session `mine` (24 events, 8 holding `zebra`, spread over the
@@ -110,5 +110,33 @@ describe('the rowid span of a search held to a few sessions (SQLite)', () => {
     expect(hits.map((h) => h.eventId).sort()).toEqual(holders);
     const exact = await mem.store.searchText({ terms, filter: { visibleToProject: 'p' }, limit: 20, boundAbove: Number.POSITIVE_INFINITY });
     expect(exact.map((h) => h.eventId).sort()).toEqual(holders);
+  });
+});
+
+describe('no span in a small store', () => {
+  it(`gives none under ${SPAN_MIN_EVENTS.toLocaleString('en')} events, however small the sessions' share`, () => {
+    const db = new Database(':memory:');
+    db.exec(`CREATE TABLE events (rowid INTEGER PRIMARY KEY, session_id TEXT NOT NULL, turn INTEGER NOT NULL, UNIQUE (session_id, turn));
+      CREATE TABLE sessions (id TEXT PRIMARY KEY, project TEXT, event_count INTEGER NOT NULL);
+      CREATE TABLE session_shares (session_id TEXT NOT NULL, project TEXT NOT NULL);`);
+    const insert = db.prepare('INSERT INTO events (session_id, turn) VALUES (?, ?)');
+    const fill = (events: number) =>
+      db.transaction(() => {
+        for (let t = 1; t <= events; t++) insert.run('big', t);
+      })();
+    db.prepare("INSERT INTO sessions VALUES ('one', 'p', 1), ('big', 'other', 0)").run();
+    insert.run('one', 1);
+    fill(SPAN_MIN_EVENTS - 10);
+    db.prepare("UPDATE sessions SET event_count = ? WHERE id = 'big'").run(SPAN_MIN_EVENTS - 10);
+    const spans = new SqliteVisibleSpan(db);
+    expect(spans.ofSessions(['one'])).toBeNull();
+    expect(spans.ofProject('p')).toBeNull();
+    // At the size, the span is looked up.
+    db.transaction(() => {
+      for (let t = SPAN_MIN_EVENTS - 9; t <= SPAN_MIN_EVENTS; t++) insert.run('big', t);
+    })();
+    expect(spans.ofSessions(['one'])).toMatchObject({ lo: 1, hi: 1 });
+    expect(spans.ofProject('p')).toMatchObject({ lo: 1, hi: 1 });
+    db.close();
   });
 });
