@@ -80,6 +80,7 @@ import { PostgresArtifactTiers } from './postgres-artifact-tiers.js';
 import { PostgresPurge } from './postgres-purge.js';
 import { buildPhrasePairIndex, dropPhrasePairIndex, phrasePairs, phrasePairsSource, PhrasePairIndexProbe } from './postgres-phrase-pairs.js';
 import { cappedCountColumns, LexemeStatsCache } from './pg-lexeme-stats.js';
+import { pgVisibleSpan } from './pg-visible-span.js';
 import { MaxEventPk, recentBound, splitNewestSql } from './pg-recent-chunks.js';
 import type { BusStorage } from '../bus-storage.js';
 
@@ -535,6 +536,13 @@ export class PostgresBackend implements StorageBackend {
     if (f.toMs !== undefined) filters.push(`e.ts_ms <= ${param(f.toMs)}`);
     if (f.taskId !== undefined) filters.push(`e.task_id = ${param(f.taskId)}`);
     const s = this.sql.s;
+    // Where the sessions the filter admits are a small part of the store, the keys their events lie between: the
+    // newest-first scans start at the span's last key and stop at its first, instead of testing every newer chunk's
+    // session through the join (pg-visible-span.ts).
+    if ((f.sessionIds && f.sessionIds.length > 0) || f.visibleToProject !== undefined) {
+      const span = await pgVisibleSpan((sql, p) => this.query(sql, p, 'full-text search failed', 'search'), s, f, await this.maxEventPk.get());
+      if (span) filters.push(`c.event_pk BETWEEN ${param(span.lo)} AND ${param(span.hi)}`);
+    }
     // Ranking, in two stages because scoring every match dominates the query (20K matching events:
     // finding them 7 ms, ts_rank over them 18 ms, ts_rank_cd 85 ms):
     // 1. every matching chunk is scored with ts_rank (term frequencies) and the best few are kept;

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEngram, type Engram } from '../../engine.js';
 import type { SessionId } from '../../model/ids.js';
 import { BOUND_ABOVE_ROWS } from './fts5-bounded.js';
-import { intersectSpans, SPAN_MIN_EVENTS, SqliteVisibleSpan } from './sqlite-visible-span.js';
+import { SPAN_MIN_EVENTS } from '../visible-span.js';
+import { intersectSpans, SqliteVisibleSpan } from './sqlite-visible-span.js';
 
 /**
  * A store where project `p` sees a small part: its session `mine` (24 events, 8 holding `zebra`, spread over the

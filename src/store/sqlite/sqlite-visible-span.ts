@@ -1,16 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { RowidSpan } from './fts5-bounded.js';
+import { intersectKeySpans, SPAN_MAX_SESSIONS, SPAN_MAX_SHARE, SPAN_MIN_EVENTS } from '../visible-span.js';
 import { VISIBLE_SESSION_SQL } from './sqlite-sessions.js';
-
-/** A span is worth its look-ups when the sessions admitted hold less than this share of the store's events. */
-export const SPAN_MAX_SHARE = 1 / 4;
-/** Most sessions whose span is looked up (two index seeks each, ~1 us; 500 sessions took 0.5 ms); past it the search walks as before. */
-export const SPAN_MAX_SESSIONS = 1_000;
-/**
- * Stores smaller than this take no span: a walk over all their rows costs about what the look-ups would (the bounded
- * path's threshold, `BOUND_ABOVE_ROWS`).
- */
-export const SPAN_MIN_EVENTS = 20_000;
 
 /** Seeks of one session's first and last event: the `UNIQUE (session_id, turn)` index, one probe each. */
 const FIRST_ROWID = 'SELECT rowid FROM events WHERE session_id = s.id ORDER BY turn LIMIT 1';
@@ -83,7 +74,5 @@ interface Bounds {
 
 /** Both spans' common part; null stands for no bound. */
 export function intersectSpans(a: RowidSpan | null, b: RowidSpan | null): RowidSpan | null {
-  if (a === null) return b;
-  if (b === null) return a;
-  return { lo: Math.max(a.lo, b.lo), hi: Math.min(a.hi, b.hi), admitted: new Map() };
+  return intersectKeySpans(a, b, (lo, hi) => ({ lo, hi, admitted: new Map() }));
 }
