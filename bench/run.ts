@@ -41,6 +41,7 @@ const USAGE = `usage:
   npm run bench -- identifier-append-cost --baseline-tree DIR [--events 20000] [--backends sqlite,postgres] [--rounds 3]
   npm run bench -- ingest-profile [--events 30000] [--rounds 3]
   npm run bench -- identifier-tail [--source /tmp/engram-scale/ours-1000000.db] [--keep-store DIR] [--waiting 3000] [--queries 25]
+  npm run bench -- session-span [--events 100000] [--backends sqlite,postgres] [--queries 40] [--out session-span]
   npm run bench -- consolidation [--seed 42] [--quick]
   npm run bench -- granular [--seed 42] [--quick]
   npm run bench -- artifact-lifecycle [--backends sqlite,postgres] [--quick]
@@ -155,6 +156,17 @@ switch (name) {
       dir: values['keep-store'] ?? d.dir,
       waiting: values.waiting !== undefined ? Number(values.waiting) : d.waiting,
       queries: rest.includes('--queries') ? Number(values.queries) : d.queries,
+    });
+    break;
+  }
+  case 'session-span': {
+    if (rest.includes('--out') && !/^[\w.-]+$/.test(values.out)) fail('--out: a file name without directories, e.g. session-span-before');
+    const { runSessionSpan } = await import('./session-span.js');
+    await runSessionSpan({
+      events: rest.includes('--events') ? Number(values.events) : 100_000,
+      backends: values.backends.split(',') as Array<'sqlite' | 'postgres'>,
+      queries: rest.includes('--queries') ? Number(values.queries) : 40,
+      out: rest.includes('--out') ? values.out : 'session-span',
     });
     break;
   }

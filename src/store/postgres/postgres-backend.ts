@@ -536,13 +536,6 @@ export class PostgresBackend implements StorageBackend {
     if (f.toMs !== undefined) filters.push(`e.ts_ms <= ${param(f.toMs)}`);
     if (f.taskId !== undefined) filters.push(`e.task_id = ${param(f.taskId)}`);
     const s = this.sql.s;
-    // Where the sessions the filter admits are a small part of the store, the keys their events lie between: the
-    // newest-first scans start at the span's last key and stop at its first, instead of testing every newer chunk's
-    // session through the join (pg-visible-span.ts).
-    if ((f.sessionIds && f.sessionIds.length > 0) || f.visibleToProject !== undefined) {
-      const span = await pgVisibleSpan((sql, p) => this.query(sql, p, 'full-text search failed', 'search'), s, f, await this.maxEventPk.get());
-      if (span) filters.push(`c.event_pk BETWEEN ${param(span.lo)} AND ${param(span.hi)}`);
-    }
     // Ranking, in two stages because scoring every match dominates the query (20K matching events:
     // finding them 7 ms, ts_rank over them 18 ms, ts_rank_cd 85 ms):
     // 1. every matching chunk is scored with ts_rank (term frequencies) and the best few are kept;
@@ -569,6 +562,13 @@ export class PostgresBackend implements StorageBackend {
     // index, postgres-phrase-pairs.ts), so the phrase is checked on those only; the same events are found. The index
     // is opt-in: without it the phrase takes the plain path below.
     const pairs = plan.isSinglePhrase && byIdentifier === null && (await this.phrasePairIndex.isReady()) ? await phrasePairs((sql, p) => this.query(sql, p, 'full-text search failed', 'search'), this.sql.s, this.sql.config, plan.q) : null;
+    // Where the sessions the filter admits are a small part of the store, the keys their events lie between: the
+    // newest-first scans start at the span's last key and stop at its first, instead of testing every newer chunk's
+    // session through the join (pg-visible-span.ts). Not on the identifier path: it ranks the index's holders only.
+    if (byIdentifier === null && ((f.sessionIds && f.sessionIds.length > 0) || f.visibleToProject !== undefined)) {
+      const span = await pgVisibleSpan((sql, p) => this.query(sql, p, 'full-text search failed', 'search'), s, f, await this.maxEventPk.get());
+      if (span) filters.push(`c.event_pk BETWEEN ${param(span.lo)} AND ${param(span.hi)}`);
+    }
     const join = filters.length > 0 ? `JOIN ${s}.events e ON e.pk = c.event_pk` : '';
     // Two newest-first scans, each stopping at the limit (a backward scan of the primary key while matches are
     // dense): chunks holding every term, then chunks matching the plan. The LIMIT stops the append after the
