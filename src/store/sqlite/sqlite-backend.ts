@@ -572,7 +572,8 @@ export class SqliteBackend implements StorageBackend {
     const onlySessions = where.length === 1 && f.sessionIds !== undefined && f.sessionIds.length > 0;
     // No span here: ranking every match, FTS5 drives a phrase or an AND by its rarest token and skips through the
     // others' doclists, while a rowid range makes it walk each of them to the range (a needle held to its session:
-    // 1.4 -> 2.1 ms at 100K events, bench/results/session-span.md); the searches a span pays for are bounded above.
+    // 1.4 -> 2.1 ms at 100K events in alternating runs of bench/session-span.ts); the searches a span pays for are
+    // bounded above.
     const joinedSql = `SELECT e.id AS id, bm25(events_fts, 1.0, ${weight}) AS score
            FROM events_fts JOIN events e ON e.rowid = events_fts.rowid
            WHERE events_fts MATCH ? AND ${where.join(' AND ')}
