@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openEngram, type Engram } from '../src/engine.js';
+import type { SessionId } from '../src/model/ids.js';
 import { agentTrace, appendTraceInBatches, recallQueries } from './lib/agent-trace.js';
 import { benchPgUrl } from './lib/bench-stores.js';
 import { Prng } from './lib/prng.js';
@@ -91,16 +92,16 @@ async function measure(backend: 'sqlite' | 'postgres', args: SessionSpanArgs): P
     const needles = await fill(mem, args.events);
     const buildSeconds = round((performance.now() - start) / 1000, 1);
     const queries = recallQueries(10_000, 100).slice(0, args.queries + WARMUP);
-    const agent = mem.viewAs({ kind: 'agent', agentId: 'bench-agent', agentName: 'agent-0', project: 'bench', isAdmin: false } as never);
+    const agent = mem.viewAs({ kind: 'agent', agentId: 'bench-agent', agentName: 'agent-0', project: 'bench', isAdmin: false });
     const opts = { k: 5, budgetTokens: 1000, logRecall: false };
     const result: BackendResult = {
       backend,
       events: args.events + AGENTS * AGENT_EVENTS,
       buildSeconds,
-      agent: await time((i) => agent.recall({ queries: [queries[i % queries.length]!], ...opts } as never), args.queries),
+      agent: await time((i) => agent.recall({ queries: [queries[i % queries.length]!], ...opts }), args.queries),
       needle: await time((i) => {
         const n = needles[i % needles.length]!;
-        return agent.recall({ queries: [n.needle], sessionIds: [n.session], ...opts } as never);
+        return agent.recall({ queries: [n.needle], sessionIds: [n.session as SessionId], ...opts });
       }, args.queries),
       unfiltered: await time((i) => mem.recall(queries[i % queries.length]!, opts), args.queries),
     };

@@ -1,4 +1,4 @@
-import { SPAN_MAX_SESSIONS, SPAN_MAX_SHARE, SPAN_MIN_EVENTS, type KeySpan } from '../visible-span.js';
+import { intersectKeySpans, SPAN_MAX_SESSIONS, SPAN_MAX_SHARE, SPAN_MIN_EVENTS, type KeySpan } from '../visible-span.js';
 import { visibleSessionSql } from './postgres-sessions.js';
 
 type Query = <R>(sql: string, params: unknown[]) => Promise<R[]>;
@@ -22,16 +22,12 @@ export async function pgVisibleSpan(
   storedEvents: number,
 ): Promise<KeySpan | null> {
   if (storedEvents < SPAN_MIN_EVENTS) return null;
-  const spans: Array<KeySpan | null> = [];
-  if (filter.sessionIds && filter.sessionIds.length > 0) {
-    spans.push(await spanOf(query, s, `SELECT id FROM ${s}.sessions WHERE id = ANY($1::text[])`, [[...new Set(filter.sessionIds)]], storedEvents));
-  }
-  if (filter.visibleToProject !== undefined) {
-    spans.push(await spanOf(query, s, visibleSessionSql(s, '$1'), [filter.visibleToProject], storedEvents));
-  }
-  let out: KeySpan | null = null;
-  for (const span of spans) out = out === null ? span : span === null ? out : { lo: Math.max(out.lo, span.lo), hi: Math.min(out.hi, span.hi) };
-  return out;
+  const listed =
+    filter.sessionIds && filter.sessionIds.length > 0
+      ? await spanOf(query, s, `SELECT id FROM ${s}.sessions WHERE id = ANY($1::text[])`, [[...new Set(filter.sessionIds)]], storedEvents)
+      : null;
+  const visible = filter.visibleToProject !== undefined ? await spanOf(query, s, visibleSessionSql(s, '$1'), [filter.visibleToProject], storedEvents) : null;
+  return intersectKeySpans(listed, visible, (lo, hi) => ({ lo, hi }));
 }
 
 async function spanOf(query: Query, s: string, sessionsSql: string, params: unknown[], storedEvents: number): Promise<KeySpan | null> {

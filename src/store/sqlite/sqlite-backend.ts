@@ -570,26 +570,26 @@ export class SqliteBackend implements StorageBackend {
     // So is a hook's search of its project's earlier sessions (a list of sessions, nothing else).
     const onlyProject = where.length === 1 && f.visibleToProject !== undefined;
     const onlySessions = where.length === 1 && f.sessionIds !== undefined && f.sessionIds.length > 0;
-    // No span here: ranking every match, FTS5 drives a phrase or an AND by its rarest token and skips through the
-    // others' doclists, while a rowid range makes it walk each of them to the range (a needle held to its session:
+    // No span on this path: ranking every match, FTS5 drives a phrase or an AND by its rarest token and skips through
+    // the others' doclists, while a rowid range makes it walk each of them to the range (a needle held to its session:
     // 1.4 -> 2.1 ms at 100K events in alternating runs of bench/session-span.ts); the searches a span pays for are
     // bounded above.
-    const joinedSql = `SELECT e.id AS id, bm25(events_fts, 1.0, ${weight}) AS score
+    const sql =
+      where.length === 0
+        ? `SELECT e.id AS id, f.score AS score FROM
+             (SELECT rowid, bm25(events_fts, 1.0, ${weight}) AS score FROM events_fts WHERE events_fts MATCH ? ORDER BY score LIMIT ?) f
+           JOIN events e ON e.rowid = f.rowid ORDER BY f.score`
+        : `SELECT e.id AS id, bm25(events_fts, 1.0, ${weight}) AS score
            FROM events_fts JOIN events e ON e.rowid = events_fts.rowid
            WHERE events_fts MATCH ? AND ${where.join(' AND ')}
            ORDER BY score LIMIT ?`;
-    const unfilteredSql = `SELECT e.id AS id, f.score AS score FROM
-             (SELECT rowid, bm25(events_fts, 1.0, ${weight}) AS score FROM events_fts WHERE events_fts MATCH ? ORDER BY score LIMIT ?) f
-           JOIN events e ON e.rowid = f.rowid ORDER BY f.score`;
     const ranked = (m: string): Array<{ id: string; score: number }> => {
       const first = onlyProject
         ? this.visibleFirst.search(m, weight, f.visibleToProject!, VISIBLE_SESSION_SQL, query.limit)
         : onlySessions
           ? this.visibleFirst.searchInSessions(m, weight, f.sessionIds!, query.limit)
           : null;
-      if (first) return first;
-      const rows = where.length === 0 ? this.db.prepare(unfilteredSql).all(m, query.limit) : this.db.prepare(joinedSql).all(m, ...params, query.limit);
-      return rows as Array<{ id: string; score: number }>;
+      return first ?? (this.db.prepare(sql).all(...(where.length === 0 ? [m, query.limit] : [m, ...params, query.limit])) as Array<{ id: string; score: number }>);
     };
     // A plan's rows with bm25 negated as its relevance (higher is better).
     const rankPlan = (p: Fts5Plan): Array<{ id: string; relevance: number }> => {

@@ -94,14 +94,6 @@ describe('the rowid span of a search held to a few sessions (SQLite)', () => {
     }
   });
 
-  it('ranks a search held to the project as the exact path does where no span bounds it', async () => {
-    // A rare word alone: the span's walk and the exact ranking find the same events.
-    const hits = await mem.store.searchText({ terms: [{ text: 'zebra' }], filter: { visibleToProject: 'p' }, limit: 10 });
-    const exact = await mem.store.searchText({ terms: [{ text: 'zebra' }], filter: { visibleToProject: 'p' }, limit: 10, boundAbove: Number.POSITIVE_INFINITY });
-    expect(hits.map((h) => h.eventId)).toEqual(exact.map((h) => h.eventId));
-    expect(hits).toHaveLength(9);
-  });
-
   it("finds every event of the project's sessions holding an identifier that thousands of other events hold", async () => {
     const terms = [{ text: 'src/orders/client.ts:385' }];
     const holders = (raw.prepare("SELECT id FROM events WHERE session_id = 'mine' AND content LIKE '%src/orders/client.ts:385%'").pluck().all() as string[]).sort();
