@@ -30,6 +30,7 @@ import type { StoreLocation } from '../src/store/open-store.js';
 import { benchPgUrl, createBenchStore, type BenchBackend } from './lib/bench-stores.js';
 import { createPgObserver, type PgObserver } from './lib/pg-observe.js';
 import { DEFAULT_PREFILL_EVENTS, HTTP_TARGETS, renderReport, renderSuiteReport, type HttpLoadReport, type Op } from './lib/http-load-report.js';
+import { measureHttpFloor } from './lib/http-floor.js';
 import { measureSqliteFloor, type SqliteFloor } from './lib/sqlite-floor.js';
 import type { EventInput } from '../src/model/event.js';
 import { agentTrace, recallQueries } from './lib/agent-trace.js';
@@ -90,6 +91,8 @@ export { DEFAULT_PREFILL_EVENTS, HTTP_TARGETS, renderReport, renderSuiteReport, 
 
 /** Events per append request while filling the store for a recall-only run (one request, one transaction). */
 const PREFILL_BATCH = 50;
+/** Seconds of appends, then of recalls, per framework, of the HTTP floor (http-floor.ts). */
+const HTTP_FLOOR_SECONDS = 5;
 
 export interface HttpLoadSuiteArgs extends Omit<HttpLoadArgs, 'agents' | 'backend' | 'writeReport' | 'workers' | 'mode' | 'servers'> {
   /** Each count of `engram serve` processes in turn (`--servers 1,2`). Default [1]. */
@@ -171,6 +174,8 @@ export async function runHttpLoadSuite(args: HttpLoadSuiteArgs): Promise<HttpLoa
   if (floorEvents !== undefined && !args.profile) {
     console.error(`== the floor: raw SQLite + FTS5 on ${floorEvents} events`);
     floor = measureSqliteFloor({ events: floorEvents, agents: Math.max(...args.agents), batch: args.batch ?? 4 });
+    console.error('== the floor: HTTP alone');
+    floor.http = await measureHttpFloor({ agents: Math.max(...args.agents), batch: args.batch ?? 4, seconds: HTTP_FLOOR_SECONDS });
   }
   mkdirSync('bench/results', { recursive: true });
   const name = args.out ?? reportName(args.embedder, args.profile, args.client);
