@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Fts5Planner, MAX_SCORED_ROWS, tokenize } from './fts5-planner.js';
+import { Fts5Planner, MAX_SCORED_ROWS, prefixEnd, tokenize } from './fts5-planner.js';
 
 let db: Database.Database;
 beforeEach(() => {
@@ -60,7 +60,38 @@ describe('Fts5Planner', () => {
   it('always keeps identifiers and prefix terms among the selecting terms', () => {
     fill(Array.from({ length: MAX_SCORED_ROWS + 10 }, (_, i) => `src db pool ts ${i}`));
     const match = new Fts5Planner(db).plan([{ text: 'src/db/pool.ts' }, { text: '3f9a2c', isPrefix: true }])!;
-    expect(match).toBe('"src/db/pool.ts" OR "3f9a2c" *');
+    // Both select (the rarest first: no row begins with the prefix), however common the identifier's tokens are.
+    expect(match).toBe('"3f9a2c" * OR "src/db/pool.ts"');
+  });
+
+  it('counts a prefix term\'s rows from the index terms it begins, its token stemmed as FTS5 stems a prefix query\'s', () => {
+    fill(['E11000 duplicate key', 'e11000x and e11000 both', 'E11001 other', 'e1100 shorter', 'running late', 'the runner', 'rung', 'rust']);
+    const plan = new Fts5Planner(db).planDetailed([{ text: 'E11000', isPrefix: true }])!;
+    // e11000 (2 rows) + e11000x (1 row): the second row counted twice, an upper bound of the 2 rows the prefix matches.
+    expect(plan.terms[0]).toMatchObject({ df: 3, isPinned: true });
+    expect(plan.estimate).toBe(3);
+    expect(search(plan.match)).toHaveLength(2);
+    // `running` is stemmed to `run` in the query as in the index: run, runner and rung.
+    const stemmed = new Fts5Planner(db).planDetailed([{ text: 'running', isPrefix: true }])!;
+    expect(stemmed.terms[0]!.df).toBe(3);
+    expect(search(stemmed.match)).toHaveLength(3);
+    expect(new Fts5Planner(db).planDetailed([{ text: 'zz9999', isPrefix: true }])!.estimate).toBe(0);
+  });
+
+  it('plans a prefix term among a phrase by its rarest token, the prefix counted as a prefix', () => {
+    fill(['build v1.2 done', 'build v1.25 done', 'v1 and 2 apart', 'build 2']);
+    const plan = new Fts5Planner(db).planDetailed([{ text: 'v1.2', isPrefix: true }])!;
+    // Tokens v1 (3 rows) and the prefix 2* (2 + 25: 4 rows): the rarer is v1.
+    expect(plan.terms[0]!.df).toBe(3);
+    expect(Number.isFinite(plan.estimate)).toBe(true);
+  });
+
+  it('ends a prefix\'s range at the next code point', () => {
+    expect(prefixEnd('e11000')).toBe('e11001');
+    expect(prefixEnd('abz')).toBe('ab{');
+    expect(prefixEnd('caf\u00e9')).toBe('caf\u00ea');
+    expect(prefixEnd('a\ud7ff')).toBe('a\ue000');
+    expect(prefixEnd('a\u{10ffff}')).toBe('b');
   });
 
   it('returns null when no term has a word character', () => {
