@@ -13,24 +13,79 @@ type Query = <R>(sql: string, params: unknown[]) => Promise<R[]>;
  * An append locks its session's row (`FOR UPDATE`) before it inserts, so a session's events take increasing keys in
  * turn order: they lie between the keys of its first and last turn, two probes of `events_session_turn` each. One
  * round trip: the sessions' count and events, and the probes only when they hold under {@link SPAN_MAX_SHARE} of the
- * store and number at most {@link SPAN_MAX_SESSIONS}. Null: no bound.
+ * store and number at most {@link SPAN_MAX_SESSIONS}. Null: no bound. With `memory` ({@link PgVisibleSpans}), a filter
+ * found too large is not looked up again for a while.
  */
+/**
+ * How long a project or list of sessions found to hold too much of the store for a span is taken at its word. Most
+ * stores are one project: each of its agents' searches would otherwise pay a round trip for no bound. Shares move
+ * slowly, and a bound missed for that long only costs the search its narrowing, never a row.
+ */
+export const TOO_LARGE_TTL_MS = 10_000;
+/** Most filters remembered as too large (the map is cleared past it). */
+const MAX_REMEMBERED = 1_000;
+
+/**
+ * The spans of one store's searches (see {@link pgVisibleSpan}), remembering which filters hold too much of the store
+ * to be bounded, so their searches skip the round trip for {@link TOO_LARGE_TTL_MS}.
+ */
+export class PgVisibleSpans {
+  /** Filters (a project, a list of sessions) found too large, with when that stops holding. */
+  private readonly tooLarge = new Map<string, number>();
+
+  constructor(
+    private readonly query: Query,
+    private readonly s: string,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** The span of keys the filter's events lie between, or null for no bound. */
+  async span(filter: { sessionIds?: readonly string[]; visibleToProject?: string }, storedEvents: number): Promise<KeySpan | null> {
+    return pgVisibleSpan(this.query, this.s, filter, storedEvents, this);
+  }
+
+  /** Whether `key` was found too large within the last {@link TOO_LARGE_TTL_MS}. */
+  isTooLarge(key: string): boolean {
+    const until = this.tooLarge.get(key);
+    if (until === undefined) return false;
+    if (until > this.now()) return true;
+    this.tooLarge.delete(key);
+    return false;
+  }
+
+  rememberTooLarge(key: string): void {
+    if (this.tooLarge.size >= MAX_REMEMBERED) this.tooLarge.clear();
+    this.tooLarge.set(key, this.now() + TOO_LARGE_TTL_MS);
+  }
+}
+
 export async function pgVisibleSpan(
   query: Query,
   s: string,
   filter: { sessionIds?: readonly string[]; visibleToProject?: string },
   storedEvents: number,
+  memory?: Pick<PgVisibleSpans, 'isTooLarge' | 'rememberTooLarge'>,
 ): Promise<KeySpan | null> {
   if (storedEvents < SPAN_MIN_EVENTS) return null;
-  const listed =
-    filter.sessionIds && filter.sessionIds.length > 0
-      ? await spanOf(query, s, `SELECT id FROM ${s}.sessions WHERE id = ANY($1::text[])`, [[...new Set(filter.sessionIds)]], storedEvents)
-      : null;
-  const visible = filter.visibleToProject !== undefined ? await spanOf(query, s, visibleSessionSql(s, '$1'), [filter.visibleToProject], storedEvents) : null;
+  const ids = filter.sessionIds && filter.sessionIds.length > 0 ? [...new Set(filter.sessionIds)].sort() : null;
+  const held = async (key: string, sessionsSql: string, params: unknown[]): Promise<KeySpan | null> => {
+    if (memory?.isTooLarge(key)) return null;
+    const found = await spanOf(query, s, sessionsSql, params, storedEvents);
+    if (found === TOO_LARGE) {
+      memory?.rememberTooLarge(key);
+      return null;
+    }
+    return found;
+  };
+  const listed = ids ? await held(`sessions:${ids.join('\u0000')}`, `SELECT id FROM ${s}.sessions WHERE id = ANY($1::text[])`, [ids]) : null;
+  const visible = filter.visibleToProject !== undefined ? await held(`project:${filter.visibleToProject}`, visibleSessionSql(s, '$1'), [filter.visibleToProject]) : null;
   return intersectKeySpans(listed, visible, (lo, hi) => ({ lo, hi }));
 }
 
-async function spanOf(query: Query, s: string, sessionsSql: string, params: unknown[], storedEvents: number): Promise<KeySpan | null> {
+/** The sessions hold too much of the store (or are too many) for a span. */
+const TOO_LARGE = 'too large';
+
+async function spanOf(query: Query, s: string, sessionsSql: string, params: unknown[], storedEvents: number): Promise<KeySpan | typeof TOO_LARGE> {
   const n = params.length;
   const rows = await query<{ sessions: string; events: string; lo: string | null; hi: string | null }>(
     `WITH v AS (SELECT t.id, t.event_count FROM ${s}.sessions t WHERE t.id IN (${sessionsSql})),
@@ -43,7 +98,7 @@ async function spanOf(query: Query, s: string, sessionsSql: string, params: unkn
     [...params, SPAN_MAX_SESSIONS, Math.ceil(storedEvents * SPAN_MAX_SHARE)],
   );
   const row = rows[0];
-  if (!row || Number(row.sessions) > SPAN_MAX_SESSIONS || Number(row.events) >= storedEvents * SPAN_MAX_SHARE) return null;
+  if (!row || Number(row.sessions) > SPAN_MAX_SESSIONS || Number(row.events) >= storedEvents * SPAN_MAX_SHARE) return TOO_LARGE;
   // No event in those sessions: an empty span (the filter admits no row either).
   return row.lo === null || row.hi === null ? { lo: 1, hi: 0 } : { lo: Number(row.lo), hi: Number(row.hi) };
 }

@@ -80,7 +80,7 @@ import { PostgresArtifactTiers } from './postgres-artifact-tiers.js';
 import { PostgresPurge } from './postgres-purge.js';
 import { buildPhrasePairIndex, dropPhrasePairIndex, phrasePairs, phrasePairsSource, PhrasePairIndexProbe } from './postgres-phrase-pairs.js';
 import { cappedCountColumns, LexemeStatsCache } from './pg-lexeme-stats.js';
-import { pgVisibleSpan } from './pg-visible-span.js';
+import { PgVisibleSpans } from './pg-visible-span.js';
 import { MaxEventPk, recentBound, splitNewestSql } from './pg-recent-chunks.js';
 import type { BusStorage } from '../bus-storage.js';
 
@@ -147,6 +147,7 @@ export class PostgresBackend implements StorageBackend {
   /** Common lexemes' estimated rows from the column statistics (pg-lexeme-stats.ts). */
   private readonly lexemeStats: LexemeStatsCache;
   private readonly maxEventPk: MaxEventPk;
+  private readonly visibleSpans: PgVisibleSpans;
   /** Whether the opt-in phrase-pair index exists, looked up every few minutes (postgres-phrase-pairs.ts). */
   private readonly phrasePairIndex: PhrasePairIndexProbe;
   private readonly agents: PostgresAgents;
@@ -174,6 +175,7 @@ export class PostgresBackend implements StorageBackend {
     this.planner = new TsqueryPlanner((queries, cap) => this.cappedCounts(queries, cap));
     this.lexemeStats = new LexemeStatsCache(this.sql.s, (sql, params) => this.query(sql, params, 'full-text search failed', 'search'));
     this.maxEventPk = new MaxEventPk(this.sql.s, (sql, params) => this.query(sql, params, 'full-text search failed', 'search'));
+    this.visibleSpans = new PgVisibleSpans((sql, params) => this.query(sql, params, 'full-text search failed', 'search'), this.sql.s);
     this.phrasePairIndex = new PhrasePairIndexProbe(location.schema, (sql, params) => this.query(sql, params, 'full-text search failed', 'search'), phrasePairsRecheckMs);
     this.agents = new PostgresAgents(this.sql.s, <R>(sql: string, params: unknown[], context: string) => this.query<R>(sql, params, context));
     this.sessions = new PostgresSessions(this.sql.s, <R>(sql: string, params: unknown[], context: string) => this.query<R>(sql, params, context));
@@ -566,7 +568,7 @@ export class PostgresBackend implements StorageBackend {
     // newest-first scans start at the span's last key and stop at its first, instead of testing every newer chunk's
     // session through the join (pg-visible-span.ts). Not on the identifier path: it ranks the index's holders only.
     if (byIdentifier === null && ((f.sessionIds && f.sessionIds.length > 0) || f.visibleToProject !== undefined)) {
-      const span = await pgVisibleSpan((sql, p) => this.query(sql, p, 'full-text search failed', 'search'), s, f, await this.maxEventPk.get());
+      const span = await this.visibleSpans.span(f, await this.maxEventPk.get());
       if (span) filters.push(`c.event_pk BETWEEN ${param(span.lo)} AND ${param(span.hi)}`);
     }
     const join = filters.length > 0 ? `JOIN ${s}.events e ON e.pk = c.event_pk` : '';
