@@ -26,7 +26,7 @@ import { parseQuery } from '../src/memory/query-terms.js';
 import type { StorageBackend } from '../src/store/backend.js';
 import { openStore, type StoreLocation } from '../src/store/open-store.js';
 import { compileFts5Match } from '../src/store/sqlite/fts5-query.js';
-import { agentTrace, appendTraceInBatches, type TraceEvent } from './lib/agent-trace.js';
+import { agentTrace, appendTraceInBatches, ERRORS, MODULES, type TraceEvent } from './lib/agent-trace.js';
 import { openRawFts5 } from './lib/raw-fts5.js';
 import { benchPgUrl, type BenchBackend } from './lib/bench-stores.js';
 import { Prng } from './lib/prng.js';
@@ -39,7 +39,7 @@ import { cacheTargetRows, httpTargetRows, hybridTargetRows, runScaleCache, runSc
 
 export const SCALE_PARTS = ['fts', 'ingest', 'cli', 'hybrid', 'http', 'cache'] as const;
 export type ScalePart = (typeof SCALE_PARTS)[number];
-export const QUERY_CLASSES = ['rare term', 'identifier', 'phrase', 'three common words'] as const;
+export const QUERY_CLASSES = ['rare term', 'identifier', 'phrase', 'three common words', 'error code in a module'] as const;
 type QueryClass = (typeof QUERY_CLASSES)[number];
 
 export interface ScaleArgs {
@@ -371,6 +371,9 @@ function sampleTrace(events: number, count: number): TraceEvent[] {
  * - identifier: a `src/<module>/<file>.ts:<line>` of a sampled event, as an agent pastes it (matched as a phrase);
  * - phrase: three consecutive words of a sampled dialogue event, quoted;
  * - three common words: three of the most frequent domain words.
+ * - error code in a module: each of the trace's error codes in turn with a module (`ETIMEDOUT in auth`), as an agent
+ *   asks after a failure; `E11000` (MongoDB's duplicate key) is also a run of hex letters, which recall also asks for
+ *   as a hash prefix (query-terms.ts).
  */
 async function pickQueries(backend: StorageBackend, events: number, count: number, sqlitePath?: string): Promise<Record<QueryClass, string[]>> {
   const sample = sampleTrace(events, count);
@@ -383,7 +386,7 @@ async function pickQueries(backend: StorageBackend, events: number, count: numbe
     if (dfOf) return (dfOf.get(w) as { doc: number } | undefined)?.doc ?? 0;
     return (await backend.searchText({ terms: [{ text: w }], limit: rareCap + 1, boundAbove: Number.POSITIVE_INFINITY })).length;
   };
-  const out: Record<QueryClass, string[]> = { 'rare term': [], identifier: [], phrase: [], 'three common words': [] };
+  const out: Record<QueryClass, string[]> = { 'rare term': [], identifier: [], phrase: [], 'three common words': [], 'error code in a module': [] };
   const seen = new Set<string>();
   for (const w of words) {
     if (out['rare term'].length >= count) break;
@@ -406,6 +409,7 @@ async function pickQueries(backend: StorageBackend, events: number, count: numbe
   vocab?.close();
   const common = ['config', 'service', 'request', 'response', 'handler', 'module', 'function', 'build', 'test', 'deploy', 'cache', 'queue'];
   for (let q = 0; q < count; q++) out['three common words'].push([0, 1, 2].map((j) => common[(q * 5 + j * 4) % common.length]).join(' '));
+  for (let q = 0; q < count; q++) out['error code in a module'].push(`${ERRORS[q % ERRORS.length]} in ${MODULES[(q * 5) % MODULES.length]}`);
   return out;
 }
 
