@@ -4,19 +4,6 @@ import { visibleSessionSql } from './postgres-sessions.js';
 type Query = <R>(sql: string, params: unknown[]) => Promise<R[]>;
 
 /**
- * The span of event keys (`events.pk`) a search held to some sessions can be bounded to (../visible-span.ts), on
- * PostgreSQL. Without it the bounded path's newest-first scans of the chunks' keys, and the GIN walks of the rare
- * terms, tested each chunk's session through the join to `events`: an agent whose project holds 1,600 events of a
- * 101,600-event store took 129 ms a recall (p95 428), against 28 ms unfiltered. With `c.event_pk BETWEEN lo AND hi`
- * the backward scan starts at the span's last key and stops at its first, and the GIN bitmap is ANDed with the range.
- *
- * An append locks its session's row (`FOR UPDATE`) before it inserts, so a session's events take increasing keys in
- * turn order: they lie between the keys of its first and last turn, two probes of `events_session_turn` each. One
- * round trip: the sessions' count and events, and the probes only when they hold under {@link SPAN_MAX_SHARE} of the
- * store and number at most {@link SPAN_MAX_SESSIONS}. Null: no bound. With `memory` ({@link PgVisibleSpans}), a filter
- * found too large is not looked up again for a while.
- */
-/**
  * How long a project or list of sessions found to hold too much of the store for a span is taken at its word. Most
  * stores are one project: each of its agents' searches would otherwise pay a round trip for no bound. Shares move
  * slowly, and a bound missed for that long only costs the search its narrowing, never a row.
@@ -59,6 +46,19 @@ export class PgVisibleSpans {
   }
 }
 
+/**
+ * The span of event keys (`events.pk`) a search held to some sessions can be bounded to (../visible-span.ts), on
+ * PostgreSQL. Without it the bounded path's newest-first scans of the chunks' keys, and the GIN walks of the rare
+ * terms, tested each chunk's session through the join to `events`: an agent whose project holds 1,600 events of a
+ * 101,600-event store took 129 ms a recall (p95 428), against 28 ms unfiltered. With `c.event_pk BETWEEN lo AND hi`
+ * the backward scan starts at the span's last key and stops at its first, and the GIN bitmap is ANDed with the range.
+ *
+ * An append locks its session's row (`FOR UPDATE`) before it inserts, so a session's events take increasing keys in
+ * turn order: they lie between the keys of its first and last turn, two probes of `events_session_turn` each. One
+ * round trip: the sessions' count and events, and the probes only when they hold under {@link SPAN_MAX_SHARE} of the
+ * store and number at most {@link SPAN_MAX_SESSIONS}. Null: no bound. With `memory` ({@link PgVisibleSpans}), a filter
+ * found too large is not looked up again for a while.
+ */
 export async function pgVisibleSpan(
   query: Query,
   s: string,
