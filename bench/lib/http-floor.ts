@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { agentTrace, recallQueries } from './agent-trace.js';
 import { createHttpClient } from './http-client.js';
@@ -39,9 +38,12 @@ export async function measureHttpFloor(options: { agents: number; batch: number;
 async function measureOne(framework: HttpFloorFramework, { agents, batch, seconds }: { agents: number; batch: number; seconds: number }) {
   const child = spawn(process.execPath, ['--import', 'tsx', 'bench/lib/http-floor-child.ts', framework, String(RECALL_ANSWER_BYTES)], { stdio: ['ignore', 'pipe', 'inherit'] });
   try {
-    const [first] = (await once(child.stdout, 'data')) as [Buffer];
-    const port = Number(String(first).trim());
-    if (!Number.isInteger(port) || port <= 0) throw new Error(`the HTTP floor's server printed ${String(first)}`);
+    const first = await new Promise<string>((resolve, reject) => {
+      child.stdout.once('data', (chunk: Buffer) => resolve(String(chunk)));
+      child.once('exit', (code) => reject(new Error(`the HTTP floor's server (${framework}) exited with ${code} before it listened`)));
+    });
+    const port = Number(first.trim());
+    if (!Number.isInteger(port) || port <= 0) throw new Error(`the HTTP floor's server printed ${first}`);
     const client = createHttpClient(`http://127.0.0.1:${port}`, agents);
     const traces = Array.from({ length: agents }, (_, a) => ({ trace: agentTrace(1_000_000, { seed: 1 + a, sessions: 1 }), rng: new Prng(1000 + a), queries: recallQueries(1_000, 100 + a), turn: 0 }));
     const appendBody = (a: number): string => {
