@@ -150,7 +150,8 @@ ${http.frameworks.map((f) => `| ${f.framework === 'hono' ? 'Hono on @hono/node-s
         return `
 **Under the targets.** The two floors added: what the target leaves for everything else of a request when SQLite and
 HTTP cost no more than they cost alone (HTTP: node:http). A negative margin means that no server keeping those
-indexes and answering over HTTP meets the target on this machine.
+indexes and answering over HTTP meets the target at the machine's speed during this run (the floor moves between runs
+as the runs' own figures do: measure both in one run, as here).
 
 | request | floor: SQLite + HTTP, CPU ms | issue #32's target, ms (SQLite) | left for everything else, ms |
 | --- | ---: | ---: | ---: |
