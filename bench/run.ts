@@ -41,7 +41,7 @@ const USAGE = `usage:
   npm run bench -- identifier-append-cost --baseline-tree DIR [--events 20000] [--backends sqlite,postgres] [--rounds 3]
   npm run bench -- ingest-profile [--events 30000] [--rounds 3]
   npm run bench -- identifier-tail [--source /tmp/engram-scale/ours-1000000.db] [--keep-store DIR] [--waiting 3000] [--queries 25]
-  npm run bench -- session-span [--events 100000] [--backends sqlite,postgres] [--queries 40] [--out session-span]
+  npm run bench -- session-span [--events 100000] [--backends sqlite,postgres] [--queries 40] [--dormant] [--out session-span]
   npm run bench -- consolidation [--seed 42] [--quick]
   npm run bench -- granular [--seed 42] [--quick]
   npm run bench -- artifact-lifecycle [--backends sqlite,postgres] [--quick]
@@ -113,6 +113,7 @@ const { values } = parseArgs({
     consolidate: { type: 'boolean' },
     // scale (bench/scale.ts); --events, --parts and --queries are shared, with its own defaults when not given
     reuse: { type: 'boolean' },
+    dormant: { type: 'boolean' },
     // scale-vectors: keep (and reuse) the SQLite store in this directory
     'keep-store': { type: 'string' },
     // identifier-append-cost: the earlier tree to compare with, and runs per tree
@@ -166,7 +167,8 @@ switch (name) {
       events: rest.includes('--events') ? Number(values.events) : 100_000,
       backends: values.backends.split(',') as Array<'sqlite' | 'postgres'>,
       queries: rest.includes('--queries') ? Number(values.queries) : 40,
-      out: rest.includes('--out') ? values.out : 'session-span',
+      out: rest.includes('--out') ? values.out : values.dormant === true ? 'session-span-dormant' : 'session-span',
+      dormant: values.dormant === true,
     });
     break;
   }

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Fts5BoundedSearch, SPAN_WALK_PER_ROW, type RowidSpan } from './fts5-bounded.js';
+import { Fts5BoundedSearch, isOldSpan, OLDEST_FIRST_SPAN_FACTOR, SPAN_WALK_PER_ROW, type RowidSpan } from './fts5-bounded.js';
 
 let db: Database.Database;
 beforeEach(() => {
@@ -70,5 +70,39 @@ describe('Fts5BoundedSearch.newest within a span', () => {
     // Poison the filter: the answer now comes from the memo alone.
     const second = search.newest('"common"', 50, ['e.session_id = ?'], ['nobody'], s);
     expect(second).toEqual(first);
+  });
+
+  it('walks a span far below the newest rows oldest first, and gives the same rows as newest first', () => {
+    // The small session's rows lie among the first 1,000 of 20,000: 19,000 rows above them, 100 below.
+    fill(20_000, (r) => r > 100 && r <= 1_100 && r % 3 !== 1);
+    const search = new Fts5BoundedSearch(db);
+    const old = (lo: number, hi: number): RowidSpan => ({ ...span(lo, hi), top: 20_000 });
+    expect(isOldSpan(old(101, 1_100))).toBe(true);
+    for (const match of ['"common"', '"sometimes"', '"common" AND "sometimes"']) {
+      for (const n of [1, 10, 150, 1_000]) {
+        const expected = search.newest(match, n, where, params);
+        expect(search.newest(match, n, where, params, old(101, 1_100))).toEqual(expected);
+        // The same rows newest first (no `top`: the span's position unknown).
+        expect(search.newest(match, n, where, params, span(101, 1_100))).toEqual(expected);
+      }
+    }
+    // Unfiltered: every row of the span, newest first, and nothing outside it.
+    expect(search.newest('"common"', 5_000, [], [], old(101, 1_100))).toEqual(Array.from({ length: 1_000 }, (_, i) => 1_100 - i));
+  });
+
+  it('walks oldest first only where the rows below a span and its own rows, weighted, are fewer than the rows above it', () => {
+    const at = (lo: number, hi: number, top: number): boolean => isOldSpan({ lo, hi, top });
+    // A 100-row span: the walk reads it whole oldest first, so it counts OLDEST_FIRST_SPAN_FACTOR times.
+    const width = 100;
+    const weight = OLDEST_FIRST_SPAN_FACTOR * (width - 1);
+    expect(at(1, width, 1_000_000)).toBe(true);
+    expect(at(500_000, 500_000 + width - 1, 1_000_000)).toBe(false);
+    expect(at(990_000, 990_000 + width - 1, 1_000_000)).toBe(false);
+    // The boundary: rows below plus the weighted span against the rows above.
+    const lo = 100_000;
+    const top = lo + weight + (width - 1) + lo + 1;
+    expect(at(lo, lo + width - 1, top)).toBe(true);
+    expect(at(lo, lo + width - 1, top - 1)).toBe(false);
+    expect(isOldSpan({ lo: 1, hi: width })).toBe(false);
   });
 });

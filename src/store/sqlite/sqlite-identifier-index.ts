@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { TextIndexEntry } from '../backend.js';
 import { forEachWordGrams, identifierGrams, MAX_GRAMS_PER_EVENT } from '../identifier-grams.js';
-import { SPAN_WALK_PER_ROW, type RowidSpan } from './fts5-bounded.js';
+import { isOldSpan, SPAN_WALK_PER_ROW, type RowidSpan } from './fts5-bounded.js';
 
 /** The state row of the identifier index in `text_index_state` (migration 17): complete or pending (a backfill due). */
 const STATE = 'identifier_fts';
@@ -110,6 +110,7 @@ export class SqliteIdentifierIndex {
   private readonly writeState: Database.Statement;
   private readonly newestRows: Database.Statement;
   private readonly walkRows: Database.Statement;
+  private readonly walkRowsUp: Database.Statement;
   private readonly newestTailRows: Database.Statement;
   private readonly lastRowid: Database.Statement;
   /** The watermark once it is known to be stored (it only moves up, and only through this connection's writes or the catch-up's). */
@@ -122,6 +123,7 @@ export class SqliteIdentifierIndex {
     this.writeState = db.prepare('INSERT OR REPLACE INTO text_index_state (name, value) VALUES (?, ?)');
     this.newestRows = db.prepare('SELECT rowid FROM event_grams WHERE event_grams MATCH ? AND rowid <= ? ORDER BY rowid DESC LIMIT ?');
     this.walkRows = db.prepare('SELECT rowid FROM event_grams WHERE event_grams MATCH ? AND rowid <= ? ORDER BY rowid DESC').pluck();
+    this.walkRowsUp = db.prepare('SELECT rowid FROM event_grams WHERE event_grams MATCH ? AND rowid >= ? ORDER BY rowid ASC').pluck();
     this.newestTailRows = db.prepare('SELECT rowid FROM events_fts WHERE events_fts MATCH ? AND rowid > ? ORDER BY rowid DESC');
     this.lastRowid = db.prepare('SELECT COALESCE(MAX(rowid), 0) AS n FROM events');
   }
@@ -194,6 +196,21 @@ export class SqliteIdentifierIndex {
     }
     const phrase = gramPhrase(grams);
     let before = span === null ? tail.watermark : Math.min(tail.watermark, span.hi);
+    if (span !== null && out.length < want && before >= span.lo && isOldSpan(span)) {
+      // A span far below the newest rows is read oldest first, as fts5-bounded.ts `oldestFirstInSpan` reads it: a
+      // newest-first walk would read past every newer row holding the trigrams to reach it.
+      const read: number[] = [];
+      for (const rowid of this.walkRowsUp.iterate(phrase, span.lo) as IterableIterator<number>) {
+        if (rowid > before) break;
+        read.push(rowid);
+      }
+      read.reverse();
+      if (read.length > 0) {
+        const kept = accept(read);
+        for (const r of read) if (kept.has(r) && out.length < want) out.push(r);
+      }
+      return out;
+    }
     if (span !== null && out.length < want && before >= span.lo) {
       // The span's rows read until its first, as fts5-bounded.ts `newestInSpan` reads them: a page would read on
       // below it to fill its limit.

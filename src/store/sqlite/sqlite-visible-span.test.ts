@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEngram, type Engram } from '../../engine.js';
 import type { SessionId } from '../../model/ids.js';
-import { BOUND_ABOVE_ROWS } from './fts5-bounded.js';
+import { BOUND_ABOVE_ROWS, isOldSpan } from './fts5-bounded.js';
 import { SPAN_MIN_EVENTS } from '../visible-span.js';
 import { intersectSpans, SqliteVisibleSpan } from './sqlite-visible-span.js';
 
@@ -102,6 +102,69 @@ describe('the rowid span of a search held to a few sessions (SQLite)', () => {
     const hits = await mem.store.searchText({ terms, filter: { visibleToProject: 'p' }, limit: 20 });
     expect(hits.map((h) => h.eventId).sort()).toEqual(holders);
     const exact = await mem.store.searchText({ terms, filter: { visibleToProject: 'p' }, limit: 20, boundAbove: Number.POSITIVE_INFINITY });
+    expect(exact.map((h) => h.eventId).sort()).toEqual(holders);
+  });
+});
+
+/**
+ * A dormant project: its session `old` (40 events, 10 holding `zebra`, 8 an identifier that thousands of later events
+ * hold) written first, then 24,000 events of `other`, every one holding `common`. Its span lies far below the store's
+ * newest rows, so its walks go oldest first (fts5-bounded.ts `oldestFirstInSpan`): the same events must be found.
+ */
+describe("the span of a dormant project's sessions (SQLite)", () => {
+  let dir: string;
+  let mem: Engram;
+  let raw: Database.Database;
+  const ID = 'src/billing/ledger.ts:88';
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'engram-old-span-'));
+    mem = await openEngram({ db: join(dir, 'engram.db') });
+    await mem.append(
+      'old',
+      Array.from({ length: 40 }, (_, i) => ({ kind: 'note' as const, content: `common old ${i} ${i % 4 === 0 ? 'zebra' : 'plain'}${i % 5 === 0 ? ` failed at ${ID}` : ''}` })),
+      { project: 'd' },
+    );
+    for (let batch = 0; batch < 48; batch++) {
+      await mem.append('big', Array.from({ length: 500 }, (_, i) => ({ kind: 'note' as const, content: `common filler ${batch} ${i % 41}${i % 6 === 0 ? ` at ${ID}` : ''}${i % 97 === 0 ? ' zebra' : ''}` })), { project: 'other' });
+    }
+    await mem.maintainTextIndex();
+    raw = new Database(join(dir, 'engram.db'), { readonly: true });
+  });
+  afterAll(async () => {
+    raw.close();
+    await mem.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const ofOld = (like: string) => (raw.prepare("SELECT id FROM events WHERE session_id = 'old' AND content LIKE ?").pluck().all(like) as string[]).sort();
+
+  it('spans the first rows of the store, with the store\'s top, and is walked oldest first', () => {
+    const span = new SqliteVisibleSpan(raw).ofProject('d')!;
+    expect(span).toMatchObject({ lo: 1, hi: 40, top: 24_040 });
+    expect(isOldSpan(span)).toBe(true);
+  });
+
+  it("finds the project's rare-word events first and nothing of other projects, though 24,000 newer events hold `common`", async () => {
+    const zebras = ofOld('%zebra%');
+    expect(zebras).toHaveLength(10);
+    for (const filter of [{ visibleToProject: 'd' }, { sessionIds: ['old'] }]) {
+      const hits = await mem.store.searchText({ terms: [{ text: 'common' }, { text: 'zebra' }], filter: filter as never, limit: 15 });
+      expect(hits.slice(0, 10).map((h) => h.eventId).sort()).toEqual(zebras);
+      const events = await mem.store.getEvents(hits.map((h) => h.eventId));
+      expect(events.every((e) => e.sessionId === 'old')).toBe(true);
+      expect(hits).toHaveLength(15);
+    }
+  });
+
+  it('finds exactly its holders of an identifier that thousands of newer events hold, as the exact path does', async () => {
+    const holders = ofOld(`%${ID}%`);
+    expect(holders).toHaveLength(8);
+    expect(raw.prepare('SELECT count(*) FROM events WHERE content LIKE ?').pluck().get(`%${ID}%`)).toBeGreaterThan(3_000);
+    const terms = [{ text: ID }];
+    const hits = await mem.store.searchText({ terms, filter: { visibleToProject: 'd' }, limit: 20 });
+    expect(hits.map((h) => h.eventId).sort()).toEqual(holders);
+    const exact = await mem.store.searchText({ terms, filter: { visibleToProject: 'd' }, limit: 20, boundAbove: Number.POSITIVE_INFINITY });
     expect(exact.map((h) => h.eventId).sort()).toEqual(holders);
   });
 });

@@ -58,7 +58,7 @@ export class SqliteVisibleSpan {
     if (share.sessions > SPAN_MAX_SESSIONS || share.events >= stored * SPAN_MAX_SHARE) return null;
     const { lo, hi } = bounds();
     // No event in those sessions: an empty span (the filter admits no row either).
-    return lo === null || hi === null ? { lo: 1, hi: 0, admitted: new Map() } : { lo, hi, admitted: new Map() };
+    return lo === null || hi === null ? { lo: 1, hi: 0, top: stored, admitted: new Map() } : { lo, hi, top: stored, admitted: new Map() };
   }
 }
 
@@ -74,5 +74,6 @@ interface Bounds {
 
 /** Both spans' common part; null stands for no bound. */
 export function intersectSpans(a: RowidSpan | null, b: RowidSpan | null): RowidSpan | null {
-  return intersectKeySpans(a, b, (lo, hi) => ({ lo, hi, admitted: new Map() }));
+  const top = Math.max(a?.top ?? 0, b?.top ?? 0);
+  return intersectKeySpans(a, b, (lo, hi) => ({ lo, hi, ...(top > 0 ? { top } : {}), admitted: new Map() }));
 }
