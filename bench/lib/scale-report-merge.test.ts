@@ -89,6 +89,20 @@ describe('scale report merge', () => {
     ]);
     // Every backend measured again: nothing kept.
     expect(mergeScaleSections(current, ['fts'], previous, ['sqlite', 'postgres']).classes).toEqual(current.classes);
+
+    // A second run of postgres alone: sqlite's rows still come from the first run, and its note still says so.
+    const json2 = join(dir, 'scale2.json');
+    writeFileSync(json2, JSON.stringify({ when: 'now', args: { parts: ['fts'] }, classes: merged.classes, measured: merged.measured, notes: merged.notes }));
+    const again = mergeScaleSections(
+      { ...current, measured: { fts: { when: 'later', command: '--backends postgres --parts fts' } } },
+      ['fts'],
+      readPreviousScaleReport(json2, join(dir, 'none.md')),
+      ['postgres'],
+    );
+    expect(again.notes.fts).toContain(
+      'Full-text rows of sqlite kept from the run that measured them (then, `--backends sqlite,postgres --parts fts`, load average 1.1); this run measured postgres.',
+    );
+    expect(again.notes.fts!.filter((n) => n.startsWith('Full-text rows of'))).toHaveLength(1);
   });
 
   it('replaces a part the run measured, even with nothing', () => {

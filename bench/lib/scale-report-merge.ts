@@ -116,7 +116,12 @@ export function mergeScaleSections<C, I, L>(
     classes = order.flatMap((b) => rows.filter((c) => backendOf(c) === b));
     const by = previous.measured.fts;
     const keptNotes = (previous.notes.fts ?? []).filter((n) => keptBackends.some((b) => n.startsWith(`${b}:`)));
-    const provenance = `Full-text rows of ${keptBackends.join(', ')} kept from the run that measured them${by ? ` (${by.when}, \`${by.command}\`${by.loadAverage !== undefined ? `, load average ${by.loadAverage}` : ''})` : ''}; this run measured ${ranBackends!.join(', ')}.`;
+    // The run that measured them: the previous one, unless it had kept them from an earlier one in turn (its note says
+    // which), as a run of one backend after a run of the other does.
+    const head = `Full-text rows of ${keptBackends.join(', ')} kept from the run that measured them`;
+    const earlier = (previous.notes.fts ?? []).map((n) => (n.startsWith(head) ? / \((.*)\); this run measured /.exec(n)?.[1] : undefined)).find((x) => x !== undefined);
+    const origin = earlier ?? (by ? `${by.when}, \`${by.command}\`${by.loadAverage !== undefined ? `, load average ${by.loadAverage}` : ''}` : undefined);
+    const provenance = `${head}${origin !== undefined ? ` (${origin})` : ''}; this run measured ${ranBackends!.join(', ')}.`;
     notes.fts = [...(notes.fts ?? []), ...keptNotes, provenance];
   }
   const measured: Partial<Record<ScalePartName, PartProvenance>> = {};
