@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { intersectKeySpans, SPAN_MAX_SESSIONS, SPAN_MAX_SHARE, SPAN_MIN_EVENTS, type KeySpan } from '../visible-span.js';
 import { visibleSessionSql } from './postgres-sessions.js';
 
@@ -77,7 +78,9 @@ export async function pgVisibleSpan(
     }
     return found;
   };
-  const listed = ids ? await held(`sessions:${ids.join('\u0000')}`, `SELECT id FROM ${s}.sessions WHERE id = ANY($1::text[])`, [ids]) : null;
+  // The list's key a digest, not the list (a hook's list of its project's earlier sessions runs to hundreds of ids).
+  const listKey = ids ? `sessions:${createHash('sha1').update(ids.join('\u0000')).digest('base64')}` : '';
+  const listed = ids ? await held(listKey, `SELECT id FROM ${s}.sessions WHERE id = ANY($1::text[])`, [ids]) : null;
   const visible = filter.visibleToProject !== undefined ? await held(`project:${filter.visibleToProject}`, visibleSessionSql(s, '$1'), [filter.visibleToProject]) : null;
   return intersectKeySpans(listed, visible, (lo, hi) => ({ lo, hi }));
 }

@@ -73,10 +73,15 @@ export const OLDEST_FIRST_SPAN_FACTOR = 16;
 export class Fts5BoundedSearch {
   private readonly totals: Database.Statement;
   private readonly sizes: Database.Statement;
+  /** A span's walks, newest first from its last row and oldest first from its first (prepared once: one per term per search). */
+  private readonly walkDown: Database.Statement;
+  private readonly walkUp: Database.Statement;
 
   constructor(private readonly db: Database.Database) {
     this.totals = db.prepare('SELECT block FROM events_fts_data WHERE id = 1');
     this.sizes = db.prepare('SELECT id, sz FROM events_fts_docsize WHERE id IN (SELECT value FROM json_each(?))');
+    this.walkDown = db.prepare('SELECT rowid FROM events_fts WHERE events_fts MATCH ? AND rowid <= ? ORDER BY rowid DESC').pluck();
+    this.walkUp = db.prepare('SELECT rowid FROM events_fts WHERE events_fts MATCH ? AND rowid >= ? ORDER BY rowid ASC').pluck();
   }
 
   /**
@@ -127,10 +132,9 @@ export class Fts5BoundedSearch {
   private newestInSpan(match: string, n: number, where: string[], params: unknown[], span: RowidSpan): number[] {
     if (span.hi < span.lo || n <= 0) return [];
     if (isOldSpan(span)) return this.oldestFirstInSpan(match, n, where, params, span);
-    const walk = this.db.prepare('SELECT rowid FROM events_fts WHERE events_fts MATCH ? AND rowid <= ? ORDER BY rowid DESC').pluck();
     const read: number[] = [];
     let isWhole = true;
-    for (const rowid of walk.iterate(match, span.hi) as IterableIterator<number>) {
+    for (const rowid of this.walkDown.iterate(match, span.hi) as IterableIterator<number>) {
       if (rowid < span.lo) break;
       if (read.length >= n * SPAN_WALK_PER_ROW) {
         isWhole = false;
@@ -154,9 +158,8 @@ export class Fts5BoundedSearch {
    * to its last, every match of the span read and filtered; the newest `n` of them. The same rows as the newest-first walk.
    */
   private oldestFirstInSpan(match: string, n: number, where: string[], params: unknown[], span: RowidSpan): number[] {
-    const walk = this.db.prepare('SELECT rowid FROM events_fts WHERE events_fts MATCH ? AND rowid >= ? ORDER BY rowid ASC').pluck();
     const read: number[] = [];
-    for (const rowid of walk.iterate(match, span.lo) as IterableIterator<number>) {
+    for (const rowid of this.walkUp.iterate(match, span.lo) as IterableIterator<number>) {
       if (rowid > span.hi) break;
       read.push(rowid);
     }
